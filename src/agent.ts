@@ -1,0 +1,207 @@
+import { inspect } from "node:util";
+import { AgentState } from "./agent-state.ts";
+import { performCall } from "./call/lifecycle.ts";
+import type { HistoryRecord } from "./history/record.ts";
+import { resolveOptions, type AgentOptions } from "./options.ts";
+import { ImprovError, type Outcome } from "./outcome.ts";
+import { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
+
+/** A dynamic method: any arguments (plain data, with `kw()` last for named ones), an Outcome back. */
+export type DynamicMethod = (...args: unknown[]) => Promise<Outcome>;
+
+/**
+ * What an agent offers to TypeScript: its reserved members, plus any other name as a
+ * dynamic method. Values the application wrote read back at runtime; type them by
+ * intersecting, e.g. `Agent.for("calculator") as AgentProxy & { value: number }`.
+ */
+export interface AgentMembers {
+  /** Writes context entries (as the application's own values) and returns the same agent. */
+  remember(entries: Record<string, unknown>): AgentProxy;
+  /** The live, mutable context object. */
+  readonly runtimeContext: Record<string, unknown>;
+  /** A child agent of `role` that inherits this agent's options (depth + 1). */
+  delegate(role: string, options?: AgentOptions): AgentProxy;
+  /** Always `undefined`: an agent is never taken for a promise. */
+  readonly then: undefined;
+  toJSON(): { role: string };
+  toString(): string;
+}
+
+/** An agent as application code sees it. */
+export type AgentProxy = Agent & AgentMembers & { readonly [method: string]: DynamicMethod | any };
+
+const states = new WeakMap<object, AgentState>();
+const proxies = new WeakMap<AgentState, AgentProxy>();
+
+function stateOf(agent: unknown, caller: string): AgentState {
+  const state = typeof agent === "object" && agent !== null ? states.get(agent) : undefined;
+  if (!state) throw new TypeError(`${caller} expects an agent made by Agent.for(role).`);
+  return state;
+}
+
+function validateRole(role: unknown): string {
+  if (typeof role !== "string" || role.trim() === "" || role.length > MAX_NAME_LENGTH) {
+    throw new TypeError(`An agent's role must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, e.g. Agent.for("calculator").`);
+  }
+  return role;
+}
+
+function reservedMessage(name: string): string {
+  return `"${name}" is reserved on agents and cannot be assigned. Reserved names: ${[...RESERVED_NAMES].join(", ")}.`;
+}
+
+/**
+ * An LLM-backed object whose methods are written at call time.
+ *
+ * @example
+ * const calc = Agent.for("calculator", { provider });
+ * calc.value = 5;
+ * const r = await calc.add(3);
+ * console.log(r.ok ? r.value : r.errorMessage);
+ */
+export class Agent {
+  /** Agents are made with `Agent.for(role, options)`. */
+  constructor() {
+    throw new TypeError("Use Agent.for(role, options) to make an agent.");
+  }
+
+  /**
+   * Returns a new agent of `role`. Unknown option names throw a `TypeError` listing the valid ones.
+   *
+   * @example
+   * const calc = Agent.for("calculator", { log: "logs/calls.jsonl" });
+   */
+  static for(role: string, options?: AgentOptions): AgentProxy {
+    return proxyFor(new AgentState(validateRole(role), resolveOptions(options), 0));
+  }
+
+  /** The agent's role. */
+  static role(agent: unknown): string {
+    return stateOf(agent, "Agent.role()").role;
+  }
+
+  /** The agent's canonical history records: a frozen array, shared until the next call. */
+  static history(agent: unknown): readonly HistoryRecord[] {
+    return stateOf(agent, "Agent.history()").history.snapshot();
+  }
+
+  /**
+   * Whether the agent answers `name` without a model call: reserved members, values the
+   * application wrote, and setters (`"name="`) for any name that is not reserved.
+   */
+  static respondTo(agent: unknown, name: string): boolean {
+    return respondsTo(stateOf(agent, "Agent.respondTo()"), name);
+  }
+
+  /** `"[Agent role]"`, so string conversion never calls a method. */
+  [Symbol.toPrimitive](): string {
+    return `[Agent ${stateOf(this, "Agent").role}]`;
+  }
+
+  get [Symbol.toStringTag](): string {
+    return "Agent";
+  }
+
+  [inspect.custom](_depth: number, options: { stylize?: (text: string, style: string) => string }, format: typeof inspect = inspect): string {
+    const state = stateOf(this, "inspect");
+    const values = Object.fromEntries([...state.appKeys].filter((key) => state.isReader(key)).map((key) => [key, state.context[key]]));
+    const name = options?.stylize ? options.stylize(`Agent<${state.role}>`, "special") : `Agent<${state.role}>`;
+    return Object.keys(values).length === 0 ? name : `${name} ${format(values, { ...options, depth: 2 } as never)}`;
+  }
+}
+
+function respondsTo(state: AgentState, name: unknown): boolean {
+  if (typeof name !== "string") return false;
+  if (name.endsWith("=")) {
+    const base = name.slice(0, -1);
+    return base !== "" && !RESERVED_NAMES.has(base);
+  }
+  if (name === "then") return false;
+  return RESERVED_NAMES.has(name) || state.isReader(name);
+}
+
+function proxyFor(state: AgentState): AgentProxy {
+  const existing = proxies.get(state);
+  if (existing) return existing;
+  const target = Object.create(Agent.prototype) as object;
+  const methods = new Map<string, DynamicMethod>();
+  let proxy!: AgentProxy;
+
+  const reserved: Record<string, () => unknown> = {
+    remember: () => (entries: Record<string, unknown>) => {
+      if (typeof entries !== "object" || entries === null || Array.isArray(entries)) {
+        throw new TypeError("remember() takes an object of entries, e.g. agent.remember({ mode: \"scientific\" }).");
+      }
+      for (const [key, value] of Object.entries(entries)) {
+        if (RESERVED_NAMES.has(key)) throw new TypeError(reservedMessage(key));
+      }
+      for (const [key, value] of Object.entries(entries)) state.write(key, value);
+      return proxy;
+    },
+    runtimeContext: () => state.context,
+    delegate: () => (role: string, options?: AgentOptions) => {
+      const childRole = validateRole(role);
+      if (state.depth + 1 > state.options.maxDelegationDepth) {
+        throw new ImprovError("budget_exceeded", `delegate("${childRole}") would reach depth ${state.depth + 1}, beyond maxDelegationDepth ${state.options.maxDelegationDepth}.`);
+      }
+      return proxyFor(state.child(childRole, options));
+    },
+    then: () => undefined,
+    toJSON: () => () => ({ role: state.role }),
+    toString: () => () => `[Agent ${state.role}]`,
+    constructor: () => Agent,
+  };
+
+  proxy = new Proxy(target, {
+    get(_target, name, receiver) {
+      if (typeof name === "symbol") return Reflect.get(target, name, receiver);
+      if (RESERVED_NAMES.has(name)) return (reserved[name] as () => unknown)();
+      if (state.isReader(name)) return state.context[name];
+      let method = methods.get(name);
+      if (!method) {
+        method = (...args: unknown[]) => performCall(state, name, args, { speaker: "user" });
+        methods.set(name, method);
+      }
+      return method;
+    },
+    set(_target, name, value) {
+      if (typeof name === "symbol") throw new TypeError("Symbol keys are reserved on agents and cannot be assigned.");
+      if (RESERVED_NAMES.has(name)) throw new TypeError(reservedMessage(name));
+      state.write(name, value);
+      return true;
+    },
+    has(_target, name) {
+      return typeof name === "symbol" ? Reflect.has(target, name) : respondsTo(state, name);
+    },
+    deleteProperty(_target, name) {
+      if (typeof name === "symbol" || RESERVED_NAMES.has(name)) throw new TypeError(`"${String(name)}" is reserved on agents and cannot be deleted.`);
+      if (state.appKeys.has(name)) {
+        delete state.context[name];
+        state.appKeys.delete(name);
+      }
+      return true;
+    },
+    ownKeys() {
+      return [...state.appKeys].filter((key) => state.isReader(key));
+    },
+    getOwnPropertyDescriptor(_target, name) {
+      if (typeof name === "symbol" || !state.isReader(name)) return undefined;
+      return { value: state.context[name], writable: true, enumerable: true, configurable: true };
+    },
+    defineProperty(_target, name) {
+      throw new TypeError(`Use assignment or remember() to store "${String(name)}" on an agent.`);
+    },
+    setPrototypeOf() {
+      return false;
+    },
+    preventExtensions() {
+      return false;
+    },
+  }) as AgentProxy;
+
+  states.set(proxy, state);
+  // util.inspect looks through proxies to their target, so the target must lead to the state too.
+  states.set(target, state);
+  proxies.set(state, proxy);
+  return proxy;
+}

@@ -1,0 +1,115 @@
+/** Splitting a dynamic call's arguments into `args` and `kwargs`, and checking they can cross. */
+
+const KEYWORDS: unique symbol = Symbol("improv.kwargs");
+
+/** Named arguments, made by {@link kw}. */
+export interface KeywordArguments {
+  readonly [KEYWORDS]: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Marks named arguments (kwargs) for a dynamic call. Pass it as the last argument; the
+ * program sees them as `kwargs`.
+ *
+ * @example
+ * await calc.convert(100, kw({ from: "c", to: "f" }));
+ */
+export function kw(values: Record<string, unknown>): KeywordArguments {
+  if (typeof values !== "object" || values === null || Array.isArray(values)) {
+    throw new TypeError("kw() takes an object of named arguments, e.g. kw({ from: \"c\", to: \"f\" }).");
+  }
+  return Object.freeze({ [KEYWORDS]: values });
+}
+
+function isKeywordArguments(value: unknown): value is KeywordArguments {
+  return typeof value === "object" && value !== null && Object.hasOwn(value, KEYWORDS);
+}
+
+/** A call's arguments, split. */
+export interface CallArguments {
+  readonly args: unknown[];
+  readonly kwargs: Record<string, unknown>;
+}
+
+/** Separates a trailing `kw()` from positional arguments. Throws `TypeError` for misplaced `kw()`. */
+export function splitArguments(raw: readonly unknown[]): CallArguments {
+  const last = raw.at(-1);
+  const args = isKeywordArguments(last) ? raw.slice(0, -1) : [...raw];
+  const misplaced = args.findIndex(isKeywordArguments);
+  if (misplaced !== -1) {
+    throw new TypeError(`kw() must be the last argument, but args[${misplaced}] is kw(). Move the named arguments to the end.`);
+  }
+  return { args, kwargs: isKeywordArguments(last) ? { ...last[KEYWORDS] } : {} };
+}
+
+/**
+ * The path and reason of the first part of `value` that cannot be copied into the sandbox
+ * by structured clone, or `undefined` when all of it can.
+ */
+export function findUncloneable(value: unknown, path: string): string | undefined {
+  const seen = new Set<object>();
+  const stack: [unknown, string][] = [[value, path]];
+  while (stack.length > 0) {
+    const [current, at] = stack.pop() as [unknown, string];
+    switch (typeof current) {
+      case "function":
+        return `${at} is a function`;
+      case "symbol":
+        return `${at} is a symbol`;
+      case "object":
+        break;
+      default:
+        continue;
+    }
+    if (current === null || seen.has(current)) continue;
+    seen.add(current);
+    if (isCloneableLeaf(current)) continue;
+    if (current instanceof Map) {
+      let index = 0;
+      for (const [key, entry] of current) {
+        stack.push([key, `${at}.<key ${index}>`], [entry, `${at}.get(${describeKey(key)})`]);
+        index += 1;
+      }
+      continue;
+    }
+    if (current instanceof Set) {
+      let index = 0;
+      for (const entry of current) stack.push([entry, `${at}.<entry ${index++}>`]);
+      continue;
+    }
+    if (!Array.isArray(current) && !isPlainish(current)) return `${at} is a ${current.constructor?.name ?? "host"} object`;
+    for (const key of Object.keys(current)) {
+      let entry: unknown;
+      try {
+        entry = (current as Record<string, unknown>)[key];
+      } catch {
+        return `${at}${Array.isArray(current) ? `[${key}]` : `.${key}`} has a getter that throws`;
+      }
+      stack.push([entry, Array.isArray(current) ? `${at}[${key}]` : `${at}.${key}`]);
+    }
+  }
+  return undefined;
+}
+
+function isCloneableLeaf(value: object): boolean {
+  return (
+    value instanceof Date ||
+    value instanceof RegExp ||
+    value instanceof Error ||
+    ArrayBuffer.isView(value) ||
+    value instanceof ArrayBuffer ||
+    value instanceof Boolean ||
+    value instanceof Number ||
+    value instanceof String
+  );
+}
+
+/** Objects that structured clone copies as plain data (plain objects and class instances). */
+function isPlainish(value: object): boolean {
+  if (value instanceof Promise || value instanceof WeakMap || value instanceof WeakSet) return false;
+  return !(typeof (value as { then?: unknown }).then === "function" && value.constructor !== Object);
+}
+
+function describeKey(key: unknown): string {
+  return typeof key === "string" ? JSON.stringify(key) : String(key);
+}

@@ -1,0 +1,77 @@
+import type { AgentState } from "../agent-state.ts";
+import type { AgentOptions } from "../options.ts";
+import type { Outcome } from "../outcome.ts";
+import { MAX_NAME_LENGTH, RESERVED_NAMES } from "../reserved-names.ts";
+import type { BridgeOutcome, BridgeRequest } from "../sandbox/protocol.ts";
+import { decodeValue } from "../sandbox/value-codec.ts";
+import type { CallOrigin } from "./lifecycle.ts";
+import type { CallDraft } from "./finalize.ts";
+
+type PerformCall = (state: AgentState, method: string, args: readonly unknown[], origin: CallOrigin) => Promise<Outcome>;
+
+/** Options generated code may pass to `delegate(role, options)`; limits can only be lowered. */
+const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "memoryLimitMb"]);
+const LOWER_ONLY = ["maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "memoryLimitMb"] as const;
+
+function refuse(errorType: "invalid_input" | "budget_exceeded", message: string): BridgeOutcome {
+  return { status: "error", ok: false, error_type: errorType, error_message: message, retriable: false };
+}
+
+/** An Outcome in the field names generated code sees. */
+export function toBridgeOutcome(outcome: Outcome): BridgeOutcome {
+  return outcome.ok
+    ? { status: "ok", ok: true, value: outcome.value, retriable: false }
+    : { status: "error", ok: false, error_type: outcome.errorType ?? "execution", error_message: outcome.errorMessage ?? "", retriable: outcome.retriable };
+}
+
+function programOptions(state: AgentState, text: string | null): AgentOptions | string | undefined {
+  if (text === null) return undefined;
+  let value: unknown;
+  try {
+    value = decodeValue(text);
+  } catch {
+    return "delegate options could not be read.";
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "delegate options must be an object.";
+  const options = value as Record<string, unknown>;
+  for (const name of Object.keys(options)) {
+    if (!PROGRAM_OPTION_NAMES.has(name)) return `delegate option "${name}" is not allowed from generated code. Allowed: ${[...PROGRAM_OPTION_NAMES].join(", ")}.`;
+  }
+  for (const name of LOWER_ONLY) {
+    const given = options[name];
+    if (typeof given === "number" && given > state.options[name]) options[name] = state.options[name];
+  }
+  return options as AgentOptions;
+}
+
+/**
+ * A program's `delegate(role).method(...args)`: validated here (the request is untrusted),
+ * then run as a full dynamic call of the child agent, recorded in the child's history with
+ * speaker `tool`, and answered with a plain Outcome.
+ */
+export async function handleDelegate(state: AgentState, draft: CallDraft, request: BridgeRequest, performCall: PerformCall): Promise<BridgeOutcome> {
+  const { role, method } = request;
+  if (role.trim() === "" || role.length > MAX_NAME_LENGTH) return refuse("invalid_input", "delegate(role) needs a non-empty role of at most 200 characters.");
+  if (method === "" || method.length > MAX_NAME_LENGTH) return refuse("invalid_input", "A delegated method name must be 1 to 200 characters long.");
+  if (RESERVED_NAMES.has(method)) return refuse("invalid_input", `"${method}" is a reserved name on agents and cannot be called through delegate.`);
+  if (state.depth + 1 > state.options.maxDelegationDepth) {
+    return refuse("budget_exceeded", `delegate("${role}") would reach depth ${state.depth + 1}, beyond maxDelegationDepth ${state.options.maxDelegationDepth}.`);
+  }
+  let args: unknown;
+  try {
+    args = decodeValue(request.args);
+  } catch {
+    return refuse("invalid_input", `The arguments to ${role}.${method}() could not be read.`);
+  }
+  if (!Array.isArray(args)) return refuse("invalid_input", `The arguments to ${role}.${method}() must be a list.`);
+  const options = programOptions(state, request.options);
+  if (typeof options === "string") return refuse("invalid_input", options);
+  let child: AgentState;
+  try {
+    child = state.child(role, options);
+  } catch (error) {
+    return refuse("invalid_input", (error as Error).message);
+  }
+  const outcome = await performCall(child, method, args, { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId });
+  return toBridgeOutcome(outcome);
+}

@@ -1,0 +1,182 @@
+import { randomUUID } from "node:crypto";
+import type { AgentState } from "../agent-state.ts";
+import type { Speaker } from "../history/record.ts";
+import { Outcome, type ErrorType } from "../outcome.ts";
+import type { Generation, GenerationRequest, Provider } from "../providers/provider.ts";
+import { runProgram } from "../sandbox/host/run-program.ts";
+import { parseProgram } from "../telemetry/parse.ts";
+import { findUncloneable, splitArguments } from "./arguments.ts";
+import { handleDelegate } from "./delegation.ts";
+import { finalize, type CallDraft } from "./finalize.ts";
+import { renderPrompts } from "./prompt.ts";
+
+/** Where a call came from. */
+export interface CallOrigin {
+  readonly speaker: Speaker;
+  readonly parentCallId?: string;
+  readonly traceId?: string;
+}
+
+/**
+ * One dynamic call, start to finish: check the arguments, render the prompts, ask the
+ * provider (with retries), run the program in the sandbox, and finalize exactly once.
+ * Never throws: every path ends in an {@link Outcome}.
+ */
+export async function performCall(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): Promise<Outcome> {
+  const draft: CallDraft = {
+    callId: randomUUID(),
+    role: state.role,
+    method,
+    speaker: origin.speaker,
+    traceId: origin.traceId ?? state.options.traceId ?? randomUUID(),
+    parentCallId: origin.parentCallId,
+    depth: state.depth,
+    startedAt: new Date(),
+    startedMs: performance.now(),
+    args: rawArgs,
+    kwargs: {},
+    code: null,
+    model: undefined,
+    attempts: 0,
+    system: undefined,
+    user: undefined,
+    console: [],
+    finalized: false,
+  };
+  let outcome: Outcome;
+  try {
+    outcome = await execute(state, draft);
+  } catch (error) {
+    outcome = Outcome.failure(draft.callId, "execution", `improv failed while handling this call: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  finalize(state, draft, outcome);
+  return outcome;
+}
+
+async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
+  const fail = (errorType: ErrorType, message: string): Outcome => Outcome.failure(draft.callId, errorType, message);
+  let split;
+  try {
+    split = splitArguments(draft.args);
+  } catch (error) {
+    return fail("invalid_input", (error as Error).message);
+  }
+  draft.args = split.args;
+  draft.kwargs = split.kwargs;
+  const problem = findUncloneable(split.args, "args") ?? findUncloneable(split.kwargs, "kwargs");
+  if (problem !== undefined) return fail("invalid_input", `Argument ${problem} and cannot enter the sandbox. Pass plain data.`);
+  if (state.options.signal?.aborted) return fail("cancelled", "The call was cancelled before it started.");
+  const provider = state.provider();
+  if (!provider) return fail("provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
+
+  const prompts = renderPrompts({
+    role: state.role,
+    method: draft.method,
+    args: split.args,
+    kwargs: split.kwargs,
+    contextKeys: Object.keys(state.context),
+    historyCount: state.history.length,
+    historyPreview: state.history.latest(state.options.historyPreviewLimit),
+  });
+  draft.system = prompts.system;
+  draft.user = prompts.user;
+
+  let last = fail("invalid_code", "The provider produced no usable program.");
+  for (let attempt = 1; attempt <= state.options.maxGenerationAttempts; attempt += 1) {
+    draft.attempts = attempt;
+    const request: GenerationRequest = {
+      role: state.role,
+      method: draft.method,
+      attempt,
+      system: prompts.system,
+      user: prompts.user,
+      ...(state.options.model === undefined ? {} : { model: state.options.model }),
+    };
+    const generated = await generate(provider, request, state, fail);
+    if (generated instanceof Outcome) {
+      last = generated;
+      if (generated.errorType === "cancelled") return generated;
+      continue;
+    }
+    draft.code = generated.code;
+    draft.model = generated.model;
+    const parsed = parseProgram(generated.code);
+    if (!parsed.ok) {
+      last = fail("invalid_code", `The program does not parse (attempt ${attempt}): ${parsed.message}`);
+      continue;
+    }
+    const outcome = await state.queue.run(() => runInSandbox(state, draft, generated.code, fail));
+    if (outcome.errorType !== "invalid_code") return outcome;
+    last = outcome;
+  }
+  return last;
+}
+
+async function generate(
+  provider: Provider,
+  request: GenerationRequest,
+  state: AgentState,
+  fail: (errorType: ErrorType, message: string) => Outcome,
+): Promise<Outcome | { code: string; model: string }> {
+  const { providerTimeoutMs, signal } = state.options;
+  const controller = new AbortController();
+  const timedOut = new Error("provider timeout");
+  const timer = setTimeout(() => controller.abort(timedOut), providerTimeoutMs);
+  const onAbort = () => controller.abort(signal?.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    // Race the abort too: a provider that ignores its signal must not hold the call.
+    const stopped = new Promise<never>((_, reject) => controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }));
+    const pending = Promise.resolve(provider.generate(request, controller.signal));
+    pending.catch(() => undefined); // It may reject after the race is lost; that must not go unhandled.
+    const generation = (await Promise.race([pending, stopped])) as Generation | undefined;
+    if (typeof generation !== "object" || generation === null) return fail("provider", "The provider returned nothing; generate() must resolve to { code, model }.");
+    const { code } = generation;
+    if (typeof code !== "string" || code.trim() === "") {
+      return fail("invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${request.attempt}).`);
+    }
+    return { code, model: typeof generation.model === "string" ? generation.model : "unknown" };
+  } catch (error) {
+    if (controller.signal.aborted && controller.signal.reason === timedOut) {
+      return fail("timeout", `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`);
+    }
+    if (signal?.aborted) return fail("cancelled", "The call was cancelled while waiting for the provider.");
+    return fail("provider", `The provider failed: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+async function runInSandbox(
+  state: AgentState,
+  draft: CallDraft,
+  code: string,
+  fail: (errorType: ErrorType, message: string) => Outcome,
+): Promise<Outcome> {
+  const { signal } = state.options;
+  if (signal?.aborted) return fail("cancelled", "The call was cancelled before its program ran.");
+  const contextProblem = findUncloneable(state.context, "context");
+  if (contextProblem !== undefined) {
+    return fail("invalid_input", `The agent's ${contextProblem} and cannot enter the sandbox. Keep plain data in context.`);
+  }
+  const result = await runProgram({
+    agentId: state.id,
+    callId: draft.callId,
+    code,
+    args: draft.args as unknown[],
+    kwargs: draft.kwargs as Record<string, unknown>,
+    context: state.context,
+    depth: state.depth,
+    maxDelegationDepth: state.options.maxDelegationDepth,
+    timeoutMs: state.options.executionTimeoutMs,
+    memoryLimitMb: state.options.memoryLimitMb,
+    history: state.history,
+    onDelegate: (request) => handleDelegate(state, draft, request, performCall),
+    signal,
+  });
+  draft.console = result.console;
+  if (result.status === "error") return fail(result.errorType, result.message);
+  state.commitContext(result.context);
+  return Outcome.success(draft.callId, result.value);
+}

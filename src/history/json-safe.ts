@@ -1,0 +1,138 @@
+/**
+ * Converting any value into JSON-safe data for history records and log lines. One bad part
+ * never costs the whole: each value that JSON cannot hold becomes a descriptive stand-in
+ * string at the place where it occurs.
+ *
+ * | value                         | stand-in                          |
+ * |-------------------------------|-----------------------------------|
+ * | `undefined`                   | `"[undefined]"`                   |
+ * | `NaN`, `±Infinity`            | `"[NaN]"`, `"[Infinity]"`, `"[-Infinity]"` |
+ * | `123n`                        | `"[BigInt 123]"`                  |
+ * | function                      | `"[Function name]"`               |
+ * | symbol                        | `"[Symbol(description)]"`         |
+ * | `Date`                        | `"[Date 2025-01-01T00:00:00.000Z]"` (`"[Date invalid]"`) |
+ * | `Map`, `Set`                  | `"[Map(2)]"`, `"[Set(3)]"`        |
+ * | error                         | `"[TypeError: message]"`          |
+ * | class instance                | `"[ClassName]"`                   |
+ * | cycle                         | `"[Circular]"`                    |
+ * | getter or `toJSON` that throws| `"[Unreadable: message]"`         |
+ * | nesting past 32 levels        | `"[Nested too deep]"`             |
+ */
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** Strings longer than this are cut, with a marker saying how much was cut. */
+export const MAX_STRING_CHARS = 10_000;
+const MAX_DEPTH = 32;
+const MAX_ITEMS = 1_000;
+
+/** Cuts `text` to `limit` characters, saying how many were dropped. */
+export function truncateString(text: string, limit = MAX_STRING_CHARS): string {
+  if (text.length <= limit) return text;
+  return `${text.slice(0, limit)}…[truncated ${text.length - limit} chars]`;
+}
+
+function describeError(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "unknown";
+  }
+}
+
+/** A JSON-safe copy of `value` (see the table above). Never throws. */
+export function toJsonSafe(value: unknown): JsonValue {
+  return convert(value, 0, new Set());
+}
+
+function convert(value: unknown, depth: number, ancestors: Set<object>): JsonValue {
+  switch (typeof value) {
+    case "string":
+      return truncateString(value);
+    case "boolean":
+      return value;
+    case "number":
+      if (Number.isFinite(value)) return value;
+      return Number.isNaN(value) ? "[NaN]" : value > 0 ? "[Infinity]" : "[-Infinity]";
+    case "undefined":
+      return "[undefined]";
+    case "bigint":
+      return truncateString(`[BigInt ${value}]`);
+    case "symbol":
+      return truncateString(`[Symbol(${value.description ?? ""})]`);
+    case "function":
+      return `[Function ${value.name || "anonymous"}]`;
+    default:
+      break;
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (ancestors.has(object)) return "[Circular]";
+  if (depth >= MAX_DEPTH) return "[Nested too deep]";
+  try {
+    if (object instanceof Date) return Number.isNaN(object.getTime()) ? "[Date invalid]" : `[Date ${object.toISOString()}]`;
+    if (object instanceof Map) return `[Map(${object.size})]`;
+    if (object instanceof Set) return `[Set(${object.size})]`;
+    if (object instanceof Error) return truncateString(`[${object.name}: ${object.message}]`);
+    if (typeof (object as { toJSON?: unknown }).toJSON === "function") {
+      return convert((object as { toJSON(): unknown }).toJSON(), depth + 1, ancestors);
+    }
+    ancestors.add(object);
+    try {
+      if (Array.isArray(object)) return convertArray(object, depth, ancestors);
+      const prototype = Object.getPrototypeOf(object);
+      if (prototype !== null && prototype !== Object.prototype) {
+        return `[${(prototype as { constructor?: { name?: string } }).constructor?.name || "Object"}]`;
+      }
+      return convertObject(object as Record<string, unknown>, depth, ancestors);
+    } finally {
+      ancestors.delete(object);
+    }
+  } catch (error) {
+    return truncateString(`[Unreadable: ${describeError(error)}]`);
+  }
+}
+
+function convertArray(array: unknown[], depth: number, ancestors: Set<object>): JsonValue[] {
+  const length = Math.min(array.length, MAX_ITEMS);
+  const result: JsonValue[] = [];
+  for (let index = 0; index < length; index += 1) result.push(readAndConvert(() => array[index], depth, ancestors));
+  if (array.length > MAX_ITEMS) result.push(`[${array.length - MAX_ITEMS} more items]`);
+  return result;
+}
+
+function convertObject(object: Record<string, unknown>, depth: number, ancestors: Set<object>): { [key: string]: JsonValue } {
+  const result: { [key: string]: JsonValue } = {};
+  const keys = Object.keys(object);
+  for (const key of keys.slice(0, MAX_ITEMS)) {
+    const safeKey = truncateString(key, 200);
+    Object.defineProperty(result, safeKey, {
+      value: readAndConvert(() => object[key], depth, ancestors),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  if (keys.length > MAX_ITEMS) result["[more keys]"] = `[${keys.length - MAX_ITEMS} more keys]`;
+  return result;
+}
+
+function readAndConvert(read: () => unknown, depth: number, ancestors: Set<object>): JsonValue {
+  let value: unknown;
+  try {
+    value = read();
+  } catch (error) {
+    return truncateString(`[Unreadable: ${describeError(error)}]`);
+  }
+  return convert(value, depth + 1, ancestors);
+}
+
+/** A short class name for a value, as recorded in `outcome_summary.value_class`. */
+export function valueClass(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value !== "object") return typeof value;
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype === null || prototype === Object.prototype) return "object";
+  return (prototype as { constructor?: { name?: string } }).constructor?.name || "object";
+}

@@ -1,0 +1,18 @@
+export { Agent } from "./agent.ts";
+export type { AgentMembers, AgentProxy, DynamicMethod } from "./agent.ts";
+export { kw } from "./call/arguments.ts";
+export type { KeywordArguments } from "./call/arguments.ts";
+export { AGENT_OPTION_NAMES, DEFAULT_OPTIONS } from "./options.ts";
+export type { AgentOptions } from "./options.ts";
+export { ERROR_TYPES, ImprovError, Outcome, isRetriable } from "./outcome.ts";
+export type { ErrorType, OutcomeFields, OutcomeStatus } from "./outcome.ts";
+export { RESERVED_NAMES } from "./reserved-names.ts";
+export { ProviderError } from "./providers/provider.ts";
+export type { Generation, GenerationRequest, GenerationUsage, Provider } from "./providers/provider.ts";
+export { ScriptedProvider } from "./providers/scripted.ts";
+export type { ScriptedCall, ScriptedEntry, ScriptedProgram, ScriptedProviderOptions } from "./providers/scripted.ts";
+export { DEFAULT_OPENAI_MODEL, OpenAIProvider, extractProgram } from "./providers/openai.ts";
+export type { OpenAIProviderOptions } from "./providers/openai.ts";
+export type { HistoryRecord, OutcomeSummary, Speaker } from "./history/record.ts";
+export type { JsonValue } from "./history/json-safe.ts";
+export { SANDBOX_LIMITS } from "./sandbox/limits.ts";

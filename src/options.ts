@@ -1,0 +1,184 @@
+import type { Logger } from "pino";
+import { readEnv, readEnvFlag } from "./env.ts";
+import { isProvider, type Provider } from "./providers/provider.ts";
+
+/**
+ * Options of `Agent.for(role, options)`. All are optional; children made by `delegate`
+ * inherit their parent's options.
+ */
+export interface AgentOptions {
+  /**
+   * Writes method bodies. Default: an `OpenAIProvider` configured from `OPENAI_API_KEY`,
+   * `OPENAI_BASE_URL` and `IMPROV_MODEL`; with no key set, calls end with a `provider` outcome.
+   */
+  provider?: Provider;
+  /** Model name passed to the provider. Default: the provider's own. */
+  model?: string;
+  /**
+   * Where call logs go: a JSONL file path (directories are created), a pino logger, or
+   * `false`. Default: the file named by `IMPROV_LOG`, else off.
+   */
+  log?: string | Logger | false;
+  /** Adds prompts and a context snapshot to log lines. Default: `IMPROV_DEBUG`, else false. */
+  debug?: boolean;
+  /** Provider attempts per call, retries included. Default: 2. */
+  maxGenerationAttempts?: number;
+  /** Longest wait for one provider attempt. Default: 60000. @unit milliseconds */
+  providerTimeoutMs?: number;
+  /** Wall-clock limit on running the program, awaits included. Default: 5000. @unit milliseconds */
+  executionTimeoutMs?: number;
+  /** Heap limit of the isolate that runs the agent's programs. Default: 64, minimum 8. @unit MiB */
+  memoryLimitMb?: number;
+  /** Deepest `delegate` chain below the agent the application called. Default: 8. */
+  maxDelegationDepth?: number;
+  /** Records summarised in the user prompt's history block. Default: 3. */
+  historyPreviewLimit?: number;
+  /** Trace id stamped on every call of this agent and its children. Default: one per call tree. */
+  traceId?: string;
+  /** Aborting it cancels pending calls with a `cancelled` outcome. */
+  signal?: AbortSignal;
+}
+
+/** Options after defaults and environment variables are applied. */
+export interface ResolvedOptions {
+  readonly provider: Provider | undefined;
+  readonly model: string | undefined;
+  readonly log: string | Logger | false;
+  readonly debug: boolean;
+  readonly maxGenerationAttempts: number;
+  readonly providerTimeoutMs: number;
+  readonly executionTimeoutMs: number;
+  readonly memoryLimitMb: number;
+  readonly maxDelegationDepth: number;
+  readonly historyPreviewLimit: number;
+  readonly traceId: string | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** Every default, in one place. */
+export const DEFAULT_OPTIONS = {
+  maxGenerationAttempts: 2,
+  providerTimeoutMs: 60_000,
+  executionTimeoutMs: 5_000,
+  memoryLimitMb: 64,
+  maxDelegationDepth: 8,
+  historyPreviewLimit: 3,
+} as const;
+
+/** The smallest heap isolated-vm accepts. */
+export const MIN_MEMORY_LIMIT_MB = 8;
+
+const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
+  provider: true,
+  model: true,
+  log: true,
+  debug: true,
+  maxGenerationAttempts: true,
+  providerTimeoutMs: true,
+  executionTimeoutMs: true,
+  memoryLimitMb: true,
+  maxDelegationDepth: true,
+  historyPreviewLimit: true,
+  traceId: true,
+  signal: true,
+};
+
+/** The names `Agent.for()` accepts, in documentation order. */
+export const AGENT_OPTION_NAMES = Object.keys(OPTION_NAMES) as (keyof AgentOptions)[];
+
+/**
+ * Validates `options` and fills in defaults, from `parent` when given (children inherit),
+ * else from the environment and {@link DEFAULT_OPTIONS}. Throws `TypeError` / `RangeError`.
+ */
+export function resolveOptions(options: AgentOptions | undefined, parent?: ResolvedOptions): ResolvedOptions {
+  if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
+    throw new TypeError(`Agent options must be an object, got ${describeType(options)}.`);
+  }
+  const given: AgentOptions = options ?? {};
+  for (const name of Object.keys(given)) {
+    if (!Object.hasOwn(OPTION_NAMES, name)) {
+      throw new TypeError(`Unknown option "${name}" for Agent.for(). Valid options: ${AGENT_OPTION_NAMES.join(", ")}.`);
+    }
+  }
+  const base = parent ?? rootDefaults();
+  const pick = <K extends keyof AgentOptions>(name: K): AgentOptions[K] | undefined =>
+    given[name] === undefined ? undefined : given[name];
+
+  const provider = pick("provider");
+  if (provider !== undefined && !isProvider(provider)) {
+    throw new TypeError('Option "provider" must be an object with a generate(request, signal) method, such as a ScriptedProvider or OpenAIProvider.');
+  }
+  const log = pick("log");
+  if (log !== undefined && log !== false && typeof log !== "string" && !isLogger(log)) {
+    throw new TypeError('Option "log" must be a file path, a pino logger, or false.');
+  }
+  const signal = pick("signal");
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError('Option "signal" must be an AbortSignal.');
+  }
+  return {
+    provider: provider ?? base.provider,
+    model: optionalString(given, "model") ?? base.model,
+    log: log ?? base.log,
+    debug: optionalBoolean(given, "debug") ?? base.debug,
+    maxGenerationAttempts: integer(given, "maxGenerationAttempts", 1) ?? base.maxGenerationAttempts,
+    providerTimeoutMs: integer(given, "providerTimeoutMs", 1) ?? base.providerTimeoutMs,
+    executionTimeoutMs: integer(given, "executionTimeoutMs", 1) ?? base.executionTimeoutMs,
+    memoryLimitMb: integer(given, "memoryLimitMb", MIN_MEMORY_LIMIT_MB) ?? base.memoryLimitMb,
+    maxDelegationDepth: integer(given, "maxDelegationDepth", 0) ?? base.maxDelegationDepth,
+    historyPreviewLimit: integer(given, "historyPreviewLimit", 0) ?? base.historyPreviewLimit,
+    traceId: optionalString(given, "traceId") ?? base.traceId,
+    signal: signal ?? base.signal,
+  };
+}
+
+function rootDefaults(): ResolvedOptions {
+  return {
+    provider: undefined,
+    model: undefined,
+    log: readEnv("IMPROV_LOG") ?? false,
+    debug: readEnvFlag("IMPROV_DEBUG") ?? false,
+    ...DEFAULT_OPTIONS,
+    traceId: undefined,
+    signal: undefined,
+  };
+}
+
+function integer(options: AgentOptions, name: keyof AgentOptions, min: number): number | undefined {
+  const value = options[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value)) {
+    throw new TypeError(`Option "${name}" must be an integer, got ${describeType(value)}.`);
+  }
+  if (value < min) throw new RangeError(`Option "${name}" must be at least ${min}, got ${value}.`);
+  return value;
+}
+
+function optionalString(options: AgentOptions, name: "model" | "traceId"): string | undefined {
+  const value = options[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || value.trim() === "") {
+    throw new TypeError(`Option "${name}" must be a non-empty string, got ${describeType(value)}.`);
+  }
+  return value;
+}
+
+function optionalBoolean(options: AgentOptions, name: "debug"): boolean | undefined {
+  const value = options[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== "boolean") throw new TypeError(`Option "${name}" must be true or false, got ${describeType(value)}.`);
+  return value;
+}
+
+function isLogger(value: unknown): value is Logger {
+  return typeof value === "object" && value !== null && typeof (value as { info?: unknown }).info === "function";
+}
+
+/** A short, human description of a value's type for error messages. */
+export function describeType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === "number") return `the number ${value}`;
+  return `a ${typeof value}`;
+}

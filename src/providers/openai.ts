@@ -1,0 +1,133 @@
+import OpenAI, { APIError } from "openai";
+import { readEnv } from "../env.ts";
+import { ProviderError, type Generation, type GenerationRequest, type Provider } from "./provider.ts";
+
+/** The model used when neither the options nor `IMPROV_MODEL` name one. */
+export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
+
+/** Options of {@link OpenAIProvider}. Anything left out is read from the environment. */
+export interface OpenAIProviderOptions {
+  /** API key. Default: `OPENAI_API_KEY`. */
+  readonly apiKey?: string;
+  /** Base URL of any OpenAI-compatible server. Default: `OPENAI_BASE_URL`, else OpenAI's. */
+  readonly baseURL?: string;
+  /** Model name. Default: `IMPROV_MODEL`, else {@link DEFAULT_OPENAI_MODEL}. */
+  readonly model?: string;
+  /** HTTP retries inside one generation attempt (429, 5xx, connection errors). Default: 2. */
+  readonly maxRetries?: number;
+  /** Ask for structured output (`{ code }`). Default: true. Turn off for servers that reject `response_format`. */
+  readonly structuredOutput?: boolean;
+  /** A ready client, for full control over the SDK. */
+  readonly client?: OpenAI;
+}
+
+const PROGRAM_SCHEMA = {
+  name: "program",
+  strict: true,
+  schema: {
+    type: "object",
+    properties: { code: { type: "string", description: "The JavaScript body of the async method." } },
+    required: ["code"],
+    additionalProperties: false,
+  },
+} as const;
+
+/**
+ * A provider backed by the official `openai` SDK, so any OpenAI-compatible server works
+ * (OpenAI, Azure, Ollama, vLLM, LM Studio) through `baseURL`.
+ *
+ * @example
+ * const provider = new OpenAIProvider({ baseURL: "http://127.0.0.1:11434/v1", model: "qwen2.5-coder" });
+ */
+export class OpenAIProvider implements Provider {
+  readonly model: string;
+  readonly #client: OpenAI;
+  readonly #structuredOutput: boolean;
+
+  constructor(options: OpenAIProviderOptions = {}) {
+    this.model = options.model ?? readEnv("IMPROV_MODEL") ?? DEFAULT_OPENAI_MODEL;
+    this.#structuredOutput = options.structuredOutput ?? true;
+    if (options.client) {
+      this.#client = options.client;
+      return;
+    }
+    const apiKey = options.apiKey ?? readEnv("OPENAI_API_KEY");
+    if (apiKey === undefined) {
+      throw new TypeError("OpenAIProvider has no API key. Pass { apiKey } or set the OPENAI_API_KEY environment variable.");
+    }
+    const baseURL = options.baseURL ?? readEnv("OPENAI_BASE_URL");
+    this.#client = new OpenAI({
+      apiKey,
+      ...(baseURL === undefined ? {} : { baseURL }),
+      maxRetries: options.maxRetries ?? 2,
+    });
+  }
+
+  async generate(request: GenerationRequest, signal: AbortSignal): Promise<Generation> {
+    const model = request.model ?? this.model;
+    let completion: OpenAI.Chat.Completions.ChatCompletion;
+    try {
+      completion = await this.#client.chat.completions.create(
+        {
+          model,
+          messages: [
+            { role: "system", content: request.system },
+            { role: "user", content: request.user },
+          ],
+          ...(this.#structuredOutput ? { response_format: { type: "json_schema", json_schema: PROGRAM_SCHEMA } } : {}),
+        },
+        { signal },
+      );
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw new ProviderError(describeFailure(error), { cause: error });
+    }
+    if (!completion || !Array.isArray(completion.choices)) {
+      throw new ProviderError("The server's reply has no choices; it does not look like an OpenAI chat completion.");
+    }
+    const content = completion.choices[0]?.message?.content ?? null;
+    const usage = completion.usage;
+    return {
+      code: extractProgram(content),
+      model: completion.model ?? model,
+      ...(usage
+        ? { usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens } }
+        : {}),
+    };
+  }
+}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof APIError) {
+    const status = error.status === undefined ? "" : ` (HTTP ${error.status})`;
+    return `The model server failed${status}: ${error.message}`;
+  }
+  if (error instanceof SyntaxError) return `The model server sent a body that is not valid JSON: ${error.message}`;
+  return `The model request failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+const FENCED_BLOCK = /```[ \t]*(?:javascript|js|typescript|ts)?[^\n]*\n([\s\S]*?)```/i;
+
+/**
+ * The program in a completion's content: the `code` field of a structured reply, else the
+ * first fenced code block, else the whole text. Empty content gives `null`.
+ */
+export function extractProgram(content: string | null): string | null {
+  if (content === null) return null;
+  const text = content.trim();
+  if (text === "") return null;
+  if (text.startsWith("{")) {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed === "object" && parsed !== null && "code" in parsed) {
+        const code = (parsed as { code: unknown }).code;
+        return typeof code === "string" ? code : null;
+      }
+    } catch {
+      // Not JSON after all: fall through to the plain-text forms.
+    }
+  }
+  const fenced = FENCED_BLOCK.exec(text);
+  if (fenced) return fenced[1] ?? null;
+  return text;
+}

@@ -1,0 +1,75 @@
+/** The contract between a dynamic call and whatever writes its program. */
+
+/** What a provider is asked for: one method body for one agent. */
+export interface GenerationRequest {
+  /** The agent's role, e.g. `"calculator"`. */
+  readonly role: string;
+  /** The method being called, e.g. `"add"`. */
+  readonly method: string;
+  /** 1 for the first attempt of a call, 2 for its first retry, and so on. */
+  readonly attempt: number;
+  /** The rendered system prompt. */
+  readonly system: string;
+  /** The rendered user prompt. */
+  readonly user: string;
+  /** The model named in the agent's options, if any. */
+  readonly model?: string;
+}
+
+/** Token counts, when the provider reports them. */
+export interface GenerationUsage {
+  readonly promptTokens?: number;
+  readonly completionTokens?: number;
+  readonly totalTokens?: number;
+}
+
+/** A provider's answer: the program text, or `null` when it produced none. */
+export interface Generation {
+  readonly code: string | null;
+  readonly model: string;
+  readonly usage?: GenerationUsage;
+}
+
+/**
+ * Anything that can write a method body. Implementations reject (or throw) to report a
+ * provider failure; a dynamic call turns that into a `provider` outcome.
+ *
+ * @example
+ * const echo: Provider = { generate: async () => ({ code: "return args[0]", model: "echo" }) };
+ */
+export interface Provider {
+  generate(request: GenerationRequest, signal: AbortSignal): Promise<Generation>;
+}
+
+/** Whether `value` looks like a {@link Provider}. */
+export function isProvider(value: unknown): value is Provider {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { generate?: unknown }).generate === "function"
+  );
+}
+
+/** A failure a provider reports on purpose (as opposed to a bug in it). */
+export class ProviderError extends Error {
+  override readonly name = "ProviderError";
+}
+
+/** Settles after `ms` milliseconds, or rejects with the signal's reason when it aborts first. */
+export function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

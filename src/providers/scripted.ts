@@ -1,0 +1,100 @@
+import { delay, ProviderError, type Generation, type GenerationRequest, type Provider } from "./provider.ts";
+
+/**
+ * One scripted answer:
+ * - a program string;
+ * - `null` or `""`: an invalid payload (the call retries, then ends `invalid_code`);
+ * - `{ error }`: a provider failure with that message;
+ * - `{ delayMs, code }`: the program `code`, answered after `delayMs` milliseconds.
+ */
+export type ScriptedEntry = string | null | { readonly error: string } | { readonly delayMs: number; readonly code: string | null };
+
+/** A key's answer: one entry, or a list consumed one entry per request (the last repeats). */
+export type ScriptedProgram = ScriptedEntry | readonly ScriptedEntry[];
+
+/** Options of {@link ScriptedProvider}. */
+export interface ScriptedProviderOptions {
+  /**
+   * Programs by `method` or `role.method` (role-qualified wins), or a function that picks the
+   * entry for each request.
+   */
+  readonly programs: Readonly<Record<string, ScriptedProgram>> | ((request: GenerationRequest) => ScriptedEntry);
+  /** The model name reported in generations. Default: `"scripted"`. */
+  readonly model?: string;
+}
+
+/** A request as {@link ScriptedProvider} recorded it. */
+export interface ScriptedCall {
+  readonly role: string;
+  readonly method: string;
+  readonly attempt: number;
+  readonly system: string;
+  readonly user: string;
+}
+
+/**
+ * The deterministic provider for tests, examples and the offline demo.
+ *
+ * @example
+ * const provider = new ScriptedProvider({
+ *   programs: { add: "return args[0] + args[1]", "calculator.answer": [null, "return 42"] },
+ * });
+ * const calc = Agent.for("calculator", { provider });
+ */
+export class ScriptedProvider implements Provider {
+  /** Every request received, in order. */
+  readonly calls: ScriptedCall[] = [];
+  readonly #programs: ScriptedProviderOptions["programs"];
+  readonly #model: string;
+  readonly #consumed = new Map<string, number>();
+
+  constructor(options: ScriptedProviderOptions) {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError("ScriptedProvider needs an options object: new ScriptedProvider({ programs: { add: \"return args[0] + args[1]\" } }).");
+    }
+    const { programs } = options;
+    if (typeof programs !== "function" && (typeof programs !== "object" || programs === null)) {
+      throw new TypeError("ScriptedProvider option \"programs\" must be an object of programs by method name, or a function (request) => entry.");
+    }
+    this.#programs = programs;
+    this.#model = options.model ?? "scripted";
+  }
+
+  async generate(request: GenerationRequest, signal: AbortSignal): Promise<Generation> {
+    this.calls.push({
+      role: request.role,
+      method: request.method,
+      attempt: request.attempt,
+      system: request.system,
+      user: request.user,
+    });
+    const entry = this.#entryFor(request);
+    return this.#answer(entry, signal);
+  }
+
+  #entryFor(request: GenerationRequest): ScriptedEntry {
+    const programs = this.#programs;
+    if (typeof programs === "function") return programs(request);
+    const qualified = `${request.role}.${request.method}`;
+    const key = Object.hasOwn(programs, qualified) ? qualified : Object.hasOwn(programs, request.method) ? request.method : undefined;
+    if (key === undefined) {
+      throw new ProviderError(`ScriptedProvider has no program for "${qualified}" or "${request.method}". Add one of these keys to its programs.`);
+    }
+    const program = programs[key] as ScriptedProgram;
+    if (!Array.isArray(program)) return program as ScriptedEntry;
+    if (program.length === 0) return null;
+    const index = this.#consumed.get(key) ?? 0;
+    this.#consumed.set(key, index + 1);
+    return program[Math.min(index, program.length - 1)] as ScriptedEntry;
+  }
+
+  async #answer(entry: ScriptedEntry, signal: AbortSignal): Promise<Generation> {
+    if (entry === null || typeof entry === "string") return { code: entry, model: this.#model };
+    if (typeof entry === "object" && "error" in entry) throw new ProviderError(String(entry.error));
+    if (typeof entry === "object" && "delayMs" in entry) {
+      await delay(entry.delayMs, signal);
+      return { code: entry.code, model: this.#model };
+    }
+    throw new ProviderError("ScriptedProvider entry must be a program string, null, \"\", { error } or { delayMs, code }.");
+  }
+}

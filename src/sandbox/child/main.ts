@@ -1,0 +1,136 @@
+/**
+ * Entry point of the sandbox process. The host forks it with `--no-node-snapshot`; it owns
+ * every isolate, talks to the host only through IPC messages (see `../protocol.ts`), and
+ * keeps no state the host cannot rebuild: if it dies, the host starts a new one.
+ */
+import { AgentIsolate } from "./agent-isolate.ts";
+import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
+import { SANDBOX_LIMITS } from "../limits.ts";
+
+/** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
+const MAX_IDLE_ISOLATES = 32;
+
+const isolates = new Map<string, AgentIsolate>();
+const creating = new Map<string, Promise<AgentIsolate>>();
+const cancels = new Map<number, { cancel?: () => void }>();
+const runIdByCall = new Map<string, number>();
+const bridgeWaiters = new Map<number, (outcome: BridgeOutcome) => void>();
+let nextRequestId = 1;
+
+function send(message: ChildMessage): void {
+  if (process.connected) process.send?.(message);
+}
+
+function bridgeError(message: string): BridgeOutcome {
+  return { status: "error", ok: false, error_type: "invalid_input", error_message: message, retriable: false };
+}
+
+async function onBridge(callId: string, requestText: string): Promise<BridgeOutcome> {
+  const runId = runIdByCall.get(callId);
+  if (runId === undefined) return new Promise<BridgeOutcome>(() => {});
+  if (requestText.length > SANDBOX_LIMITS.maxDelegateArgumentChars + 200_000) return bridgeError("The delegate request is too large.");
+  let request: BridgeRequest;
+  try {
+    const parsed = JSON.parse(requestText) as Record<string, unknown>;
+    if (typeof parsed.role !== "string" || typeof parsed.method !== "string" || typeof parsed.args !== "string") {
+      return bridgeError("The delegate request is malformed.");
+    }
+    request = {
+      role: parsed.role,
+      method: parsed.method,
+      args: parsed.args,
+      options: typeof parsed.options === "string" ? parsed.options : null,
+    };
+  } catch {
+    return bridgeError("The delegate request is malformed.");
+  }
+  const requestId = nextRequestId++;
+  return new Promise<BridgeOutcome>((resolve) => {
+    bridgeWaiters.set(requestId, resolve);
+    send({ type: "bridge", runId, requestId, request });
+  });
+}
+
+function onCatastrophe(message: string): void {
+  process.stderr.write(`improv sandbox: isolated-vm lost control of an isolate (${message}); restarting the sandbox process.\n`);
+  process.kill(process.pid, "SIGKILL");
+}
+
+async function isolateFor(agentId: string, memoryLimitMb: number): Promise<AgentIsolate> {
+  const existing = isolates.get(agentId);
+  if (existing && !existing.isDisposed && existing.memoryLimitMb === memoryLimitMb) {
+    isolates.delete(agentId);
+    isolates.set(agentId, existing);
+    return existing;
+  }
+  existing?.dispose();
+  isolates.delete(agentId);
+  const pending = creating.get(agentId);
+  if (pending) return pending;
+  const created = AgentIsolate.create(memoryLimitMb, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
+  creating.set(agentId, created);
+  const isolate = await created;
+  isolates.set(agentId, isolate);
+  evictIdle();
+  return isolate;
+}
+
+function evictIdle(): void {
+  if (isolates.size <= MAX_IDLE_ISOLATES) return;
+  for (const [agentId, isolate] of isolates) {
+    if (isolates.size <= MAX_IDLE_ISOLATES) break;
+    if (isolate.busy) continue;
+    isolate.dispose();
+    isolates.delete(agentId);
+  }
+}
+
+async function run(message: RunRequestMessage): Promise<RunReport> {
+  const control: { cancel?: () => void } = {};
+  cancels.set(message.runId, control);
+  runIdByCall.set(message.payload.callId, message.runId);
+  let isolate: AgentIsolate | undefined;
+  try {
+    isolate = await isolateFor(message.agentId, message.memoryLimitMb);
+    isolate.busy = true;
+    return await isolate.run(message, () => send({ type: "started", runId: message.runId }), control);
+  } catch (error) {
+    return { kind: "failed", errorType: "execution", message: `The sandbox could not run the program: ${error instanceof Error ? error.message : String(error)}` };
+  } finally {
+    cancels.delete(message.runId);
+    runIdByCall.delete(message.payload.callId);
+    if (isolate) {
+      isolate.busy = false;
+      isolate.lastUsed = Date.now();
+      if (isolate.isDisposed && isolates.get(message.agentId) === isolate) isolates.delete(message.agentId);
+    }
+  }
+}
+
+process.on("message", (message: HostMessage) => {
+  switch (message.type) {
+    case "run":
+      void run(message).then((report) => send({ type: "result", runId: message.runId, report }));
+      break;
+    case "cancel":
+      cancels.get(message.runId)?.cancel?.();
+      break;
+    case "bridge-result": {
+      const resolve = bridgeWaiters.get(message.requestId);
+      bridgeWaiters.delete(message.requestId);
+      resolve?.(message.outcome);
+      break;
+    }
+    case "forget": {
+      const isolate = isolates.get(message.agentId);
+      if (isolate && !isolate.busy) {
+        isolate.dispose();
+        isolates.delete(message.agentId);
+      }
+      break;
+    }
+  }
+});
+
+process.on("disconnect", () => process.exit(0));
+send({ type: "ready" });

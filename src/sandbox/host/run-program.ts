@@ -1,0 +1,99 @@
+import type { ErrorType } from "../../outcome.ts";
+import type { BridgeOutcome, BridgeRequest, RunReport } from "../protocol.ts";
+import { decodeValue, MalformedValueError } from "../value-codec.ts";
+import { sandboxSupervisor } from "./supervisor.ts";
+
+/** The agent's history as the sandbox mirror needs it: what was sent, and what is new. */
+export interface MirrorSource {
+  /** Changes whenever the history is replaced rather than appended to. */
+  readonly epoch: number;
+  readonly length: number;
+  /** Records from `index` to the end. */
+  since(index: number): readonly object[];
+  /** How many records the sandbox is believed to hold; kept up to date by {@link runProgram}. */
+  mirrored: number;
+}
+
+/** One program to run for one call. */
+export interface ProgramRun {
+  readonly agentId: string;
+  readonly callId: string;
+  readonly code: string;
+  readonly args: unknown[];
+  readonly kwargs: Record<string, unknown>;
+  readonly context: Record<string, unknown>;
+  readonly depth: number;
+  readonly maxDelegationDepth: number;
+  readonly timeoutMs: number;
+  readonly memoryLimitMb: number;
+  readonly history: MirrorSource;
+  readonly onDelegate: (request: BridgeRequest) => Promise<BridgeOutcome>;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** How the program ended, with its value and context decoded. */
+export type ProgramResult =
+  | { readonly status: "ok"; readonly value: unknown; readonly context: Record<string, unknown>; readonly console: string[] }
+  | { readonly status: "error"; readonly errorType: ErrorType; readonly message: string; readonly console: string[] };
+
+/**
+ * Runs a program in the sandbox process. Sends only the history records the sandbox does
+ * not hold yet; if the sandbox lost its mirror (a new isolate or process), sends it all once.
+ */
+export async function runProgram(run: ProgramRun): Promise<ProgramResult> {
+  let report = await send(run, run.history.mirrored);
+  if (report.kind === "resync") report = await send(run, 0);
+  return toResult(report);
+}
+
+async function send(run: ProgramRun, start: number): Promise<RunReport> {
+  const { history } = run;
+  const from = Math.min(start, history.length);
+  const records = history.since(from);
+  const sentUpTo = from + records.length;
+  const report = await sandboxSupervisor().execute(
+    {
+      agentId: run.agentId,
+      memoryLimitMb: run.memoryLimitMb,
+      timeoutMs: run.timeoutMs,
+      historyEpoch: history.epoch,
+      historyStart: from,
+      payload: {
+        callId: run.callId,
+        code: run.code,
+        args: run.args,
+        kwargs: run.kwargs,
+        context: run.context,
+        depth: run.depth,
+        maxDelegationDepth: run.maxDelegationDepth,
+        history: { reset: from === 0, records },
+      },
+    },
+    { onBridge: run.onDelegate, signal: run.signal },
+  );
+  // A failed run may have cost the sandbox its mirror; the next run finds out and resyncs.
+  history.mirrored = report.kind === "settled" ? sentUpTo : report.kind === "resync" ? 0 : sentUpTo;
+  return report;
+}
+
+function toResult(report: RunReport): ProgramResult {
+  if (report.kind === "resync") {
+    return { status: "error", errorType: "execution", message: "The sandbox could not rebuild the agent's history mirror.", console: [] };
+  }
+  if (report.kind === "failed") return { status: "error", errorType: report.errorType, message: report.message, console: [] };
+  const { result } = report;
+  if (result.status === "error") {
+    const message = result.name === "Thrown" ? result.message : `${result.name}: ${result.message}`;
+    return { status: "error", errorType: result.errorType, message, console: result.console };
+  }
+  try {
+    const value = decodeValue(result.value);
+    const context = decodeValue(result.context);
+    if (typeof context !== "object" || context === null || Array.isArray(context)) {
+      throw new MalformedValueError("The sandbox sent back a context that is not an object.");
+    }
+    return { status: "ok", value, context: context as Record<string, unknown>, console: result.console };
+  } catch (error) {
+    return { status: "error", errorType: "execution", message: `The program's result could not be decoded: ${(error as Error).message}`, console: result.console };
+  }
+}

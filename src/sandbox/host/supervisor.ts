@@ -1,0 +1,224 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { killGraceMs } from "../limits.ts";
+import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
+
+/** Time allowed for starting the sandbox process and building an isolate, on top of a run's own limit. */
+const STARTUP_ALLOWANCE_MS = 10_000;
+
+/** What a run needs from the code that asked for it. */
+export interface RunHooks {
+  readonly onBridge: (request: BridgeRequest) => Promise<BridgeOutcome>;
+  readonly signal?: AbortSignal | undefined;
+}
+
+interface PendingRun {
+  readonly child: ChildProcess;
+  readonly timeoutMs: number;
+  readonly hooks: RunHooks;
+  readonly resolve: (report: RunReport) => void;
+  timer: NodeJS.Timeout;
+  overran: boolean;
+}
+
+/** The sandbox entry point beside this module: `.ts` when running from source, `.js` from `dist/`. */
+function childEntry(): { path: string; fromSource: boolean } {
+  const fromSource = import.meta.url.endsWith(".ts");
+  const url = new URL(`../child/main.${fromSource ? "ts" : "js"}`, import.meta.url);
+  return { path: fileURLToPath(url), fromSource };
+}
+
+/**
+ * Owns the sandbox child process: starts it on demand, sends runs, routes bridge calls,
+ * enforces each run's deadline from outside (killing the process when an isolate could not
+ * be stopped from inside), and starts a new process after a crash.
+ */
+export class SandboxSupervisor {
+  #child: ChildProcess | undefined;
+  #ready: Promise<ChildProcess> | undefined;
+  readonly #runs = new Map<number, PendingRun>();
+  #nextRunId = 1;
+  /** How many sandbox processes were started, for tests and diagnostics. */
+  starts = 0;
+
+  /** Runs one program; always resolves with a report, never rejects. */
+  async execute(request: Omit<RunRequestMessage, "type" | "runId">, hooks: RunHooks): Promise<RunReport> {
+    let child: ChildProcess;
+    try {
+      child = await this.#start();
+    } catch (error) {
+      return { kind: "failed", errorType: "execution", message: (error as Error).message };
+    }
+    const runId = this.#nextRunId++;
+    return new Promise<RunReport>((resolve) => {
+      const pending: PendingRun = {
+        child,
+        timeoutMs: request.timeoutMs,
+        hooks,
+        resolve: (report) => {
+          clearTimeout(pending.timer);
+          hooks.signal?.removeEventListener("abort", onAbort);
+          this.#runs.delete(runId);
+          this.#updateRef();
+          resolve(report);
+        },
+        timer: setTimeout(() => this.#overrun(runId), request.timeoutMs + killGraceMs(request.timeoutMs) + STARTUP_ALLOWANCE_MS),
+        overran: false,
+      };
+      const onAbort = () => {
+        this.#send(child, { type: "cancel", runId });
+        clearTimeout(pending.timer);
+        pending.timer = setTimeout(() => this.#overrun(runId), killGraceMs(request.timeoutMs));
+      };
+      this.#runs.set(runId, pending);
+      this.#updateRef();
+      if (hooks.signal?.aborted) {
+        pending.resolve({ kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." });
+        return;
+      }
+      hooks.signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        child.send({ type: "run", runId, ...request } satisfies HostMessage);
+      } catch (error) {
+        pending.resolve({ kind: "failed", errorType: "invalid_input", message: `The call's data could not be sent to the sandbox: ${(error as Error).message}` });
+      }
+    });
+  }
+
+  /** Tells the sandbox it may free an agent's isolate. */
+  forget(agentId: string): void {
+    if (this.#child?.connected) this.#send(this.#child, { type: "forget", agentId });
+  }
+
+  /** Stops the sandbox process (a new one starts with the next run). */
+  shutdown(): void {
+    this.#child?.kill("SIGKILL");
+  }
+
+  #start(): Promise<ChildProcess> {
+    if (this.#ready) return this.#ready;
+    const { path, fromSource } = childEntry();
+    const child = fork(path, [], {
+      execArgv: ["--no-node-snapshot", ...(fromSource ? ["--disable-warning=ExperimentalWarning"] : [])],
+      serialization: "advanced",
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
+    this.starts += 1;
+    this.#child = child;
+    this.#ready = new Promise<ChildProcess>((resolve, reject) => {
+      const onEarlyExit = (code: number | null, signal: NodeJS.Signals | null) => {
+        reject(new Error(`The sandbox process exited before it was ready (${signal ?? `exit code ${code}`}). improv needs Node.js 24 or newer for isolated-vm 7.`));
+      };
+      child.once("exit", onEarlyExit);
+      child.once("error", (error) => reject(new Error(`The sandbox process could not start: ${error.message}`)));
+      child.on("message", (message: ChildMessage) => {
+        if (message.type === "ready") {
+          child.off("exit", onEarlyExit);
+          resolve(child);
+          this.#updateRef();
+        } else this.#onMessage(child, message);
+      });
+    });
+    child.on("exit", (code, signal) => this.#onExit(child, code, signal));
+    this.#ready.catch(() => {
+      if (this.#child === child) {
+        this.#child = undefined;
+        this.#ready = undefined;
+      }
+    });
+    // Stay referenced until ready: a caller awaiting the first run must keep the host alive.
+    return this.#ready;
+  }
+
+  #onMessage(child: ChildProcess, message: ChildMessage): void {
+    switch (message.type) {
+      case "started": {
+        const pending = this.#runs.get(message.runId);
+        if (!pending) return;
+        clearTimeout(pending.timer);
+        pending.timer = setTimeout(() => this.#overrun(message.runId), pending.timeoutMs + killGraceMs(pending.timeoutMs));
+        return;
+      }
+      case "result":
+        this.#runs.get(message.runId)?.resolve(message.report);
+        return;
+      case "bridge": {
+        const pending = this.#runs.get(message.runId);
+        const answer = (outcome: BridgeOutcome) => {
+          if (child.connected) this.#send(child, { type: "bridge-result", requestId: message.requestId, outcome });
+        };
+        if (!pending) {
+          answer({ status: "error", ok: false, error_type: "cancelled", error_message: "The calling program has ended.", retriable: false });
+          return;
+        }
+        pending.hooks.onBridge(message.request).then(answer, (error: unknown) =>
+          answer({ status: "error", ok: false, error_type: "execution", error_message: `The delegated call failed: ${String((error as Error)?.message ?? error)}`, retriable: false }),
+        );
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** A run outlived its deadline plus grace: its isolate could not be stopped, so the process goes. */
+  #overrun(runId: number): void {
+    const pending = this.#runs.get(runId);
+    if (!pending) return;
+    pending.overran = true;
+    pending.child.kill("SIGKILL");
+  }
+
+  #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.#child === child) {
+      this.#child = undefined;
+      this.#ready = undefined;
+    }
+    for (const pending of [...this.#runs.values()]) {
+      if (pending.child !== child) continue;
+      if (pending.overran) {
+        pending.resolve({
+          kind: "failed",
+          errorType: "timeout",
+          message: `The program ran longer than executionTimeoutMs (${pending.timeoutMs} ms) and could not be stopped inside the sandbox; the sandbox process was restarted.`,
+        });
+      } else {
+        pending.resolve({
+          kind: "failed",
+          errorType: "execution",
+          message: `The sandbox process stopped (${signal ?? `exit code ${code}`}) while this program ran, and was restarted. Call again.`,
+        });
+      }
+    }
+  }
+
+  #send(child: ChildProcess, message: HostMessage): void {
+    try {
+      child.send(message);
+    } catch {
+      // The process is going away; its exit handler settles every run.
+    }
+  }
+
+  /** Keep the host alive only while runs are pending, so applications can exit when idle. */
+  #updateRef(): void {
+    const child = this.#child;
+    if (!child) return;
+    const channel = child.channel as { ref?: () => void; unref?: () => void } | null | undefined;
+    if (this.#runs.size > 0) {
+      child.ref();
+      channel?.ref?.();
+    } else {
+      child.unref();
+      channel?.unref?.();
+    }
+  }
+}
+
+let shared: SandboxSupervisor | undefined;
+
+/** The process-wide supervisor, created on first use. */
+export function sandboxSupervisor(): SandboxSupervisor {
+  shared ??= new SandboxSupervisor();
+  return shared;
+}

@@ -1,0 +1,27 @@
+/** Fixed per-call sandbox limits (the per-agent ones are options: time and memory). */
+export const SANDBOX_LIMITS = {
+  /** Largest serialised result (and, separately, context) a program may hand back. @unit characters */
+  maxResultChars: 8_000_000,
+  /** Console output kept per call, past which lines are dropped with a marker. @unit characters */
+  maxConsoleChars: 20_000,
+  /** Console lines kept per call. */
+  maxConsoleLines: 200,
+  /** `delegate` method calls one program may make in all. */
+  maxDelegateCalls: 256,
+  /** `delegate` method calls one program may have in flight at once. */
+  maxConcurrentDelegates: 16,
+  /** Largest serialised argument list of one `delegate` method call. @unit characters */
+  maxDelegateArgumentChars: 1_000_000,
+  /** Longest error message kept from a program. @unit characters */
+  maxErrorMessageChars: 10_000,
+} as const;
+
+export type SandboxLimits = typeof SANDBOX_LIMITS;
+
+/**
+ * How long after a call's deadline the host waits for the sandbox process to answer before
+ * it kills and restarts that process (the isolate could not be stopped from inside).
+ */
+export function killGraceMs(timeoutMs: number): number {
+  return Math.min(2_000, Math.max(150, Math.round(timeoutMs * 0.3)));
+}

@@ -1,0 +1,257 @@
+/**
+ * The egress normaliser. Runs inside the isolate (sent as source text, so it must not use
+ * anything from its module scope) and turns any value a program produces into one JSON
+ * string in the format `src/sandbox/value-codec.ts` decodes:
+ *
+ *   { "root": ref, "nodes": [node, ...] }
+ *
+ * A ref is an index into `nodes`, or a negative constant: -1 undefined, -2 array hole,
+ * -3 NaN, -4 Infinity, -5 -Infinity, -6 -0. A node is a JSON primitive; an array of refs (a
+ * plain array); an object of refs (a plain object); or a tagged array whose first item is a
+ * string: ["Date", iso|null], ["BigInt", digits], ["Map", k, v, ...], ["Set", v, ...],
+ * ["RegExp", source, flags], ["Error", name, message], ["Bytes", kind, hex].
+ *
+ * Every object is visited once, so cycles and shared references cost nothing extra (no
+ * "billion laughs" blow-up). Functions, symbols, promises and weak collections become
+ * descriptive strings; `__proto__` keys are dropped; reading a throwing getter or proxy trap
+ * gives a stand-in string for that field. The output is bounded by `maxChars`: past it,
+ * encoding throws an error named `ResultTooLarge`.
+ */
+export function createEncoder(): (value: unknown, maxChars: number) => string {
+  "use strict";
+  const { keys, getOwnPropertyDescriptor, getPrototypeOf, create } = Object;
+  const apply = Reflect.apply;
+  const isArray = Array.isArray;
+  const stringify = JSON.stringify;
+  const dateGetTime = Date.prototype.getTime;
+  const dateToISOString = Date.prototype.toISOString;
+  const mapSize = getOwnPropertyDescriptor(Map.prototype, "size")?.get as () => number;
+  const setSize = getOwnPropertyDescriptor(Set.prototype, "size")?.get as () => number;
+  const mapEntries = Map.prototype.entries;
+  const setValues = Set.prototype.values;
+  const regexpSource = getOwnPropertyDescriptor(RegExp.prototype, "source")?.get as () => string;
+  const regexpFlags = getOwnPropertyDescriptor(RegExp.prototype, "flags")?.get as () => string;
+  const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength")?.get as () => number;
+  const TypedArrayPrototype = getPrototypeOf(Uint8Array.prototype) as object;
+  const typedArrayTag = getOwnPropertyDescriptor(TypedArrayPrototype, Symbol.toStringTag)?.get as () => string | undefined;
+  const isView = ArrayBuffer.isView;
+  const bigintToString = BigInt.prototype.toString;
+  const symbolDescription = getOwnPropertyDescriptor(Symbol.prototype, "description")?.get as () => string | undefined;
+  const PromiseCtor = Promise;
+  const weakMapHas = WeakMap.prototype.has;
+  const weakSetHas = WeakSet.prototype.has;
+  const ErrorCtor = Error;
+  const StringCtor = String;
+  const Uint8ArrayCtor = Uint8Array;
+  const MapCtor = Map;
+  const mapGet = Map.prototype.get;
+  const mapSet = Map.prototype.set;
+  const mapIteratorNext = getPrototypeOf(new Map().entries()).next as () => IteratorResult<[unknown, unknown]>;
+  const setIteratorNext = getPrototypeOf(new Set().values()).next as () => IteratorResult<unknown>;
+  const HEX = "0123456789abcdef";
+
+  function tooLarge(): Error {
+    const error = new ErrorCtor("value too large");
+    error.name = "ResultTooLarge";
+    return error;
+  }
+
+  function brand(fn: unknown, value: unknown): boolean {
+    try {
+      apply(fn as (...args: unknown[]) => unknown, value, []);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  function textOf(value: unknown, limit: number): string {
+    try {
+      const text = typeof value === "string" ? value : value === undefined || value === null ? "" : StringCtor(value);
+      return text.length > limit ? `${text.slice(0, limit)}…` : text;
+    } catch {
+      return "[unreadable]";
+    }
+  }
+
+  return function encode(root: unknown, maxChars: number): string {
+    const nodes: unknown[] = [];
+    const seen = new MapCtor<object, number>();
+    const work: [object, number][] = [];
+    let budget = maxChars;
+
+    function charge(amount: number): void {
+      budget -= amount;
+      if (budget < 0) throw tooLarge();
+    }
+    function push(node: unknown, cost: number): number {
+      charge(cost);
+      nodes.push(node);
+      return nodes.length - 1;
+    }
+    function ref(value: unknown): number {
+      switch (typeof value) {
+        case "undefined":
+          return -1;
+        case "number":
+          if (value !== value) return -3;
+          if (value === Infinity) return -4;
+          if (value === -Infinity) return -5;
+          if (value === 0 && 1 / value < 0) return -6;
+          return push(value, 24);
+        case "string":
+          return push(value, value.length + 2);
+        case "boolean":
+          return push(value, 5);
+        case "bigint": {
+          const digits = apply(bigintToString, value, []) as string;
+          return push(["BigInt", digits], digits.length + 12);
+        }
+        case "symbol": {
+          let description = "";
+          try {
+            description = (apply(symbolDescription, value, []) as string | undefined) ?? "";
+          } catch {
+            // Leave it blank.
+          }
+          return push(`[Symbol(${textOf(description, 200)})]`, description.length + 12);
+        }
+        case "function": {
+          let name = "";
+          try {
+            const descriptor = getOwnPropertyDescriptor(value, "name");
+            name = descriptor && typeof descriptor.value === "string" ? descriptor.value : "";
+          } catch {
+            // A revoked proxy: leave the name blank.
+          }
+          return push(name ? `[Function: ${textOf(name, 200)}]` : "[Function]", name.length + 14);
+        }
+        default: {
+          if (value === null) return push(null, 4);
+          const object = value as object;
+          const known = apply(mapGet, seen, [object]) as number | undefined;
+          if (known !== undefined) return known;
+          const index = push(0, 2);
+          apply(mapSet, seen, [object, index]);
+          work.push([object, index]);
+          return index;
+        }
+      }
+    }
+    function read(object: object, key: string): unknown {
+      let descriptor: PropertyDescriptor | undefined;
+      try {
+        descriptor = getOwnPropertyDescriptor(object, key);
+      } catch {
+        return "[unreadable property]";
+      }
+      if (!descriptor) return undefined;
+      if ("value" in descriptor) return descriptor.value;
+      if (!descriptor.get) return undefined;
+      try {
+        return apply(descriptor.get, object, []);
+      } catch {
+        return "[getter threw]";
+      }
+    }
+    function describe(object: object): unknown {
+      if (brand(dateGetTime, object)) {
+        const time = apply(dateGetTime, object, []) as number;
+        return ["Date", time === time ? apply(dateToISOString, object, []) : null];
+      }
+      if (brand(mapSize, object)) {
+        const node: unknown[] = ["Map"];
+        const iterator = apply(mapEntries, object, []) as Iterator<[unknown, unknown]>;
+        for (let step = apply(mapIteratorNext, iterator, []); !step.done; step = apply(mapIteratorNext, iterator, [])) {
+          charge(4);
+          node.push(ref(step.value[0]), ref(step.value[1]));
+        }
+        return node;
+      }
+      if (brand(setSize, object)) {
+        const node: unknown[] = ["Set"];
+        const iterator = apply(setValues, object, []) as Iterator<unknown>;
+        for (let step = apply(setIteratorNext, iterator, []); !step.done; step = apply(setIteratorNext, iterator, [])) {
+          charge(2);
+          node.push(ref(step.value));
+        }
+        return node;
+      }
+      if (brand(regexpSource, object) && brand(regexpFlags, object)) {
+        const source = apply(regexpSource, object, []) as string;
+        charge(source.length);
+        return ["RegExp", source, apply(regexpFlags, object, [])];
+      }
+      if (isView(object) || brand(arrayBufferByteLength, object)) return bytes(object);
+      // instanceof, not a brand check: calling then() on a rejected promise would leave a stray rejection.
+      if (object instanceof PromiseCtor) return "[Promise]";
+      if (brand(weakMapHas, object)) return "[WeakMap]";
+      if (brand(weakSetHas, object)) return "[WeakSet]";
+      let arrayLike = false;
+      try {
+        arrayLike = isArray(object);
+      } catch {
+        return "[revoked proxy]";
+      }
+      if (arrayLike) {
+        const array = object as unknown[];
+        const length = read(array, "length");
+        const count = typeof length === "number" ? length : 0;
+        charge(count * 2);
+        const node = new Array<number>(count);
+        for (let index = 0; index < count; index += 1) {
+          const key = StringCtor(index);
+          let present = false;
+          try {
+            present = getOwnPropertyDescriptor(array, key) !== undefined;
+          } catch {
+            present = false;
+          }
+          node[index] = present ? ref(read(array, key)) : -2;
+        }
+        return node;
+      }
+      if (object instanceof ErrorCtor) {
+        return ["Error", textOf(read(object, "name") ?? "Error", 200), textOf(read(object, "message"), 10_000)];
+      }
+      let names: string[];
+      try {
+        names = keys(object);
+      } catch {
+        return "[unreadable object]";
+      }
+      const node = create(null) as Record<string, number>;
+      for (const key of names) {
+        if (key === "__proto__") continue;
+        charge(key.length + 4);
+        node[key] = ref(read(object, key));
+      }
+      return node;
+    }
+    function bytes(object: object): unknown {
+      let kind = "ArrayBuffer";
+      let view: Uint8Array;
+      if (isView(object)) {
+        kind = (typedArrayTag ? apply(typedArrayTag, object, []) : undefined) ?? "DataView";
+        const { buffer, byteOffset, byteLength } = object as ArrayBufferView;
+        view = new Uint8ArrayCtor(buffer, byteOffset, byteLength);
+      } else {
+        view = new Uint8ArrayCtor(object as ArrayBuffer);
+      }
+      charge(view.length * 2 + 24);
+      let hex = "";
+      for (let index = 0; index < view.length; index += 1) {
+        const byte = view[index] as number;
+        hex += HEX[byte >> 4] + (HEX[byte & 15] as string);
+      }
+      return ["Bytes", kind, hex];
+    }
+
+    const rootRef = ref(root);
+    while (work.length > 0) {
+      const [object, index] = work.pop() as [object, number];
+      nodes[index] = describe(object);
+    }
+    return stringify({ root: rootRef, nodes });
+  };
+}

@@ -1,0 +1,92 @@
+/**
+ * The messages between the host process and the sandbox process, and between the sandbox
+ * process and the isolate runtime. This is the only thing host and child share.
+ *
+ *   host (agent, lifecycle)                sandbox process                  isolate
+ *   ───────────────────────               ─────────────────                ─────────
+ *   run {program, args, context,  ──────▶  pick the agent's isolate
+ *        history since last sync}          start(payload)  ─────────────▶  compile, run
+ *                                                                          delegate(role).m()
+ *   bridge-result {outcome}  ◀──────▶      bridge {role, method, args} ◀── bridge(callId, request)
+ *                                          notify(callId)  ◀──────────────  settled
+ *   result {value, context, …}  ◀──────    fetch(callId), finish(callId)
+ *
+ * Values travel host → child by structured clone (IPC "advanced" serialisation) and enter
+ * the isolate as copies. Results leave the isolate as one JSON string made by the in-isolate
+ * normaliser (see `prelude/encode.ts`) and are decoded on the host (`value-codec.ts`).
+ */
+import type { ErrorType } from "../outcome.ts";
+
+/** What the isolate runtime receives to start one call. */
+export interface RunPayload {
+  readonly callId: string;
+  readonly code: string;
+  readonly args: unknown[];
+  readonly kwargs: Record<string, unknown>;
+  readonly context: Record<string, unknown>;
+  readonly depth: number;
+  readonly maxDelegationDepth: number;
+  /** History records to add to the isolate's mirror before the program runs. */
+  readonly history: { readonly reset: boolean; readonly records: readonly object[] };
+}
+
+/** What the isolate runtime hands back for one call (all values already serialised). */
+export type IsolateResult =
+  | { readonly status: "ok"; readonly value: string; readonly context: string; readonly console: string[] }
+  | {
+      readonly status: "error";
+      readonly errorType: ErrorType;
+      readonly name: string;
+      readonly message: string;
+      readonly console: string[];
+    };
+
+/** A `delegate(role).method(...args)` request from a program. */
+export interface BridgeRequest {
+  readonly role: string;
+  readonly method: string;
+  /** Serialised options given to `delegate(role, options)`, or null. */
+  readonly options: string | null;
+  /** Serialised positional arguments. */
+  readonly args: string;
+}
+
+/** The Outcome a delegated call returns to the program, in the program's field names. */
+export interface BridgeOutcome {
+  readonly status: "ok" | "error";
+  readonly ok: boolean;
+  readonly value?: unknown;
+  readonly error_type?: ErrorType;
+  readonly error_message?: string;
+  readonly retriable: boolean;
+}
+
+export interface RunRequestMessage {
+  readonly type: "run";
+  readonly runId: number;
+  readonly agentId: string;
+  readonly memoryLimitMb: number;
+  readonly timeoutMs: number;
+  readonly historyEpoch: number;
+  /** Index of the first record in `payload.history.records` within the agent's history. */
+  readonly historyStart: number;
+  readonly payload: RunPayload;
+}
+
+export type HostMessage =
+  | RunRequestMessage
+  | { readonly type: "cancel"; readonly runId: number }
+  | { readonly type: "bridge-result"; readonly requestId: number; readonly outcome: BridgeOutcome }
+  | { readonly type: "forget"; readonly agentId: string };
+
+/** How a run ended, as the sandbox process reports it. */
+export type RunReport =
+  | { readonly kind: "settled"; readonly result: IsolateResult }
+  | { readonly kind: "resync" }
+  | { readonly kind: "failed"; readonly errorType: ErrorType; readonly message: string };
+
+export type ChildMessage =
+  | { readonly type: "ready" }
+  | { readonly type: "started"; readonly runId: number }
+  | { readonly type: "result"; readonly runId: number; readonly report: RunReport }
+  | { readonly type: "bridge"; readonly runId: number; readonly requestId: number; readonly request: BridgeRequest };

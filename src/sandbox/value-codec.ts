@@ -1,0 +1,152 @@
+/**
+ * Host-side decoder for the JSON the in-isolate normaliser writes (format described in
+ * `prelude/encode.ts`). Input is untrusted: every ref is range-checked, and anything
+ * malformed is a {@link MalformedValueError}, never a crash or a prototype change.
+ */
+
+export class MalformedValueError extends Error {
+  override readonly name = "MalformedValueError";
+}
+
+const SPECIAL_REFS: ReadonlyMap<number, unknown> = new Map<number, unknown>([
+  [-1, undefined],
+  [-3, Number.NaN],
+  [-4, Number.POSITIVE_INFINITY],
+  [-5, Number.NEGATIVE_INFINITY],
+  [-6, -0],
+]);
+
+const TYPED_ARRAYS: Record<string, new (buffer: ArrayBuffer) => ArrayBufferView> = {
+  Int8Array,
+  Uint8Array,
+  Uint8ClampedArray,
+  Int16Array,
+  Uint16Array,
+  Int32Array,
+  Uint32Array,
+  Float32Array,
+  Float64Array,
+  BigInt64Array,
+  BigUint64Array,
+  DataView,
+};
+
+/** Decodes one encoded value. Throws {@link MalformedValueError} for anything malformed. */
+export function decodeValue(text: string): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new MalformedValueError("The sandbox sent a value that is not valid JSON.");
+  }
+  if (typeof parsed !== "object" || parsed === null || !Array.isArray((parsed as { nodes?: unknown }).nodes)) {
+    throw new MalformedValueError("The sandbox sent a value without nodes.");
+  }
+  const { root, nodes } = parsed as { root: unknown; nodes: unknown[] };
+  const built = new Map<number, unknown>();
+  const fill: (() => void)[] = [];
+
+  const resolve = (ref: unknown): unknown => {
+    if (typeof ref !== "number" || !Number.isInteger(ref)) throw new MalformedValueError("A reference in the sandbox's value is not an integer.");
+    if (ref < 0) {
+      if (!SPECIAL_REFS.has(ref)) throw new MalformedValueError(`Unknown special reference ${ref}.`);
+      return SPECIAL_REFS.get(ref);
+    }
+    if (ref >= nodes.length) throw new MalformedValueError(`Reference ${ref} is out of range.`);
+    if (built.has(ref)) return built.get(ref);
+    return materialize(ref);
+  };
+
+  const materialize = (index: number): unknown => {
+    const node = nodes[index];
+    if (node === null || typeof node !== "object") {
+      built.set(index, node);
+      return node;
+    }
+    if (Array.isArray(node)) {
+      if (typeof node[0] === "string") return tagged(index, node);
+      const array: unknown[] = new Array(node.length);
+      built.set(index, array);
+      fill.push(() => {
+        node.forEach((ref: unknown, position: number) => {
+          if (ref !== -2) array[position] = resolve(ref);
+        });
+      });
+      return array;
+    }
+    const object: Record<string, unknown> = {};
+    built.set(index, object);
+    fill.push(() => {
+      for (const [key, ref] of Object.entries(node)) {
+        if (key === "__proto__") continue;
+        object[key] = resolve(ref);
+      }
+    });
+    return object;
+  };
+
+  const tagged = (index: number, node: unknown[]): unknown => {
+    const [tag, ...rest] = node;
+    switch (tag) {
+      case "Date":
+        return remember(index, new Date(typeof rest[0] === "string" ? rest[0] : Number.NaN));
+      case "BigInt":
+        if (typeof rest[0] !== "string" || !/^-?\d+$/.test(rest[0])) throw new MalformedValueError("Malformed BigInt.");
+        return remember(index, BigInt(rest[0]));
+      case "RegExp":
+        try {
+          return remember(index, new RegExp(String(rest[0]), String(rest[1] ?? "")));
+        } catch {
+          throw new MalformedValueError("Malformed RegExp.");
+        }
+      case "Error": {
+        const error = new Error(String(rest[1] ?? ""));
+        error.name = String(rest[0] ?? "Error");
+        return remember(index, error);
+      }
+      case "Map": {
+        const map = remember(index, new Map<unknown, unknown>());
+        fill.push(() => {
+          for (let at = 0; at + 1 < rest.length; at += 2) map.set(resolve(rest[at]), resolve(rest[at + 1]));
+        });
+        return map;
+      }
+      case "Set": {
+        const set = remember(index, new Set<unknown>());
+        fill.push(() => {
+          for (const ref of rest) set.add(resolve(ref));
+        });
+        return set;
+      }
+      case "Bytes":
+        return remember(index, bytes(String(rest[0]), String(rest[1] ?? "")));
+      default:
+        throw new MalformedValueError(`Unknown tag ${JSON.stringify(tag)}.`);
+    }
+  };
+
+  const remember = <T>(index: number, value: T): T => {
+    built.set(index, value);
+    return value;
+  };
+
+  const value = resolve(root);
+  // Fill containers breadth-first so deep nesting never recurses deeply.
+  for (let index = 0; index < fill.length; index += 1) (fill[index] as () => void)();
+  return value;
+}
+
+function bytes(kind: string, hex: string): ArrayBuffer | ArrayBufferView {
+  if (!/^(?:[0-9a-f]{2})*$/.test(hex)) throw new MalformedValueError("Malformed bytes.");
+  const buffer = new ArrayBuffer(hex.length / 2);
+  const view = new Uint8Array(buffer);
+  for (let index = 0; index < view.length; index += 1) view[index] = Number.parseInt(hex.slice(index * 2, index * 2 + 2), 16);
+  if (kind === "ArrayBuffer") return buffer;
+  const Ctor = Object.hasOwn(TYPED_ARRAYS, kind) ? TYPED_ARRAYS[kind] : undefined;
+  if (!Ctor) throw new MalformedValueError(`Unknown byte kind ${JSON.stringify(kind)}.`);
+  try {
+    return new Ctor(buffer);
+  } catch {
+    throw new MalformedValueError(`Malformed ${kind}.`);
+  }
+}
