@@ -38,8 +38,9 @@ describe("Agent.for", () => {
 
   test("types: dynamic methods return Promise<Outcome>", () => {
     const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: {} }) });
-    expectTypeOf(calc.add).toBeFunction();
     expectTypeOf(calc.remember).returns.toEqualTypeOf<AgentProxy>();
+    expectTypeOf(calc.delegate).returns.toEqualTypeOf<AgentProxy>();
+    expectTypeOf(calc.runtimeContext).toEqualTypeOf<Record<string, unknown>>();
     expectTypeOf(Agent.history(calc)).toMatchTypeOf<readonly object[]>();
   });
 });
@@ -79,7 +80,7 @@ describe("setters and readers", () => {
   test("reserved names cannot be assigned", () => {
     const { agent } = scriptedAgent("calculator", {});
     expect(() => {
-      agent.remember = 1;
+      (agent as Record<string, unknown>).remember = 1;
     }).toThrow(/"remember" is reserved on agents/);
   });
 

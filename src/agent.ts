@@ -27,8 +27,13 @@ export interface AgentMembers {
   toString(): string;
 }
 
-/** An agent as application code sees it. */
-export type AgentProxy = Agent & AgentMembers & { readonly [method: string]: DynamicMethod | any };
+/**
+ * An agent as application code sees it. Any other name is a {@link DynamicMethod} when read
+ * (or a value the application wrote) and accepts plain data when assigned, so the index
+ * signature is `any`; narrow it with an intersection where types matter.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AgentProxy = Agent & AgentMembers & { [name: string]: any };
 
 const states = new WeakMap<object, AgentState>();
 const proxies = new WeakMap<AgentState, AgentProxy>();

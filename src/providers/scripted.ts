@@ -68,6 +68,7 @@ export class ScriptedProvider implements Provider {
       system: request.system,
       user: request.user,
     });
+    signal.throwIfAborted();
     const entry = this.#entryFor(request);
     return this.#answer(entry, signal);
   }

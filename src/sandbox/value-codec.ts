@@ -16,6 +16,8 @@ const SPECIAL_REFS: ReadonlyMap<number, unknown> = new Map<number, unknown>([
   [-6, -0],
 ]);
 
+const ERROR_CLASSES: Record<string, ErrorConstructor> = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+
 const TYPED_ARRAYS: Record<string, new (buffer: ArrayBuffer) => ArrayBufferView> = {
   Int8Array,
   Uint8Array,
@@ -100,8 +102,10 @@ export function decodeValue(text: string): unknown {
           throw new MalformedValueError("Malformed RegExp.");
         }
       case "Error": {
-        const error = new Error(String(rest[1] ?? ""));
-        error.name = String(rest[0] ?? "Error");
+        const name = String(rest[0] ?? "Error");
+        const Ctor = Object.hasOwn(ERROR_CLASSES, name) ? (ERROR_CLASSES[name] as ErrorConstructor) : Error;
+        const error = new Ctor(String(rest[1] ?? ""));
+        if (error.name !== name) error.name = name;
         return remember(index, error);
       }
       case "Map": {

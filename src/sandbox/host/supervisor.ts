@@ -41,6 +41,16 @@ export class SandboxSupervisor {
   /** How many sandbox processes were started, for tests and diagnostics. */
   starts = 0;
 
+  /** The sandbox process id, while one runs. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  /** Runs sent and not yet answered. */
+  get activeRuns(): number {
+    return this.#runs.size;
+  }
+
   /** Runs one program; always resolves with a report, never rejects. */
   async execute(request: Omit<RunRequestMessage, "type" | "runId">, hooks: RunHooks): Promise<RunReport> {
     let child: ChildProcess;

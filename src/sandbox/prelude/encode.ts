@@ -41,6 +41,7 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
   const weakMapHas = WeakMap.prototype.has;
   const weakSetHas = WeakSet.prototype.has;
   const ErrorCtor = Error;
+  const ObjectPrototype = Object.prototype;
   const StringCtor = String;
   const Uint8ArrayCtor = Uint8Array;
   const MapCtor = Map;
@@ -155,6 +156,17 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       }
     }
     function describe(object: object): unknown {
+      // Arrays and plain objects first: they are most values, and brand checks cost a throw each.
+      let arrayLike = false;
+      let prototype: object | null = null;
+      try {
+        arrayLike = isArray(object);
+        if (!arrayLike) prototype = getPrototypeOf(object);
+      } catch {
+        return "[revoked proxy]";
+      }
+      if (arrayLike) return describeArray(object as unknown[]);
+      if (prototype === ObjectPrototype || prototype === null) return describeObject(object);
       if (brand(dateGetTime, object)) {
         const time = apply(dateGetTime, object, []) as number;
         return ["Date", time === time ? apply(dateToISOString, object, []) : null];
@@ -187,33 +199,36 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       if (object instanceof PromiseCtor) return "[Promise]";
       if (brand(weakMapHas, object)) return "[WeakMap]";
       if (brand(weakSetHas, object)) return "[WeakSet]";
-      let arrayLike = false;
-      try {
-        arrayLike = isArray(object);
-      } catch {
-        return "[revoked proxy]";
-      }
-      if (arrayLike) {
-        const array = object as unknown[];
-        const length = read(array, "length");
-        const count = typeof length === "number" ? length : 0;
-        charge(count * 2);
-        const node = new Array<number>(count);
-        for (let index = 0; index < count; index += 1) {
-          const key = StringCtor(index);
-          let present = false;
-          try {
-            present = getOwnPropertyDescriptor(array, key) !== undefined;
-          } catch {
-            present = false;
-          }
-          node[index] = present ? ref(read(array, key)) : -2;
-        }
-        return node;
-      }
       if (object instanceof ErrorCtor) {
-        return ["Error", textOf(read(object, "name") ?? "Error", 200), textOf(read(object, "message"), 10_000)];
+        return ["Error", textOf(readInherited(object, "name") ?? "Error", 200), textOf(readInherited(object, "message"), 10_000)];
       }
+      return describeObject(object);
+    }
+    function readInherited(object: object, key: string): unknown {
+      try {
+        return (object as Record<string, unknown>)[key];
+      } catch {
+        return undefined;
+      }
+    }
+    function describeArray(array: unknown[]): number[] {
+      const length = read(array, "length");
+      const count = typeof length === "number" ? length : 0;
+      charge(count * 2);
+      const node = new Array<number>(count);
+      for (let index = 0; index < count; index += 1) {
+        const key = StringCtor(index);
+        let present = false;
+        try {
+          present = getOwnPropertyDescriptor(array, key) !== undefined;
+        } catch {
+          present = false;
+        }
+        node[index] = present ? ref(read(array, key)) : -2;
+      }
+      return node;
+    }
+    function describeObject(object: object): unknown {
       let names: string[];
       try {
         names = keys(object);

@@ -1,0 +1,60 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider, type AgentOptions } from "../../src/index.ts";
+
+/** Every path a call can end on, each with a program (or setting) that leads there. */
+const paths: [string, Record<string, unknown>, AgentOptions, (agent: ReturnType<typeof Agent.for>) => Promise<unknown>][] = [
+  ["ok", { m: "return 1" }, {}, (a) => a.m()],
+  ["execution", { m: "throw new Error('x')" }, {}, (a) => a.m()],
+  ["invalid_code", { m: [null, "", "(("] }, { maxGenerationAttempts: 3 }, (a) => a.m()],
+  ["provider", { m: { error: "down" } }, {}, (a) => a.m()],
+  ["timeout", { m: "while (true) {}" }, { executionTimeoutMs: 200 }, (a) => a.m()],
+  ["memory_limit", { m: "const a = []; while (true) a.push(new Array(1e6).fill(1));" }, { memoryLimitMb: 16 }, (a) => a.m()],
+  ["budget_exceeded", { m: "delegate('child')" }, { maxDelegationDepth: 0 }, (a) => a.m()],
+  ["invalid_input", { m: "return 1" }, {}, (a) => a.m(Symbol("no"))],
+];
+
+describe("finalize runs exactly once per call", () => {
+  test.each(paths)("%s: one history record and one log line", async (expected, programs, options, call) => {
+    const log = join(mkdtempSync(join(tmpdir(), "improv-finalize-")), "calls.jsonl");
+    const agent = Agent.for("finalizer", { provider: new ScriptedProvider({ programs: programs as never }), log, ...options });
+    const outcome = (await call(agent)) as { status: string; errorType?: string; callId: string };
+    expect(outcome.errorType ?? "ok").toBe(expected);
+    const history = Agent.history(agent);
+    expect(history).toHaveLength(1);
+    expect(history[0]?.call_id).toBe(outcome.callId);
+    expect(history[0]?.outcome_summary.error_type ?? "ok").toBe(expected);
+    const lines = readFileSync(log, "utf8").trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ call_id: outcome.callId, outcome_status: outcome.status, history_record_appended: true });
+  });
+
+  test("cancelled: one record", async () => {
+    const controller = new AbortController();
+    const agent = Agent.for("finalizer", { provider: new ScriptedProvider({ programs: { m: { delayMs: 5_000, code: "return 1" } } }), signal: controller.signal });
+    const pending = agent.m();
+    setTimeout(() => controller.abort(), 20);
+    expect((await pending).errorType).toBe("cancelled");
+    expect(Agent.history(agent)).toHaveLength(1);
+  });
+
+  test("setters and readers add no record", () => {
+    const agent = Agent.for("finalizer", { provider: new ScriptedProvider({ programs: {} }) });
+    agent.x = 1;
+    void agent.x;
+    agent.remember({ y: 2 });
+    expect(Agent.history(agent)).toHaveLength(0);
+  });
+
+  test("a log that cannot be written changes neither the outcome nor the record", async () => {
+    const agent = Agent.for("finalizer", {
+      provider: new ScriptedProvider({ programs: { m: "return 5" } }),
+      log: { info: () => { throw new Error("disk full"); } } as never,
+    });
+    const r = await agent.m();
+    expect(r.value).toBe(5);
+    expect(Agent.history(agent)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,118 @@
+import { afterEach, describe, expect, test } from "vitest";
+import { Agent, extractProgram, OpenAIProvider } from "../../src/index.ts";
+import { OpenAITestServer, type ScriptedReply } from "../helpers/openai-server.ts";
+
+let server: OpenAITestServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function agentAgainst(replies: ScriptedReply[], options: Record<string, unknown> = {}) {
+  server = await OpenAITestServer.start(replies);
+  const provider = new OpenAIProvider({ apiKey: "test-key", baseURL: server.baseURL, model: "test-model", maxRetries: 2 });
+  return Agent.for("calculator", { provider, ...options });
+}
+
+describe("OpenAIProvider over HTTP", () => {
+  test("structured output: the code field is the program, and the request asks for a JSON schema", async () => {
+    const calc = await agentAgainst([{ kind: "structured", code: "return args[0] * 2" }]);
+    const r = await calc.double(21);
+    expect(r.value).toBe(42);
+    const body = server!.requests[0]!.body;
+    expect(body.model).toBe("test-model");
+    expect(body.response_format).toMatchObject({ type: "json_schema", json_schema: { name: "program" } });
+    expect((body.messages as { role: string }[]).map((m) => m.role)).toEqual(["system", "user"]);
+  });
+
+  test("plain text with a fenced code block: the block is the program", async () => {
+    const calc = await agentAgainst([{ kind: "content", content: "Here you go:\n```javascript\nreturn 'fenced'\n```\nEnjoy." }]);
+    expect((await calc.greet()).value).toBe("fenced");
+  });
+
+  test("empty content is an invalid payload, retried, then invalid_code", async () => {
+    const calc = await agentAgainst([{ kind: "content", content: "" }], { maxGenerationAttempts: 2 });
+    const r = await calc.greet();
+    expect(r.errorType).toBe("invalid_code");
+    expect(r.errorMessage).toBe("The provider returned no program (attempt 2).");
+    expect(server!.requests).toHaveLength(2);
+  });
+
+  test("HTTP 429 is retried by the SDK inside one attempt and then succeeds", async () => {
+    const calc = await agentAgainst([
+      { kind: "status", status: 429, retryAfterMs: 5 },
+      { kind: "structured", code: "return 'after 429'" },
+    ]);
+    const r = await calc.greet();
+    expect(r.value).toBe("after 429");
+    expect(server!.requests).toHaveLength(2);
+  });
+
+  test("HTTP 500 on every try ends as a provider outcome after the SDK's retries", async () => {
+    const calc = await agentAgainst([{ kind: "status", status: 500, retryAfterMs: 5 }], { maxGenerationAttempts: 1 });
+    const r = await calc.greet();
+    expect(r.errorType).toBe("provider");
+    expect(r.errorMessage).toMatch(/^The provider failed: The model server failed \(HTTP 500\)/);
+    expect(r.retriable).toBe(true);
+    expect(server!.requests).toHaveLength(3);
+  });
+
+  test("a hung server ends as a timeout after providerTimeoutMs", async () => {
+    const calc = await agentAgainst([{ kind: "hang" }], { providerTimeoutMs: 200, maxGenerationAttempts: 1 });
+    const started = performance.now();
+    const r = await calc.greet();
+    expect(r.errorType).toBe("timeout");
+    expect(r.errorMessage).toBe("The provider did not answer within providerTimeoutMs (200 ms).");
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  test("a malformed JSON body is a provider outcome", async () => {
+    const calc = await agentAgainst([{ kind: "raw", body: "{not json" }], { maxGenerationAttempts: 1 });
+    const r = await calc.greet();
+    expect(r.errorType).toBe("provider");
+  });
+
+  test("a body that is JSON but not a completion is a provider outcome", async () => {
+    const calc = await agentAgainst([{ kind: "raw", body: '{"hello":"world"}' }], { maxGenerationAttempts: 1 });
+    const r = await calc.greet();
+    expect(r.errorType).toBe("provider");
+    expect(r.errorMessage).toContain("does not look like an OpenAI chat completion");
+  });
+
+  test("without an API key the constructor says how to provide one", () => {
+    const saved = process.env.OPENAI_API_KEY;
+    delete process.env.OPENAI_API_KEY;
+    try {
+      expect(() => new OpenAIProvider()).toThrow("OpenAIProvider has no API key. Pass { apiKey } or set the OPENAI_API_KEY environment variable.");
+    } finally {
+      if (saved !== undefined) process.env.OPENAI_API_KEY = saved;
+    }
+  });
+
+  test("the default provider is configured from OPENAI_API_KEY, OPENAI_BASE_URL and IMPROV_MODEL", async () => {
+    server = await OpenAITestServer.start([{ kind: "structured", code: "return 'from env'" }]);
+    const saved = { ...process.env };
+    Object.assign(process.env, { OPENAI_API_KEY: "env-key", OPENAI_BASE_URL: server.baseURL, IMPROV_MODEL: "env-model" });
+    try {
+      expect((await Agent.for("greeter").greet()).value).toBe("from env");
+      expect(server.requests[0]!.body.model).toBe("env-model");
+    } finally {
+      for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "IMPROV_MODEL"]) {
+        if (saved[name] === undefined) delete process.env[name];
+        else process.env[name] = saved[name];
+      }
+    }
+  });
+});
+
+describe("extractProgram", () => {
+  test("reads structured JSON, fenced blocks, bare code and nothing", () => {
+    expect(extractProgram('{"code":"return 1"}')).toBe("return 1");
+    expect(extractProgram("```js\nreturn 2\n```")).toBe("return 2\n");
+    expect(extractProgram("return 3")).toBe("return 3");
+    expect(extractProgram("   ")).toBeNull();
+    expect(extractProgram(null)).toBeNull();
+    expect(extractProgram('{"code": 5}')).toBeNull();
+  });
+});

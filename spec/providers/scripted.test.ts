@@ -1,0 +1,78 @@
+import { describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider } from "../../src/index.ts";
+import type { GenerationRequest } from "../../src/index.ts";
+
+const signal = new AbortController().signal;
+
+function request(method: string, role = "calculator", attempt = 1): GenerationRequest {
+  return { role, method, attempt, system: "sys", user: "usr" };
+}
+
+describe("ScriptedProvider", () => {
+  test("answers a method key with its program", async () => {
+    const provider = new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } });
+    expect(await provider.generate(request("add"), signal)).toEqual({ code: "return args[0] + args[1]", model: "scripted" });
+  });
+
+  test("a role-qualified key wins over a plain method key", async () => {
+    const provider = new ScriptedProvider({ programs: { answer: "return 1", "calculator.answer": "return 42" } });
+    expect((await provider.generate(request("answer"), signal)).code).toBe("return 42");
+    expect((await provider.generate(request("answer", "oracle"), signal)).code).toBe("return 1");
+  });
+
+  test("an array is consumed one entry per request and its last entry repeats", async () => {
+    const provider = new ScriptedProvider({ programs: { answer: [null, "", "return 1", "return 2"] } });
+    const codes = [];
+    for (let i = 0; i < 6; i += 1) codes.push((await provider.generate(request("answer"), signal)).code);
+    expect(codes).toEqual([null, "", "return 1", "return 2", "return 2", "return 2"]);
+  });
+
+  test("{ error } is a provider failure with that message", async () => {
+    const provider = new ScriptedProvider({ programs: { add: { error: "rate limited" } } });
+    await expect(provider.generate(request("add"), signal)).rejects.toThrow("rate limited");
+  });
+
+  test("{ delayMs, code } answers after the delay and stops when aborted", async () => {
+    const provider = new ScriptedProvider({ programs: { slow: { delayMs: 20, code: "return 1" } } });
+    expect((await provider.generate(request("slow"), signal)).code).toBe("return 1");
+    const controller = new AbortController();
+    const pending = provider.generate(request("slow"), controller.signal);
+    controller.abort(new Error("stop"));
+    await expect(pending).rejects.toThrow("stop");
+  });
+
+  test("programs may be a function of the request", async () => {
+    const provider = new ScriptedProvider({ programs: (r) => `return ${JSON.stringify(`${r.role}.${r.method}#${r.attempt}`)}` });
+    expect((await provider.generate(request("x", "r", 2), signal)).code).toBe('return "r.x#2"');
+  });
+
+  test("a request with no matching program is a provider failure naming the missing key", async () => {
+    const provider = new ScriptedProvider({ programs: { add: "return 1" } });
+    await expect(provider.generate(request("sub"), signal)).rejects.toThrow(
+      'ScriptedProvider has no program for "calculator.sub" or "sub". Add one of these keys to its programs.',
+    );
+  });
+
+  test("calls lists every request with role, method, attempt, system and user", async () => {
+    const provider = new ScriptedProvider({ programs: { add: [null, "return 1"] } });
+    const calc = Agent.for("calculator", { provider });
+    await calc.add(1);
+    expect(provider.calls.map(({ role, method, attempt }) => ({ role, method, attempt }))).toEqual([
+      { role: "calculator", method: "add", attempt: 1 },
+      { role: "calculator", method: "add", attempt: 2 },
+    ]);
+    expect(provider.calls[0]?.system).toContain("context.conversation_history");
+    expect(provider.calls[0]?.user).toContain("Method: add");
+  });
+
+  test("a missing program ends the call with a provider outcome", async () => {
+    const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: {} }) });
+    const r = await calc.add(1);
+    expect(r.errorType).toBe("provider");
+    expect(r.errorMessage).toBe('The provider failed: ScriptedProvider has no program for "calculator.add" or "add". Add one of these keys to its programs.');
+  });
+
+  test("bad construction is a TypeError", () => {
+    expect(() => new ScriptedProvider({} as never)).toThrow(TypeError);
+  });
+});

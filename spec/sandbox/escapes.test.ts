@@ -1,0 +1,111 @@
+import { describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider } from "../../src/index.ts";
+
+function agentWith(programs: Record<string, string>) {
+  return Agent.for("sandboxed", {
+    provider: new ScriptedProvider({ programs: { ...programs, ping: "return 'pong:' + context.kept" } }),
+    executionTimeoutMs: 2_000,
+  });
+}
+
+/** Classic ways out of a JavaScript sandbox; each must end inside the isolate. */
+const escapes: [string, string, (outcome: { ok: boolean; value?: unknown; errorMessage?: string }) => void][] = [
+  [
+    "Function constructor through this.constructor",
+    'return this.constructor.constructor("return process")()',
+    (r) => expect(r.errorMessage).toBe("ReferenceError: process is not defined"),
+  ],
+  [
+    "Function constructor through an argument's prototype chain",
+    'return args.constructor.constructor("return typeof process + typeof require + typeof globalThis.process")()',
+    (r) => expect(r.value).toBe("undefinedundefinedundefined"),
+  ],
+  ["require", "return require('fs')", (r) => expect(r.errorMessage).toBe("ReferenceError: require is not defined")],
+  ["dynamic import()", "return await import('node:fs')", (r) => expect(r.ok).toBe(false)],
+  [
+    "error stack prototype walk with prepareStackTrace",
+    "Error.prepareStackTrace = (e, frames) => frames.map(f => typeof f.getThis === 'function' ? f.getThis() : f); const s = new Error('x').stack; return typeof s",
+    (r) => expect(r.value).toBe("string"),
+  ],
+  [
+    "stack traces name no host file",
+    "try { null.x } catch (e) { return e.stack }",
+    (r) => {
+      expect(typeof r.value).toBe("string");
+      expect(String(r.value)).not.toMatch(/\/work\/|node_modules|src\/sandbox|\.ts:/);
+    },
+  ],
+  [
+    "host globals are absent",
+    "return ['process', 'require', 'module', 'Buffer', 'setTimeout', 'fetch', 'SharedArrayBuffer', 'Atomics', 'WebAssembly', 'FinalizationRegistry', 'WeakRef'].filter(n => typeof globalThis[n] !== 'undefined')",
+    (r) => expect(r.value).toEqual([]),
+  ],
+  [
+    "caller and callee walk up to nothing of the host",
+    "function f() { return f.caller } try { return typeof f() } catch (e) { return e.name }",
+    (r) => expect(["function", "object", "TypeError"]).toContain(r.value),
+  ],
+  [
+    "Symbol.species on promises does not reach the host",
+    "class P extends Promise { static get [Symbol.species]() { return Promise } } const v = await P.resolve(1); return v",
+    (r) => expect(r.value).toBe(1),
+  ],
+];
+
+describe("generated code cannot reach the host", () => {
+  test.each(escapes)("%s", async (_name, program, check) => {
+    const agent = agentWith({ attempt: program });
+    agent.kept = "intact";
+    const r = await agent.attempt();
+    check(r);
+    expect((globalThis as Record<string, unknown>).escaped).toBeUndefined();
+    expect((await agent.ping()).value).toBe("pong:intact");
+  });
+
+  test("writing to globalThis inside the sandbox does not touch the host's globalThis", async () => {
+    const agent = agentWith({ mark: "globalThis.hostMarker = 'set'; hostMarker2 = 'implicit'; return typeof hostMarker2" });
+    expect((await agent.mark()).value).toBe("string");
+    expect((globalThis as Record<string, unknown>).hostMarker).toBeUndefined();
+    expect((globalThis as Record<string, unknown>).hostMarker2).toBeUndefined();
+  });
+});
+
+describe("intrinsics are frozen before generated code runs", () => {
+  test("changes to built-ins neither stick nor reach a later program", async () => {
+    const agent = agentWith({
+      tamper: [
+        "try { Array.prototype.push = function () { return 'hijacked' } } catch {}",
+        "try { Object.prototype.polluted = 'yes' } catch {}",
+        "try { JSON.stringify = () => 'hijacked' } catch {}",
+        "try { Promise.prototype.then = null } catch {}",
+        "return Object.isFrozen(Array.prototype) && Object.isFrozen(Object.prototype) && Object.isFrozen(JSON)",
+      ].join("\n"),
+      check: "const a = []; a.push(1); return [a.length, ({}).polluted, JSON.stringify({ a: 1 })]",
+    });
+    expect((await agent.tamper()).value).toBe(true);
+    expect((await agent.check()).value).toEqual([1, undefined, '{"a":1}']);
+  });
+
+  test("globals a program leaves behind are gone for the next program", async () => {
+    const agent = agentWith({ leave: "globalThis.leftover = 42; implicitGlobal = 7; return leftover + implicitGlobal", look: "return [typeof leftover, typeof implicitGlobal]" });
+    expect((await agent.leave()).value).toBe(49);
+    expect((await agent.look()).value).toEqual(["undefined", "undefined"]);
+  });
+
+  test("an Error subclass can set this.name, and objects can define their own toString (override mistake tamed)", async () => {
+    const agent = agentWith({
+      custom: "class MyError extends Error { constructor(m) { super(m); this.name = 'MyError' } } throw new MyError('custom failure')",
+      own: "const o = {}; o.toString = () => 'mine'; const p = Object.create(null); return [String(o), o.hasOwnProperty('toString'), typeof p]",
+      strict: "'use strict'; const o = {}; o.constructor = 'c'; o.valueOf = () => 3; return [o.constructor, o + 1]",
+    });
+    expect((await agent.custom()).errorMessage).toBe("MyError: custom failure");
+    expect((await agent.own()).value).toEqual(["mine", true, "object"]);
+    expect((await agent.strict()).value).toEqual(["c", 4]);
+  });
+
+  test("a program runs in sloppy mode unless it says 'use strict'", async () => {
+    const agent = agentWith({ sloppy: "undeclared = 1; return typeof undeclared", strict: "'use strict'; undeclared2 = 1; return 1" });
+    expect((await agent.sloppy()).value).toBe("number");
+    expect((await agent.strict()).errorMessage).toBe("ReferenceError: undeclared2 is not defined");
+  });
+});

@@ -1,0 +1,63 @@
+import { describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { sandboxSupervisor } from "../../src/sandbox/host/supervisor.ts";
+
+function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const check = () => {
+      if (condition()) resolve();
+      else if (Date.now() - started > timeoutMs) reject(new Error("condition not met in time"));
+      else setTimeout(check, 10);
+    };
+    check();
+  });
+}
+
+describe("the supervised sandbox process", () => {
+  test("programs run in a separate process, never in the host", async () => {
+    const agent = Agent.for("where", { provider: new ScriptedProvider({ programs: { ping: "return 1" } }) });
+    await agent.ping();
+    const pid = sandboxSupervisor().pid;
+    expect(pid).toBeTypeOf("number");
+    expect(pid).not.toBe(process.pid);
+  });
+
+  test("a sandbox process that stops answering is killed and replaced; the call ends as a timeout", async () => {
+    const agent = Agent.for("frozen", {
+      provider: new ScriptedProvider({ programs: { wait: "await new Promise(() => {})", ping: "return 'pong:' + context.kept" } }),
+      executionTimeoutMs: 300,
+    });
+    agent.kept = "intact";
+    await agent.ping();
+    const supervisor = sandboxSupervisor();
+    const startsBefore = supervisor.starts;
+    const frozenPid = supervisor.pid as number;
+    const pending = agent.wait();
+    await waitFor(() => supervisor.activeRuns > 0);
+    // A stopped process cannot dispose its isolate or answer: only the host's deadline helps.
+    process.kill(frozenPid, "SIGSTOP");
+    const r = await pending;
+    expect(r.errorType).toBe("timeout");
+    expect(r.errorMessage).toBe("The program ran longer than executionTimeoutMs (300 ms) and could not be stopped inside the sandbox; the sandbox process was restarted.");
+    expect((await agent.ping()).value).toBe("pong:intact");
+    expect(supervisor.starts).toBe(startsBefore + 1);
+    expect(supervisor.pid).not.toBe(frozenPid);
+    expect(Agent.history(agent)).toHaveLength(3);
+  });
+
+  test("a sandbox process that dies mid-run gives a typed outcome and the agent goes on with its history", async () => {
+    const agent = Agent.for("crash", {
+      provider: new ScriptedProvider({ programs: { wait: "await new Promise(() => {})", count: "return context.conversation_history.length" } }),
+      executionTimeoutMs: 5_000,
+    });
+    await agent.count();
+    const pending = agent.wait();
+    await waitFor(() => sandboxSupervisor().activeRuns > 0);
+    process.kill(sandboxSupervisor().pid as number, "SIGKILL");
+    const r = await pending;
+    expect(r.errorType).toBe("execution");
+    expect(r.errorMessage).toMatch(/^The sandbox process stopped \(SIGKILL\) while this program ran, and was restarted\. Call again\.$/);
+    expect((await agent.count()).value).toBe(2);
+  });
+});

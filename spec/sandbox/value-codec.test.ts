@@ -1,0 +1,78 @@
+import { describe, expect, test } from "vitest";
+import { createEncoder } from "../../src/sandbox/prelude/encode.ts";
+import { decodeValue, MalformedValueError } from "../../src/sandbox/value-codec.ts";
+
+// The encoder is plain JavaScript, so it can be exercised here as well as inside the isolate.
+const encode = createEncoder();
+const roundTrip = (value: unknown) => decodeValue(encode(value, 1_000_000));
+
+describe("value codec", () => {
+  test("round-trips JSON values and the special numbers", () => {
+    expect(roundTrip({ a: [1, "two", true, null] })).toEqual({ a: [1, "two", true, null] });
+    expect(roundTrip(undefined)).toBeUndefined();
+    expect(roundTrip(Number.NaN)).toBeNaN();
+    expect(roundTrip(-Infinity)).toBe(-Infinity);
+    expect(Object.is(roundTrip(-0), -0)).toBe(true);
+  });
+
+  test("round-trips Date, Map, Set, BigInt, RegExp, errors and bytes", () => {
+    const value = roundTrip({
+      d: new Date("2024-01-02T03:04:05.678Z"),
+      m: new Map<unknown, unknown>([[{ k: 1 }, "v"]]),
+      s: new Set([1, "a"]),
+      b: 2n ** 70n,
+      r: /a+b/gi,
+      e: new TypeError("bad"),
+      u: new Uint16Array([1, 65535]),
+      ab: new Uint8Array([9, 8]).buffer,
+    }) as Record<string, unknown>;
+    expect(value.d).toEqual(new Date("2024-01-02T03:04:05.678Z"));
+    expect(value.m).toEqual(new Map([[{ k: 1 }, "v"]]));
+    expect(value.s).toEqual(new Set([1, "a"]));
+    expect(value.b).toBe(2n ** 70n);
+    expect(value.r).toEqual(/a+b/gi);
+    expect(value.e).toMatchObject({ name: "TypeError", message: "bad" });
+    expect(value.u).toEqual(new Uint16Array([1, 65535]));
+    expect(new Uint8Array(value.ab as ArrayBuffer)).toEqual(new Uint8Array([9, 8]));
+  });
+
+  test("keeps cycles, shared references and array holes", () => {
+    const shared = { n: 1 };
+    const cyclic: Record<string, unknown> = { shared, again: shared };
+    cyclic.self = cyclic;
+    const out = roundTrip(cyclic) as Record<string, unknown>;
+    expect(out.self).toBe(out);
+    expect(out.shared).toBe(out.again);
+    // eslint-disable-next-line no-sparse-arrays
+    const holes = roundTrip([1, , 3]) as unknown[];
+    expect(1 in holes).toBe(false);
+    expect(holes.length).toBe(3);
+  });
+
+  test("deep nesting encodes and decodes without overflowing the stack", () => {
+    let deep: unknown = "bottom";
+    for (let i = 0; i < 100_000; i += 1) deep = [deep];
+    let out = roundTrip(deep);
+    for (let i = 0; i < 100_000; i += 1) out = (out as unknown[])[0];
+    expect(out).toBe("bottom");
+  });
+
+  test("drops __proto__ keys instead of changing prototypes", () => {
+    const text = JSON.stringify({ root: 0, nodes: [{ __proto__: 1, safe: 2 }, { polluted: 3 }, "ok", true] });
+    const out = decodeValue(text) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(out.safe).toBe("ok");
+    expect(Object.keys(out)).toEqual(["safe"]);
+  });
+
+  test("over the size limit, encoding throws ResultTooLarge", () => {
+    expect(() => encode("x".repeat(100), 50)).toThrow(expect.objectContaining({ name: "ResultTooLarge" }));
+    expect(() => encode(new Array(1e6), 1000)).toThrow(expect.objectContaining({ name: "ResultTooLarge" }));
+  });
+
+  test("rejects malformed input with MalformedValueError", () => {
+    for (const bad of ["nope", "{}", '{"root":5,"nodes":[]}', '{"root":0,"nodes":[["Nope"]]}', '{"root":-9,"nodes":[]}', '{"root":0,"nodes":[["Bytes","Uint8Array","zz"]]}']) {
+      expect(() => decodeValue(bad)).toThrow(MalformedValueError);
+    }
+  });
+});
