@@ -1,0 +1,123 @@
+import { Agent, type AgentProxy } from "../agent.ts";
+import { kw } from "../call/arguments.ts";
+import { readEnv } from "../env.ts";
+import type { HistoryRecord } from "../history/record.ts";
+import type { Outcome } from "../outcome.ts";
+import { OpenAIProvider } from "../providers/openai.ts";
+import type { Provider } from "../providers/provider.ts";
+import { ScriptedProvider } from "../providers/scripted.ts";
+
+/**
+ * Scripted completions for the offline demo: what a model might write for each method.
+ * They stand in for the model so the demo runs with no network and no API key.
+ */
+export const DEMO_PROGRAMS: Record<string, string> = {
+  "calculator.add": "context.value = (context.value ?? 0) + args[0];\nreturn context.value;",
+  "calculator.multiply": "context.value = (context.value ?? 0) * args[0];\nreturn context.value;",
+  "calculator.convert": [
+    "const { from, to } = kwargs;",
+    "if (from === 'c' && to === 'f') return args[0] * 9 / 5 + 32;",
+    "if (from === 'f' && to === 'c') return (args[0] - 32) * 5 / 9;",
+    "throw new RangeError(`cannot convert ${from} to ${to}`);",
+  ].join("\n"),
+  "calculator.divide": "if (args[0] === 0) throw new RangeError('division by zero');\ncontext.value = context.value / args[0];\nreturn context.value;",
+  "calculator.summary": [
+    "const done = context.conversation_history.filter((r) => r.outcome_summary.ok);",
+    "const failed = context.conversation_history.filter((r) => !r.outcome_summary.ok);",
+    "return {",
+    "  computed: done.map((r) => `${r.method_name}(${r.args.join(', ')})`),",
+    "  failed: failed.map((r) => `${r.method_name}: ${r.error_type}`),",
+    "  current: context.value,",
+    "};",
+  ].join("\n"),
+  "assistant.lookup": [
+    "const facts = { 'boiling point of water': { answer: '100 °C at sea level', source: 'CRC Handbook' } };",
+    "const fact = facts[args[0]];",
+    "if (!fact) throw new Error('unknown topic');",
+    "context.lastTopic = args[0];",
+    "return fact.answer;",
+  ].join("\n"),
+  "assistant.source": [
+    "const last = context.conversation_history.findLast((r) => r.method_name === 'lookup' && r.outcome_summary.ok);",
+    "if (!last) return 'I have not looked anything up yet.';",
+    "const sources = { 'boiling point of water': 'CRC Handbook' };",
+    "return `${sources[last.args[0]]} (from call ${last.call_id.slice(0, 8)})`;",
+  ].join("\n"),
+  "toolbuilder.build": [
+    "const stats = delegate('statistician');",
+    "const mean = await stats.mean(args[0]);",
+    "const spread = await stats.range(args[0]);",
+    "return { mean: mean.value, range: spread.value };",
+  ].join("\n"),
+  "statistician.mean": "return args[0].reduce((a, b) => a + b, 0) / args[0].length;",
+  "statistician.range": "return Math.max(...args[0]) - Math.min(...args[0]);",
+};
+
+/** What the demo needs from its surroundings. */
+export interface DemoOptions {
+  readonly log: string;
+  readonly write: (line: string) => void;
+  /** Use this provider instead of choosing from the environment. */
+  readonly provider?: Provider;
+}
+
+function describeOutcome(outcome: Outcome): string {
+  return outcome.ok ? `ok → ${JSON.stringify(outcome.value)}` : `error ${outcome.errorType}: ${outcome.errorMessage}`;
+}
+
+/** A plain-text table of history records. */
+export function historyTable(records: readonly HistoryRecord[]): string {
+  const rows = records.map((r) => [
+    r.call_id.slice(0, 8),
+    r.speaker,
+    `d${r.depth ?? 0}`,
+    r.method_name,
+    JSON.stringify(r.args).slice(0, 28),
+    r.outcome_summary.ok ? `ok (${r.outcome_summary.value_class})` : `error ${r.outcome_summary.error_type}`,
+    (r.trace_id ?? "").slice(0, 8),
+  ]);
+  const header = ["call", "speaker", "depth", "method", "args", "outcome", "trace"];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] as string).length)));
+  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column] as number)).join("  ");
+  return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)].join("\n");
+}
+
+/** Runs the demo story; resolves with the agents so callers can inspect them. */
+export async function runDemo(options: DemoOptions): Promise<Record<string, AgentProxy>> {
+  const { write } = options;
+  const live = options.provider === undefined && readEnv("OPENAI_API_KEY") !== undefined;
+  const provider = options.provider ?? (live ? new OpenAIProvider() : new ScriptedProvider({ programs: DEMO_PROGRAMS }));
+  write(
+    live
+      ? `Mode: LIVE model (${(provider as OpenAIProvider).model}) from OPENAI_API_KEY.`
+      : "Mode: OFFLINE — scripted completions stand in for the model (no network, no API key).",
+  );
+  write(`Log: ${options.log}\n`);
+  const common = { provider, log: options.log };
+  const show = async (label: string, call: Promise<Outcome>) => write(`  ${label.padEnd(34)} ${describeOutcome(await call)}`);
+
+  write("1. A calculator");
+  const calc = Agent.for("calculator", common);
+  calc.value = 5;
+  write(`  calc.value = 5; calc.value          → ${calc.value} (a setter: no model call)`);
+  await show("calc.add(3)", calc.add(3));
+  await show("calc.multiply(4)", calc.multiply(4));
+  await show("calc.convert(100, kw({c→f}))", calc.convert(100, kw({ from: "c", to: "f" })));
+  await show("calc.divide(0)", calc.divide(0));
+  await show("calc.summary()  [reads history]", calc.summary());
+
+  write("\n2. An assistant answering a follow-up from history");
+  const assistant = Agent.for("assistant", common);
+  await show("assistant.lookup('boiling point…')", assistant.lookup("boiling point of water"));
+  await show("assistant.source()  [follow-up]", assistant.source());
+
+  write("\n3. A tool builder that delegates");
+  const builder = Agent.for("toolbuilder", common);
+  await show("builder.build([2, 4, 9])", builder.build([2, 4, 9]));
+  const stats = builder.delegate("statistician");
+
+  for (const [name, agent] of Object.entries({ calculator: calc, assistant, toolbuilder: builder, "toolbuilder → statistician": stats })) {
+    write(`\nHistory of ${name}:\n${historyTable(Agent.history(agent))}`);
+  }
+  return { calc, assistant, builder, stats };
+}
