@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Each test file gets its own worker process and so its own sandbox process.
     pool: "forks",
+    reporters: ["default", "./spec/helpers/summary-reporter.ts"],
   },
 });
