@@ -2,25 +2,14 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider, type AgentOptions } from "../../src/index.ts";
-
-/** Every path a call can end on, each with a program (or setting) that leads there. */
-const paths: [string, Record<string, unknown>, AgentOptions, (agent: ReturnType<typeof Agent.for>) => Promise<unknown>][] = [
-  ["ok", { m: "return 1" }, {}, (a) => a.m()],
-  ["execution", { m: "throw new Error('x')" }, {}, (a) => a.m()],
-  ["invalid_code", { m: [null, "", "(("] }, { maxGenerationAttempts: 3 }, (a) => a.m()],
-  ["provider", { m: { error: "down" } }, {}, (a) => a.m()],
-  ["timeout", { m: "while (true) {}" }, { executionTimeoutMs: 200 }, (a) => a.m()],
-  ["memory_limit", { m: "const a = []; while (true) a.push(new Array(1e6).fill(1));" }, { memoryLimitMb: 16 }, (a) => a.m()],
-  ["budget_exceeded", { m: "delegate('child')" }, { maxDelegationDepth: 0 }, (a) => a.m()],
-  ["invalid_input", { m: "return 1" }, {}, (a) => a.m(Symbol("no"))],
-];
+import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { CALL_PATHS } from "../helpers/call-paths.ts";
 
 describe("finalize runs exactly once per call", () => {
-  test.each(paths)("%s: one history record and one log line", async (expected, programs, options, call) => {
+  test.each(CALL_PATHS)("$expected: one history record and one log line", async ({ expected, programs, options, call }) => {
     const log = join(mkdtempSync(join(tmpdir(), "improv-finalize-")), "calls.jsonl");
-    const agent = Agent.for("finalizer", { provider: new ScriptedProvider({ programs: programs as never }), log, ...options });
-    const outcome = (await call(agent)) as { status: string; errorType?: string; callId: string };
+    const agent = Agent.for("finalizer", { provider: new ScriptedProvider({ programs }), log, ...options });
+    const outcome = await call(agent);
     expect(outcome.errorType ?? "ok").toBe(expected);
     const history = Agent.history(agent);
     expect(history).toHaveLength(1);

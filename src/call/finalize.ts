@@ -1,5 +1,5 @@
-import { toJsonSafe, truncateString, valueClass, type JsonValue } from "../history/json-safe.ts";
-import type { HistoryRecord, Speaker } from "../history/record.ts";
+import { toJsonSafe } from "../history/json-safe.ts";
+import { createRecord, type HistoryRecord, type Speaker } from "../history/record.ts";
 import type { HistoryStore } from "../history/store.ts";
 import { writeLogLine } from "../log/logger.ts";
 import type { ResolvedOptions } from "../options.ts";
@@ -49,29 +49,20 @@ export function finalize(target: FinalizeTarget, draft: CallDraft, outcome: Outc
 }
 
 function buildRecord(draft: CallDraft, outcome: Outcome): HistoryRecord {
-  const errorType = outcome.errorType ?? null;
-  return {
-    call_id: draft.callId,
-    timestamp: draft.startedAt.toISOString(),
+  return createRecord({
+    callId: draft.callId,
+    startedAt: draft.startedAt,
     speaker: draft.speaker,
-    method_name: truncateString(draft.method, 200),
-    args: toJsonSafe(draft.args) as JsonValue[],
-    kwargs: toJsonSafe(draft.kwargs) as Record<string, JsonValue>,
-    outcome_summary: {
-      status: outcome.status,
-      ok: outcome.ok,
-      error_type: errorType,
-      retriable: outcome.retriable,
-      ...(outcome.ok ? { value_class: valueClass(outcome.value) } : {}),
-    },
-    trace_id: draft.traceId,
-    ...(draft.parentCallId === undefined ? {} : { parent_call_id: draft.parentCallId }),
+    method: draft.method,
+    args: draft.args,
+    kwargs: draft.kwargs,
+    outcome,
+    traceId: draft.traceId,
+    parentCallId: draft.parentCallId,
     depth: draft.depth,
-    duration_ms: Math.round((performance.now() - draft.startedMs) * 1000) / 1000,
-    ...(outcome.ok ? {} : { error_type: outcome.errorType, error_message: truncateString(outcome.errorMessage ?? "") }),
-    ...(draft.code === null ? {} : { program_source: truncateString(draft.code) }),
-    artifact_hit: false,
-  } as HistoryRecord;
+    durationMs: performance.now() - draft.startedMs,
+    programSource: draft.code,
+  });
 }
 
 function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome): Record<string, unknown> {

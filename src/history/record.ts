@@ -1,5 +1,6 @@
+import { configure } from "safe-stable-stringify";
 import type { ErrorType, OutcomeStatus } from "../outcome.ts";
-import type { JsonValue } from "./json-safe.ts";
+import { toJsonSafe, truncateString, valueClass, type JsonValue } from "./json-safe.ts";
 
 /** Who made a call: application code, generated code through `delegate`, or (reserved) an agent. */
 export type Speaker = "user" | "tool" | "agent";
@@ -16,7 +17,8 @@ export interface OutcomeSummary {
 
 /**
  * One canonical history record: exactly one per dynamic call, JSON-safe throughout.
- * Required keys never change; optional keys may be absent.
+ * Required keys never change; optional keys may be absent. The JSON Schema is
+ * `schema/history-record.schema.json`.
  */
 export interface HistoryRecord {
   readonly call_id: string;
@@ -39,3 +41,100 @@ export interface HistoryRecord {
 
 /** The keys every record has. */
 export const REQUIRED_RECORD_KEYS = ["call_id", "timestamp", "speaker", "method_name", "args", "kwargs", "outcome_summary"] as const;
+
+/** Largest serialised record; larger ones are cut down field by field, with markers. */
+export const MAX_RECORD_BYTES = 64 * 1024;
+
+/** What a finished call contributes to its record. */
+export interface RecordInput {
+  readonly callId: string;
+  readonly startedAt: Date;
+  readonly speaker: Speaker;
+  readonly method: string;
+  readonly args: readonly unknown[];
+  readonly kwargs: Readonly<Record<string, unknown>>;
+  readonly outcome: { readonly status: OutcomeStatus; readonly ok: boolean; readonly value?: unknown; readonly errorType?: ErrorType; readonly errorMessage?: string; readonly retriable: boolean };
+  readonly traceId: string;
+  readonly parentCallId: string | undefined;
+  readonly depth: number;
+  readonly durationMs: number;
+  readonly programSource: string | null;
+}
+
+// Records are already JSON-safe; this only measures and serialises them, never throwing.
+const serialize = configure({ circularValue: "[Circular]", bigint: false, deterministic: false });
+
+const sizes = new WeakMap<HistoryRecord, number>();
+
+/** Serialised size of a record in UTF-8 bytes (remembered per record object). */
+export function recordBytes(record: HistoryRecord): number {
+  let size = sizes.get(record);
+  if (size === undefined) {
+    size = Buffer.byteLength(serialize(record) ?? "", "utf8");
+    sizes.set(record, size);
+  }
+  return size;
+}
+
+/** Builds the canonical record of a call: every field JSON-safe, the whole within {@link MAX_RECORD_BYTES}. */
+export function createRecord(input: RecordInput): HistoryRecord {
+  const { outcome } = input;
+  const record: HistoryRecord = {
+    call_id: input.callId,
+    timestamp: input.startedAt.toISOString(),
+    speaker: input.speaker,
+    method_name: truncateString(input.method, 200),
+    args: asArray(toJsonSafe(input.args)),
+    kwargs: asObject(toJsonSafe(input.kwargs)),
+    outcome_summary: {
+      status: outcome.status,
+      ok: outcome.ok,
+      error_type: outcome.errorType ?? null,
+      retriable: outcome.retriable,
+      ...(outcome.ok ? { value_class: valueClass(outcome.value) } : {}),
+    },
+    trace_id: input.traceId,
+    ...(input.parentCallId === undefined ? {} : { parent_call_id: input.parentCallId }),
+    depth: input.depth,
+    duration_ms: Math.round(input.durationMs * 1000) / 1000,
+    ...(outcome.ok || outcome.errorType === undefined ? {} : { error_type: outcome.errorType, error_message: truncateString(outcome.errorMessage ?? "") }),
+    ...(input.programSource === null ? {} : { program_source: truncateString(input.programSource) }),
+    artifact_hit: false,
+  };
+  return fitRecord(record);
+}
+
+function asArray(value: JsonValue): JsonValue[] {
+  return Array.isArray(value) ? value : [value];
+}
+
+function asObject(value: JsonValue): Record<string, JsonValue> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? value : { value };
+}
+
+/**
+ * Cuts an oversized record down until it fits: first the program source and error message,
+ * then args and kwargs are replaced by markers saying how large they were. Required keys
+ * and their types always survive.
+ */
+function fitRecord(record: HistoryRecord): HistoryRecord {
+  let size = recordBytes(record);
+  if (size <= MAX_RECORD_BYTES) return record;
+  let fitted: HistoryRecord = record;
+  const jsonBytes = (value: unknown) => Buffer.byteLength(serialize(value) ?? "", "utf8");
+  const withoutArgs = (r: HistoryRecord): HistoryRecord => ({ ...r, args: [`[truncated: args were ${jsonBytes(r.args)} bytes as JSON]`] });
+  const withoutKwargs = (r: HistoryRecord): HistoryRecord => ({ ...r, kwargs: { "[truncated]": `kwargs were ${jsonBytes(r.kwargs)} bytes as JSON` } });
+  const argsFirst = jsonBytes(record.args) >= jsonBytes(record.kwargs);
+  const shrinkers: ((r: HistoryRecord) => HistoryRecord)[] = [
+    (r) => (r.program_source === undefined ? r : { ...r, program_source: truncateString(r.program_source, 2_000) }),
+    (r) => (r.error_message === undefined ? r : { ...r, error_message: truncateString(r.error_message, 2_000) }),
+    argsFirst ? withoutArgs : withoutKwargs,
+    argsFirst ? withoutKwargs : withoutArgs,
+  ];
+  for (const shrink of shrinkers) {
+    fitted = shrink(fitted);
+    size = recordBytes(fitted);
+    if (size <= MAX_RECORD_BYTES) break;
+  }
+  return fitted;
+}

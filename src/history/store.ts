@@ -1,4 +1,4 @@
-import type { HistoryRecord } from "./record.ts";
+import { recordBytes, type HistoryRecord } from "./record.ts";
 
 function deepFreeze<T>(value: T): T {
   const pending: unknown[] = [value];
@@ -22,19 +22,27 @@ export class HistoryStore {
   epoch = 0;
   /** How many records the sandbox mirror is believed to hold. */
   mirrored = 0;
+  #bytes = 0;
 
   get length(): number {
     return this.#records.length;
   }
 
+  /** Serialised size of all records, which sizes the sandbox mirror's memory allowance. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   append(record: HistoryRecord): void {
     this.#records.push(deepFreeze(record));
+    this.#bytes += recordBytes(record);
     this.#snapshot = undefined;
   }
 
   /** Replaces every record (application-supplied history). */
   replace(records: readonly HistoryRecord[]): void {
     this.#records = records.map((record) => deepFreeze(record));
+    this.#bytes = this.#records.reduce((total, record) => total + recordBytes(record), 0);
     this.#snapshot = undefined;
     this.epoch += 1;
     this.mirrored = 0;

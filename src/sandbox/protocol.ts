@@ -66,6 +66,8 @@ export interface RunRequestMessage {
   readonly runId: number;
   readonly agentId: string;
   readonly memoryLimitMb: number;
+  /** Heap the agent's history mirror needs, on top of the program's own memory limit. */
+  readonly mirrorMb: number;
   readonly timeoutMs: number;
   readonly historyEpoch: number;
   /** Index of the first record in `payload.history.records` within the agent's history. */

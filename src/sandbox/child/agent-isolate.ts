@@ -25,6 +25,8 @@ export class AgentIsolate {
   lastUsed = Date.now();
   busy = false;
   readonly memoryLimitMb: number;
+  /** Heap set aside for the history mirror, on top of `memoryLimitMb`. */
+  readonly mirrorAllowanceMb: number;
   readonly #isolate: ivm.Isolate;
   readonly #start: ivm.Reference;
   readonly #fetch: ivm.Reference;
@@ -34,11 +36,13 @@ export class AgentIsolate {
 
   private constructor(
     memoryLimitMb: number,
+    mirrorAllowanceMb: number,
     isolate: ivm.Isolate,
     api: { start: ivm.Reference; fetch: ivm.Reference; finish: ivm.Reference },
     waiters: Map<string, () => void>,
   ) {
     this.memoryLimitMb = memoryLimitMb;
+    this.mirrorAllowanceMb = mirrorAllowanceMb;
     this.#isolate = isolate;
     this.#start = api.start;
     this.#fetch = api.fetch;
@@ -46,8 +50,13 @@ export class AgentIsolate {
     this.#waiters = waiters;
   }
 
-  static async create(memoryLimitMb: number, onBridge: BridgeHandler, onCatastrophe: (message: string) => void): Promise<AgentIsolate> {
-    const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb, onCatastrophicError: onCatastrophe });
+  static async create(
+    memoryLimitMb: number,
+    mirrorAllowanceMb: number,
+    onBridge: BridgeHandler,
+    onCatastrophe: (message: string) => void,
+  ): Promise<AgentIsolate> {
+    const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb + mirrorAllowanceMb, onCatastrophicError: onCatastrophe });
     try {
       const context = await isolate.createContext();
       const waiters = new Map<string, () => void>();
@@ -68,7 +77,7 @@ export class AgentIsolate {
         fetch: (await runtime.get("fetch", { reference: true })) as ivm.Reference,
         finish: (await runtime.get("finish", { reference: true })) as ivm.Reference,
       };
-      return new AgentIsolate(memoryLimitMb, isolate, api, waiters);
+      return new AgentIsolate(memoryLimitMb, mirrorAllowanceMb, isolate, api, waiters);
     } catch (error) {
       if (!isolate.isDisposed) isolate.dispose();
       throw error;

@@ -56,9 +56,16 @@ function onCatastrophe(message: string): void {
   process.kill(process.pid, "SIGKILL");
 }
 
-async function isolateFor(agentId: string, memoryLimitMb: number): Promise<AgentIsolate> {
+/** Smallest heap allowance for a history mirror; it doubles whenever the history outgrows it. */
+const MIN_MIRROR_ALLOWANCE_MB = 16;
+
+/**
+ * The agent's isolate, made anew when it was disposed, its limit changed, or the history
+ * outgrew the mirror allowance (doubling it, so rebuilds stay rare as history grows).
+ */
+async function isolateFor(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
   const existing = isolates.get(agentId);
-  if (existing && !existing.isDisposed && existing.memoryLimitMb === memoryLimitMb) {
+  if (existing && !existing.isDisposed && existing.memoryLimitMb === memoryLimitMb && existing.mirrorAllowanceMb >= mirrorMb) {
     isolates.delete(agentId);
     isolates.set(agentId, existing);
     return existing;
@@ -67,7 +74,8 @@ async function isolateFor(agentId: string, memoryLimitMb: number): Promise<Agent
   isolates.delete(agentId);
   const pending = creating.get(agentId);
   if (pending) return pending;
-  const created = AgentIsolate.create(memoryLimitMb, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
+  const allowance = Math.max(MIN_MIRROR_ALLOWANCE_MB, mirrorMb * 2);
+  const created = AgentIsolate.create(memoryLimitMb, allowance, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
   creating.set(agentId, created);
   const isolate = await created;
   isolates.set(agentId, isolate);
@@ -91,7 +99,7 @@ async function run(message: RunRequestMessage): Promise<RunReport> {
   runIdByCall.set(message.payload.callId, message.runId);
   let isolate: AgentIsolate | undefined;
   try {
-    isolate = await isolateFor(message.agentId, message.memoryLimitMb);
+    isolate = await isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb);
     isolate.busy = true;
     return await isolate.run(message, () => send({ type: "started", runId: message.runId }), control);
   } catch (error) {

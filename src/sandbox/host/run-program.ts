@@ -8,6 +8,8 @@ export interface MirrorSource {
   /** Changes whenever the history is replaced rather than appended to. */
   readonly epoch: number;
   readonly length: number;
+  /** Serialised size of all records. */
+  readonly bytes: number;
   /** Records from `index` to the end. */
   since(index: number): readonly object[];
   /** How many records the sandbox is believed to hold; kept up to date by {@link runProgram}. */
@@ -30,6 +32,12 @@ export interface ProgramRun {
   readonly onDelegate: (request: BridgeRequest) => Promise<BridgeOutcome>;
   readonly signal?: AbortSignal | undefined;
 }
+
+/**
+ * Heap a mirrored record takes per byte of its JSON (V8 objects and strings cost more than
+ * their text). Measured by `npm run bench`, rounded up.
+ */
+const MIRROR_HEAP_PER_JSON_BYTE = 3;
 
 /** How the program ended, with its value and context decoded. */
 export type ProgramResult =
@@ -55,6 +63,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
     {
       agentId: run.agentId,
       memoryLimitMb: run.memoryLimitMb,
+      mirrorMb: Math.ceil((history.bytes * MIRROR_HEAP_PER_JSON_BYTE) / 2 ** 20),
       timeoutMs: run.timeoutMs,
       historyEpoch: history.epoch,
       historyStart: from,

@@ -1,0 +1,151 @@
+import { describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider } from "../../src/index.ts";
+
+function agentWith(programs: Record<string, string>) {
+  return Agent.for("historian", {
+    provider: new ScriptedProvider({
+      programs: {
+        add: "context.total = (context.total ?? 0) + args[0]; return context.total",
+        fail: "throw new Error('nope')",
+        ...programs,
+      },
+    }),
+    executionTimeoutMs: 1_000,
+    memoryLimitMb: 16,
+  });
+}
+
+async function seed(agent: ReturnType<typeof agentWith>): Promise<void> {
+  await agent.add(1);
+  await agent.add(2);
+  await agent.fail();
+  await agent.add(3);
+}
+
+describe("generated code reads history as plain data", () => {
+  const queries: [string, string, unknown][] = [
+    ["filter", "return context.conversation_history.filter((r) => r.outcome_summary.ok).length", 3],
+    ["map", "return context.conversation_history.map((r) => r.method_name)", ["add", "add", "fail", "add"]],
+    ["slice", "return context.conversation_history.slice(-2).map((r) => r.args[0] ?? null)", [null, 3]],
+    ["find", "return context.conversation_history.find((r) => !r.outcome_summary.ok).error_type", "execution"],
+    ["findLast", "return context.conversation_history.findLast((r) => r.method_name === 'add').args", [3]],
+    ["reduce", "return context.conversation_history.reduce((sum, r) => sum + (r.args[0] ?? 0), 0)", 6],
+    ["Object.groupBy", "const g = Object.groupBy(context.conversation_history, (r) => r.method_name); return Object.keys(g).map((k) => [k, g[k].length])", [["add", 3], ["fail", 1]]],
+    ["for...of", "let n = 0; for (const r of context.conversation_history) if (r.speaker === 'user') n++; return n", 4],
+    ["destructuring", "const { conversation_history: h } = context; const [first] = h; return first.method_name", "add"],
+    ["Array.isArray and JSON", "const h = context.conversation_history; return [Array.isArray(h), JSON.parse(JSON.stringify(h)).length]", [true, 4]],
+    ["spreading", "return [...context.conversation_history].sort((a, b) => b.timestamp.localeCompare(a.timestamp))[0].args", [3]],
+  ];
+
+  test.each(queries)("%s", async (_name, program, expected) => {
+    const agent = agentWith({ query: program });
+    await seed(agent);
+    const r = await agent.query();
+    expect(r.errorMessage).toBeUndefined();
+    expect(r.value).toEqual(expected);
+  });
+});
+
+describe("generated code cannot damage the history", () => {
+  const attacks: [string, string][] = [
+    ["assigning a new array", "context.conversation_history = []"],
+    ["assigning in strict mode", "'use strict'; context.conversation_history = []"],
+    ["deleting it", "delete context.conversation_history"],
+    ["truncating it", "context.conversation_history.length = 0"],
+    ["pushing a forged record", "context.conversation_history.push({ call_id: 'forged' })"],
+    ["splicing", "context.conversation_history.splice(0, 2)"],
+    ["sorting in place", "context.conversation_history.sort()"],
+    ["editing a record", "context.conversation_history[0].method_name = 'forged'; context.conversation_history[0].outcome_summary.ok = false"],
+    ["editing a record in strict mode", "'use strict'; context.conversation_history[0].args.push('forged')"],
+    ["redefining an entry", "Object.defineProperty(context.conversation_history, 0, { value: { forged: true } })"],
+    ["changing its prototype", "Object.setPrototypeOf(context.conversation_history, null)"],
+    ["freezing it", "Object.freeze(context.conversation_history)"],
+    ["replacing it with a Proxy", "Object.defineProperty(context, 'conversation_history', { value: new Proxy([], {}) })"],
+    ["killing the isolate with memory", "const hog = []; while (true) hog.push(new Array(1e6).fill(1))"],
+    ["running past the deadline", "while (true) {}"],
+  ];
+
+  test.each(attacks)("%s", async (_name, attack) => {
+    const agent = agentWith({ attack: `${attack}; return 'done'`, count: "return context.conversation_history.map((r) => r.method_name + ':' + r.outcome_summary.ok)" });
+    await seed(agent);
+    const before = JSON.stringify(Agent.history(agent));
+    const contextBefore = { ...agent.runtimeContext };
+    const r = await agent.attack();
+    const after = Agent.history(agent);
+    expect(after).toHaveLength(5);
+    expect(JSON.stringify(after.slice(0, 4))).toBe(before);
+    if (!r.ok) expect(agent.runtimeContext).toEqual(contextBefore);
+    const seen = await agent.count();
+    expect(seen.value).toEqual(["add:true", "add:true", "fail:false", "add:true", `attack:${r.ok}`]);
+  });
+
+  test("a program changing its copy of a record does not change what the next program reads", async () => {
+    const agent = agentWith({
+      tamper: "const r = { ...context.conversation_history[0] }; r.method_name = 'changed'; return r.method_name",
+      read: "return context.conversation_history[0].method_name",
+    });
+    await seed(agent);
+    expect((await agent.tamper()).value).toBe("changed");
+    expect((await agent.read()).value).toBe("add");
+  });
+});
+
+describe("application-supplied history", () => {
+  const valid = {
+    call_id: "imported-1",
+    timestamp: "2024-05-01T10:00:00.000Z",
+    speaker: "user",
+    method_name: "lookup",
+    args: ["weather"],
+    kwargs: {},
+    outcome_summary: { status: "ok", ok: true, error_type: null, retriable: false, value_class: "string" },
+  };
+
+  function collectWarnings(): { messages: string[]; stop: () => void } {
+    const messages: string[] = [];
+    const listener = (warning: Error) => messages.push(warning.message);
+    process.on("warning", listener);
+    return { messages, stop: () => process.off("warning", listener) };
+  }
+
+  test("valid records are kept, replace the history, and generated code reads them", async () => {
+    const agent = agentWith({ previous: "return context.conversation_history.map((r) => r.call_id)" });
+    await agent.add(1);
+    agent.remember({ conversation_history: [valid] });
+    expect(Agent.history(agent)).toEqual([valid]);
+    expect((await agent.previous()).value).toEqual(["imported-1"]);
+  });
+
+  test("malformed entries are dropped with a warning; valid ones are kept", async () => {
+    const warnings = collectWarnings();
+    const agent = agentWith({});
+    agent.remember({ conversation_history: [valid, { call_id: "no-fields" }, 42, { ...valid, speaker: "robot" }] });
+    await new Promise((resolve) => setImmediate(resolve));
+    warnings.stop();
+    expect(Agent.history(agent).map((r) => r.call_id)).toEqual(["imported-1"]);
+    expect(warnings.messages).toEqual([
+      "conversation_history[1] was dropped: timestamp is not ISO 8601 UTC with milliseconds.",
+      "conversation_history[2] was dropped: it is not an object.",
+      'conversation_history[3] was dropped: speaker is not "user", "tool" or "agent".',
+    ]);
+  });
+
+  test("a non-array becomes an empty history, with a warning in debug mode only", async () => {
+    const warnings = collectWarnings();
+    const quiet = agentWith({});
+    quiet.remember({ conversation_history: "not an array" });
+    const loud = Agent.for("historian", { provider: new ScriptedProvider({ programs: {} }), debug: true });
+    loud.conversation_history = { nope: true };
+    await new Promise((resolve) => setImmediate(resolve));
+    warnings.stop();
+    expect(Agent.history(quiet)).toEqual([]);
+    expect(Agent.history(loud)).toEqual([]);
+    expect(warnings.messages).toEqual(["conversation_history must be an array of records; it was replaced by an empty history."]);
+  });
+
+  test("non-JSON values inside otherwise valid records become stand-ins", () => {
+    const agent = agentWith({});
+    agent.remember({ conversation_history: [{ ...valid, args: [10n, Number.NaN] }] });
+    expect(Agent.history(agent)[0]?.args).toEqual(["[BigInt 10]", "[NaN]"]);
+  });
+});
