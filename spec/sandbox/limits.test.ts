@@ -12,7 +12,8 @@ const hostile: [string, string, string][] = [
   ["an endless loop after an await", "await null; while (true) {}", "timeout"],
   ["a promise that never settles", "await new Promise(() => {})", "timeout"],
   ["a microtask flood", "for (;;) await null", "timeout"],
-  ["an ever-growing promise chain", "const spin = () => Promise.resolve().then(spin); await spin()", "memory_limit"],
+  // Allocates while it spins, so whichever limit it reaches first ends it.
+  ["an ever-growing promise chain", "const spin = () => Promise.resolve().then(spin); await spin()", "timeout|memory_limit"],
   ["a loop that catches its own termination", "while (true) { try { while (true) {} } catch {} }", "timeout"],
   ["an uninterruptible built-in", "new Array(1e9).fill(0); return 1", "timeout"],
   ["a memory bomb", "const hog = []; while (true) hog.push(new Array(1e6).fill(1))", "memory_limit"],
@@ -33,7 +34,7 @@ describe("every hostile program ends in a typed outcome within the limits", () =
     const started = performance.now();
     const r = await agent.attack();
     const elapsed = performance.now() - started;
-    expect(r.errorType).toBe(expected);
+    expect(expected.split("|")).toContain(r.errorType);
     // Generous bound: the point is that it ends, not how fast on a shared machine.
     expect(elapsed).toBeLessThan(TIMEOUT_MS * 10);
     expect(agent.runtimeContext).toEqual({ kept: "intact" });
