@@ -1,9 +1,10 @@
-import { toJsonSafe } from "../history/json-safe.ts";
 import { createRecord, type HistoryRecord, type Speaker } from "../history/record.ts";
 import type { HistoryStore } from "../history/store.ts";
+import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
 import type { ResolvedOptions } from "../options.ts";
 import type { Outcome } from "../outcome.ts";
+import type { ParsedProgram } from "../telemetry/parse.ts";
 
 /** Everything a call learned along the way, for its record and log line. */
 export interface CallDraft {
@@ -19,6 +20,8 @@ export interface CallDraft {
   args: readonly unknown[];
   kwargs: Readonly<Record<string, unknown>>;
   code: string | null;
+  /** The last program, parsed once and reused by the history scan. */
+  parsed: ParsedProgram | undefined;
   model: string | undefined;
   attempts: number;
   system: string | undefined;
@@ -66,30 +69,34 @@ function buildRecord(draft: CallDraft, outcome: Outcome): HistoryRecord {
 }
 
 function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome): Record<string, unknown> {
-  const line: Record<string, unknown> = {
-    timestamp: new Date().toISOString(),
-    runtime: "improv",
+  const { options, history } = target;
+  return buildLogLine({
     role: target.role,
-    model: draft.model ?? target.options.model ?? null,
+    model: draft.model ?? options.model ?? null,
     method: draft.method,
-    args: toJsonSafe(draft.args),
-    kwargs: toJsonSafe(draft.kwargs),
+    args: draft.args,
+    kwargs: draft.kwargs,
     code: draft.code,
-    duration_ms: Math.round((performance.now() - draft.startedMs) * 1000) / 1000,
-    generation_attempt: draft.attempts,
-    outcome_status: outcome.status,
-    error_type: outcome.errorType ?? null,
-    trace_id: draft.traceId,
-    call_id: draft.callId,
-    parent_call_id: draft.parentCallId ?? null,
+    parsed: draft.parsed,
+    durationMs: performance.now() - draft.startedMs,
+    attempts: draft.attempts,
+    status: outcome.status,
+    errorType: outcome.errorType ?? null,
+    traceId: draft.traceId,
+    callId: draft.callId,
+    parentCallId: draft.parentCallId,
     depth: draft.depth,
-    history_record_appended: true,
-    conversation_history_size: target.history.length,
-  };
-  if (target.options.debug) {
-    line.system_prompt = draft.system ?? null;
-    line.user_prompt = draft.user ?? null;
-    line.console = draft.console;
-  }
-  return line;
+    historySize: history.length,
+    ...(options.debug
+      ? {
+          debug: {
+            system: draft.system,
+            user: draft.user,
+            console: draft.console,
+            context: target.context,
+            historyPreview: history.latest(options.historyPreviewLimit),
+          },
+        }
+      : {}),
+  });
 }

@@ -36,6 +36,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     args: rawArgs,
     kwargs: {},
     code: null,
+    parsed: undefined,
     model: undefined,
     attempts: 0,
     system: undefined,
@@ -101,6 +102,7 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
     draft.code = generated.code;
     draft.model = generated.model;
     const parsed = parseProgram(generated.code);
+    draft.parsed = parsed;
     if (!parsed.ok) {
       last = fail("invalid_code", `The program does not parse (attempt ${attempt}): ${parsed.message}`);
       continue;

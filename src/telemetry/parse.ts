@@ -15,6 +15,7 @@ export function parseProgram(code: string): ParsedProgram {
       allowReturnOutsideFunction: true,
       allowAwaitOutsideFunction: true,
       locations: false,
+      ranges: true,
     });
     return { ok: true, ast };
   } catch (error) {

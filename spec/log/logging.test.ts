@@ -1,0 +1,177 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { afterEach, describe, expect, test, vi } from "vitest";
+import { Agent, ScriptedProvider } from "../../src/index.ts";
+
+const LOG_FIELDS = [
+  "timestamp", "runtime", "role", "model", "method", "args", "kwargs", "code", "duration_ms", "generation_attempt", "outcome_status",
+  "error_type", "trace_id", "call_id", "parent_call_id", "depth", "history_record_appended", "conversation_history_size",
+  "history_access_detected", "history_query_patterns", "history_scan",
+];
+
+function tempLog(name = "calls.jsonl"): string {
+  return join(mkdtempSync(join(tmpdir(), "improv-log-")), "nested", "deeper", name);
+}
+
+function readLines(path: string): Record<string, unknown>[] {
+  return readFileSync(path, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+const programs = {
+  add: "context.total = (context.total ?? 0) + args[0]; return context.total",
+  failures: "return context.conversation_history.filter((r) => !r.outcome_summary.ok).length",
+  bad: "throw new Error('bad')",
+};
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
+
+describe("log lines", () => {
+  test("a file path gets one JSON line per call with every field, creating directories", async () => {
+    const log = tempLog();
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs, model: "scripted-model" }), log });
+    await agent.add(2);
+    await agent.bad();
+    await agent.failures();
+    const lines = readLines(log);
+    expect(lines).toHaveLength(3);
+    for (const line of lines) for (const field of LOG_FIELDS) expect(line).toHaveProperty(field);
+    expect(lines[0]).toMatchObject({
+      runtime: "improv", role: "calculator", model: "scripted-model", method: "add", args: [2], kwargs: {}, generation_attempt: 1,
+      outcome_status: "ok", error_type: null, parent_call_id: null, depth: 0, history_record_appended: true, conversation_history_size: 1,
+      history_access_detected: false, history_query_patterns: [], history_scan: "ast",
+    });
+    expect(lines[1]).toMatchObject({ method: "bad", outcome_status: "error", error_type: "execution", conversation_history_size: 2 });
+    expect(lines[2]).toMatchObject({ method: "failures", history_access_detected: true, history_query_patterns: ["count", "filter"], history_scan: "ast" });
+    expect(lines[0]).not.toHaveProperty("system_prompt");
+  });
+
+  test("each log line agrees with its history record", async () => {
+    const log = tempLog();
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log });
+    await agent.add(1);
+    await agent.bad();
+    const records = Agent.history(agent);
+    readLines(log).forEach((line, index) => {
+      const record = records[index]!;
+      expect(line.call_id).toBe(record.call_id);
+      expect(line.outcome_status).toBe(record.outcome_summary.status);
+      expect(line.error_type).toBe(record.outcome_summary.error_type);
+      expect(line.trace_id).toBe(record.trace_id);
+    });
+  });
+
+  test("an unparsable last program is scanned as text and says so", async () => {
+    const log = tempLog();
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { m: "return context.conversation_history.map((r) => r.call_id" } }), log, maxGenerationAttempts: 1 });
+    expect((await agent.m()).errorType).toBe("invalid_code");
+    expect(readLines(log)[0]).toMatchObject({ history_scan: "text", history_access_detected: true, history_query_patterns: ["map"], outcome_status: "error" });
+  });
+
+  test("a pino logger can be passed", async () => {
+    const lines: string[] = [];
+    const logger = pino({ base: null }, { write: (line: string) => lines.push(line) });
+    await Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log: logger }).add(1);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ method: "add", outcome_status: "ok" });
+  });
+
+  test("IMPROV_LOG names the file when the option is absent, and log: false turns it off", async () => {
+    const log = tempLog();
+    vi.stubEnv("IMPROV_LOG", log);
+    await Agent.for("calculator", { provider: new ScriptedProvider({ programs }) }).add(1);
+    await Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log: false }).add(1);
+    expect(readLines(log)).toHaveLength(1);
+  });
+
+  test("debug mode (IMPROV_DEBUG) adds the prompts and a bounded context snapshot", async () => {
+    const log = tempLog();
+    vi.stubEnv("IMPROV_DEBUG", "1");
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log, historyPreviewLimit: 2 });
+    agent.big = "x".repeat(20_000);
+    for (let i = 0; i < 4; i += 1) await agent.add(i);
+    const line = readLines(log).at(-1)!;
+    expect(line.system_prompt).toContain("context.conversation_history");
+    expect(line.user_prompt).toContain("Method: add");
+    const context = line.context as { values: Record<string, unknown>; conversation_history: { count: number; preview: unknown[] } };
+    expect(context.values["[truncated]"]).toMatch(/^context was \d+ bytes as JSON$/);
+    expect(context.values.keys).toEqual(["big", "total"]);
+    expect(context.conversation_history.count).toBe(4);
+    expect(context.conversation_history.preview).toHaveLength(2);
+    expect(JSON.stringify(line).length).toBeLessThan(20_000);
+  });
+
+  test("a small context appears whole in the debug snapshot", async () => {
+    const log = tempLog();
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log, debug: true });
+    await agent.add(5);
+    expect((readLines(log)[0]!.context as { values: unknown }).values).toEqual({ total: 5 });
+  });
+});
+
+describe("delegated calls in the log", () => {
+  test("a call tree can be rebuilt from the log alone", async () => {
+    const log = tempLog();
+    const agent = Agent.for("builder", {
+      provider: new ScriptedProvider({
+        programs: {
+          "builder.build": "const a = await delegate('helper').step(1); const b = await delegate('helper').step(2); return [a.value, b.value]",
+          "helper.step": "return (await delegate('leaf').twice(args[0])).value",
+          "leaf.twice": "return args[0] * 2",
+        },
+      }),
+      log,
+    });
+    expect((await agent.build()).value).toEqual([2, 4]);
+    const lines = readLines(log);
+    expect(lines).toHaveLength(5);
+    expect(new Set(lines.map((l) => l.trace_id)).size).toBe(1);
+    const root = lines.find((l) => l.parent_call_id === null)!;
+    expect(root).toMatchObject({ method: "build", depth: 0 });
+    const children = lines.filter((l) => l.parent_call_id === root.call_id);
+    expect(children.map((l) => [l.method, l.depth])).toEqual([["step", 1], ["step", 1]]);
+    for (const child of children) {
+      const grandchildren = lines.filter((l) => l.parent_call_id === child.call_id);
+      expect(grandchildren.map((l) => [l.role, l.method, l.depth])).toEqual([["leaf", "twice", 2]]);
+    }
+  });
+});
+
+describe("log failures never change the call", () => {
+  test("an unwritable path: the outcome and the record stand, and stderr hears about it once", async () => {
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    // A directory cannot be made beneath a regular file.
+    const file = join(mkdtempSync(join(tmpdir(), "improv-log-")), "plain-file");
+    writeFileSync(file, "not a directory");
+    const log = join(file, "logs", "calls.jsonl");
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log });
+    expect((await agent.add(1)).value).toBe(1);
+    expect((await agent.add(1)).value).toBe(2);
+    expect(Agent.history(agent)).toHaveLength(2);
+    const messages = stderr.mock.calls.map((call) => String(call[0])).filter((text) => text.startsWith("improv: could not write a call log line"));
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toContain(`to ${log}`);
+  });
+
+  test("a full disk: the outcome and the record stand", async () => {
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log: "/dev/full" });
+    expect((await agent.add(3)).value).toBe(3);
+    expect((await agent.add(3)).value).toBe(6);
+    expect(Agent.history(agent)).toHaveLength(2);
+    expect(stderr.mock.calls.filter((call) => String(call[0]).includes("/dev/full"))).toHaveLength(1);
+  });
+
+  test("a logger that throws: the outcome and the record stand", async () => {
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    const logger = { info: () => { throw new Error("logger exploded"); } };
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log: logger as never });
+    expect((await agent.add(1)).ok).toBe(true);
+    expect(Agent.history(agent)).toHaveLength(1);
+    expect(stderr.mock.calls.filter((call) => String(call[0]).includes("logger exploded"))).toHaveLength(1);
+  });
+});

@@ -1,0 +1,100 @@
+import { configure } from "safe-stable-stringify";
+import { toJsonSafe, type JsonValue } from "../history/json-safe.ts";
+import type { HistoryRecord } from "../history/record.ts";
+import type { ErrorType, OutcomeStatus } from "../outcome.ts";
+import type { ParsedProgram } from "../telemetry/parse.ts";
+import { scanProgram } from "../telemetry/scan.ts";
+
+/** The name of this runtime in log lines, so logs of several runtimes can be told apart. */
+export const RUNTIME_NAME = "improv";
+
+/** Largest debug context snapshot kept in a log line. @unit bytes */
+export const MAX_CONTEXT_SNAPSHOT_BYTES = 8 * 1024;
+
+const serialize = configure({ circularValue: "[Circular]", bigint: false });
+
+/** What one call contributes to its log line. */
+export interface LogLineInput {
+  readonly role: string;
+  readonly model: string | null;
+  readonly method: string;
+  readonly args: readonly unknown[];
+  readonly kwargs: Readonly<Record<string, unknown>>;
+  readonly code: string | null;
+  readonly parsed: ParsedProgram | undefined;
+  readonly durationMs: number;
+  readonly attempts: number;
+  readonly status: OutcomeStatus;
+  readonly errorType: ErrorType | null;
+  readonly traceId: string;
+  readonly callId: string;
+  readonly parentCallId: string | undefined;
+  readonly depth: number;
+  readonly historySize: number;
+  readonly debug?: {
+    readonly system: string | undefined;
+    readonly user: string | undefined;
+    readonly console: readonly string[];
+    readonly context: Readonly<Record<string, unknown>>;
+    readonly historyPreview: readonly HistoryRecord[];
+  };
+}
+
+/** The JSON fields of one call's log line (documented in docs/observability.md). */
+export function buildLogLine(input: LogLineInput): Record<string, unknown> {
+  const scan = input.code === null ? undefined : scanProgram(input.code, input.parsed);
+  const line: Record<string, unknown> = {
+    timestamp: new Date().toISOString(),
+    runtime: RUNTIME_NAME,
+    role: input.role,
+    model: input.model,
+    method: input.method,
+    args: toJsonSafe(input.args),
+    kwargs: toJsonSafe(input.kwargs),
+    code: input.code,
+    duration_ms: Math.round(input.durationMs * 1000) / 1000,
+    generation_attempt: input.attempts,
+    outcome_status: input.status,
+    error_type: input.errorType,
+    trace_id: input.traceId,
+    call_id: input.callId,
+    parent_call_id: input.parentCallId ?? null,
+    depth: input.depth,
+    history_record_appended: true,
+    conversation_history_size: input.historySize,
+    history_access_detected: scan?.historyAccessDetected ?? false,
+    history_query_patterns: scan?.patterns ?? [],
+    history_scan: scan?.scan ?? "none",
+  };
+  if (input.debug) {
+    line.system_prompt = input.debug.system ?? null;
+    line.user_prompt = input.debug.user ?? null;
+    line.console = input.debug.console;
+    line.context = contextSnapshot(input.debug.context, input.historySize, input.debug.historyPreview);
+  }
+  return line;
+}
+
+/**
+ * A bounded view of the context: the agent's own keys (JSON-safe, cut to
+ * {@link MAX_CONTEXT_SNAPSHOT_BYTES}), and the history as a count plus its preview.
+ */
+export function contextSnapshot(context: Readonly<Record<string, unknown>>, historySize: number, preview: readonly HistoryRecord[]): Record<string, JsonValue> {
+  let values = toJsonSafe(context);
+  const bytes = Buffer.byteLength(serialize(values) ?? "", "utf8");
+  if (bytes > MAX_CONTEXT_SNAPSHOT_BYTES) {
+    values = { "[truncated]": `context was ${bytes} bytes as JSON`, keys: Object.keys(context).slice(0, 100) };
+  }
+  return {
+    values,
+    conversation_history: {
+      count: historySize,
+      preview: preview.map((record) => ({
+        call_id: record.call_id,
+        method_name: record.method_name,
+        status: record.outcome_summary.status,
+        error_type: record.outcome_summary.error_type,
+      })),
+    },
+  };
+}
