@@ -1,0 +1,100 @@
+import { createReadStream, type Stats } from "node:fs";
+import { readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { StringDecoder } from "node:string_decoder";
+import { createGunzip } from "node:zlib";
+import type { Readable } from "node:stream";
+
+/** Files a directory contributes: JSONL logs, plain or gzipped. */
+const LOG_FILE = /\.(?:jsonl|ndjson|log|json)(?:\.gz)?$/i;
+
+/** One input: a file path, or `-` for standard input. */
+export interface LogSource {
+  readonly name: string;
+  readonly size: number;
+  open(): Readable;
+}
+
+/** Expands files and directories (recursively) into sources; throws a readable error for a missing path. */
+export async function resolveSources(inputs: readonly string[], stdin: () => Readable = () => process.stdin): Promise<LogSource[]> {
+  const sources: LogSource[] = [];
+  for (const input of inputs) {
+    if (input === "-") {
+      sources.push({ name: "<stdin>", size: 0, open: stdin });
+      continue;
+    }
+    let info: Stats;
+    try {
+      info = await stat(input);
+    } catch {
+      throw new Error(`Cannot read "${input}": no such file or directory.`);
+    }
+    if (info.isDirectory()) {
+      for (const file of await listLogFiles(input)) {
+        const size = (await stat(file)).size;
+        sources.push({ name: file, size, open: () => createReadStream(file) });
+      }
+    } else {
+      sources.push({ name: input, size: info.size, open: () => createReadStream(input) });
+    }
+  }
+  return sources;
+}
+
+async function listLogFiles(directory: string): Promise<string[]> {
+  const entries = await readdir(directory, { withFileTypes: true });
+  const files: string[] = [];
+  for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) files.push(...(await listLogFiles(path)));
+    else if (LOG_FILE.test(entry.name)) files.push(path);
+  }
+  return files;
+}
+
+/**
+ * Streams the lines of a source, gunzipping when it starts with the gzip magic bytes.
+ * `onBytes` reports raw bytes read, for progress.
+ */
+export async function forEachLine(source: LogSource, onLine: (line: string, lineNumber: number) => void, onBytes: (bytes: number) => void = () => {}): Promise<void> {
+  const raw = source.open();
+  const text = await maybeGunzip(raw, onBytes);
+  const decoder = new StringDecoder("utf8");
+  let pending = "";
+  let lineNumber = 0;
+  for await (const chunk of text) {
+    const data = pending + decoder.write(chunk as Buffer);
+    let start = 0;
+    for (let end = data.indexOf("\n", start); end !== -1; end = data.indexOf("\n", start)) {
+      lineNumber += 1;
+      onLine(data.slice(start, end), lineNumber);
+      start = end + 1;
+    }
+    pending = data.slice(start);
+  }
+  pending += decoder.end();
+  if (pending.length > 0) onLine(pending, lineNumber + 1);
+}
+
+/** Peeks at the first bytes and inserts a gunzip stage for gzip data. */
+async function maybeGunzip(raw: Readable, onBytes: (bytes: number) => void): Promise<AsyncIterable<Buffer>> {
+  const iterator = raw[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  async function* rest(): AsyncGenerator<Buffer> {
+    if (first.done) return;
+    const head = Buffer.from(first.value as Buffer);
+    onBytes(head.length);
+    yield head;
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      const chunk = Buffer.from(next.value as Buffer);
+      onBytes(chunk.length);
+      yield chunk;
+    }
+  }
+  const head = first.done ? undefined : Buffer.from(first.value as Buffer);
+  if (head && head[0] === 0x1f && head[1] === 0x8b) {
+    const { Readable: ReadableStream } = await import("node:stream");
+    return ReadableStream.from(rest()).pipe(createGunzip());
+  }
+  return rest();
+}

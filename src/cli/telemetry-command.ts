@@ -1,0 +1,97 @@
+import type { Readable, Writable } from "node:stream";
+import { forEachLine, resolveSources } from "./log-reader.ts";
+import { formatReport, TelemetryAggregator, type TelemetryReport } from "./telemetry-report.ts";
+
+/** Inputs larger than this show a progress line on a terminal. @unit bytes */
+const PROGRESS_THRESHOLD_BYTES = 8 * 1024 * 1024;
+const PROGRESS_INTERVAL_MS = 200;
+
+export interface TelemetryCommandOptions {
+  readonly inputs: readonly string[];
+  readonly json: boolean;
+  readonly since?: string;
+  readonly until?: string;
+  readonly stdout: Writable;
+  readonly stderr: Writable & { isTTY?: boolean };
+  readonly stdin?: () => Readable;
+  /** Inputs larger than this show progress on a terminal. Default: 8 MiB. */
+  readonly progressThresholdBytes?: number;
+}
+
+function parseWhen(value: string | undefined, flag: string): Date | undefined {
+  if (value === undefined) return undefined;
+  const time = Date.parse(value);
+  if (Number.isNaN(time)) throw new UsageError(`${flag} must be a date or time such as 2025-01-31 or 2025-01-31T12:00:00Z, got "${value}".`);
+  return new Date(time);
+}
+
+/** A mistake in how the command was called (exit code 2). */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/**
+ * `improv telemetry <files or dirs…>`: streams call logs and reports calls, errors, history
+ * use and its patterns, overall and by role and method. Returns the report.
+ */
+export async function runTelemetry(options: TelemetryCommandOptions): Promise<TelemetryReport> {
+  const since = parseWhen(options.since, "--since");
+  const until = parseWhen(options.until, "--until");
+  if (options.inputs.length === 0) throw new UsageError("Name at least one log file or directory, or - for standard input.");
+  const sources = await resolveSources(options.inputs, options.stdin);
+  const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}) });
+  const totalBytes = sources.reduce((total, source) => total + source.size, 0);
+  const threshold = options.progressThresholdBytes ?? PROGRESS_THRESHOLD_BYTES;
+  const progress = options.stderr.isTTY && totalBytes > threshold ? new Progress(options.stderr, totalBytes) : undefined;
+  for (const source of sources) {
+    await forEachLine(
+      source,
+      (line, lineNumber) => {
+        aggregator.addLine(line, `${source.name}:${lineNumber}`);
+        progress?.line();
+      },
+      (bytes) => progress?.bytes(bytes),
+    );
+  }
+  progress?.done();
+  const report = aggregator.report();
+  options.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatReport(report)}\n`);
+  return report;
+}
+
+/** A one-line progress display on a terminal, redrawn at most every 200 ms. */
+class Progress {
+  #lines = 0;
+  #bytes = 0;
+  #lastDraw = 0;
+  readonly #started = performance.now();
+  readonly #out: Writable;
+  readonly #total: number;
+
+  constructor(out: Writable, total: number) {
+    this.#out = out;
+    this.#total = total;
+  }
+
+  line(): void {
+    this.#lines += 1;
+    if ((this.#lines & 1023) === 0) this.#draw();
+  }
+
+  bytes(count: number): void {
+    this.#bytes += count;
+  }
+
+  #draw(): void {
+    const now = performance.now();
+    if (now - this.#lastDraw < PROGRESS_INTERVAL_MS) return;
+    this.#lastDraw = now;
+    const rate = Math.round(this.#lines / ((now - this.#started) / 1000));
+    const share = Math.min(100, (100 * this.#bytes) / this.#total).toFixed(0);
+    this.#out.write(`\r  reading logs: ${this.#lines.toLocaleString("en-US")} lines, ${share}% of ${(this.#total / 2 ** 20).toFixed(0)} MiB, ${rate.toLocaleString("en-US")} lines/s `);
+  }
+
+  done(): void {
+    this.#out.write("\r\u001b[2K");
+  }
+}

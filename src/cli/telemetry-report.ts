@@ -1,0 +1,170 @@
+import { PATTERN_TAGS, type PatternTag } from "../telemetry/patterns.ts";
+
+/** Counts for one group of calls (all calls, one role, one method). */
+export interface GroupStats {
+  calls: number;
+  errors: number;
+  errorTypes: Record<string, number>;
+  readsHistory: number;
+  patterns: Partial<Record<PatternTag, number>>;
+  scans: Record<string, number>;
+}
+
+/** What `improv telemetry` reports (`--json` prints exactly this). */
+export interface TelemetryReport {
+  readonly lines: number;
+  readonly calls: number;
+  readonly filteredOut: number;
+  readonly malformed: { readonly count: number; readonly examples: readonly string[] };
+  readonly firstTimestamp: string | null;
+  readonly lastTimestamp: string | null;
+  readonly overall: GroupStats;
+  readonly byRole: Record<string, GroupStats>;
+  readonly byMethod: Record<string, GroupStats>;
+}
+
+/** Malformed lines listed by location in the report; the rest are only counted. */
+const MAX_MALFORMED_EXAMPLES = 20;
+
+function emptyStats(): GroupStats {
+  return { calls: 0, errors: 0, errorTypes: {}, readsHistory: 0, patterns: {}, scans: {} };
+}
+
+/** Accumulates call log lines into a {@link TelemetryReport}. */
+export class TelemetryAggregator {
+  #lines = 0;
+  #filteredOut = 0;
+  #malformed = 0;
+  readonly #examples: string[] = [];
+  #first: string | null = null;
+  #last: string | null = null;
+  readonly #overall = emptyStats();
+  readonly #byRole = new Map<string, GroupStats>();
+  readonly #byMethod = new Map<string, GroupStats>();
+  readonly #since: number | undefined;
+  readonly #until: number | undefined;
+
+  constructor(window: { since?: Date; until?: Date } = {}) {
+    this.#since = window.since?.getTime();
+    this.#until = window.until?.getTime();
+  }
+
+  /** Takes one raw line; `where` locates it (`file:line`) for the malformed list. */
+  addLine(text: string, where: string): void {
+    if (text.trim() === "") return;
+    this.#lines += 1;
+    let line: unknown;
+    try {
+      line = JSON.parse(text);
+    } catch {
+      this.#recordMalformed(where, "not JSON");
+      return;
+    }
+    if (typeof line !== "object" || line === null || typeof (line as { call_id?: unknown }).call_id !== "string" || typeof (line as { outcome_status?: unknown }).outcome_status !== "string") {
+      this.#recordMalformed(where, "not an improv call line");
+      return;
+    }
+    this.#addCall(line as Record<string, unknown>);
+  }
+
+  #recordMalformed(where: string, why: string): void {
+    this.#malformed += 1;
+    if (this.#examples.length < MAX_MALFORMED_EXAMPLES) this.#examples.push(`${where} (${why})`);
+  }
+
+  #addCall(line: Record<string, unknown>): void {
+    const timestamp = typeof line.timestamp === "string" ? line.timestamp : null;
+    if (this.#since !== undefined || this.#until !== undefined) {
+      const time = timestamp === null ? Number.NaN : Date.parse(timestamp);
+      if (Number.isNaN(time) || (this.#since !== undefined && time < this.#since) || (this.#until !== undefined && time > this.#until)) {
+        this.#filteredOut += 1;
+        return;
+      }
+    }
+    if (timestamp !== null) {
+      if (this.#first === null || timestamp < this.#first) this.#first = timestamp;
+      if (this.#last === null || timestamp > this.#last) this.#last = timestamp;
+    }
+    const role = typeof line.role === "string" ? line.role : "(unknown)";
+    const method = typeof line.method === "string" ? line.method : "(unknown)";
+    for (const stats of [this.#overall, groupOf(this.#byRole, role), groupOf(this.#byMethod, `${role}.${method}`)]) add(stats, line);
+  }
+
+  report(): TelemetryReport {
+    return {
+      lines: this.#lines,
+      calls: this.#overall.calls,
+      filteredOut: this.#filteredOut,
+      malformed: { count: this.#malformed, examples: [...this.#examples] },
+      firstTimestamp: this.#first,
+      lastTimestamp: this.#last,
+      overall: this.#overall,
+      byRole: Object.fromEntries(this.#byRole),
+      byMethod: Object.fromEntries(this.#byMethod),
+    };
+  }
+}
+
+function groupOf(groups: Map<string, GroupStats>, key: string): GroupStats {
+  let stats = groups.get(key);
+  if (!stats) {
+    stats = emptyStats();
+    groups.set(key, stats);
+  }
+  return stats;
+}
+
+function add(stats: GroupStats, line: Record<string, unknown>): void {
+  stats.calls += 1;
+  if (line.outcome_status !== "ok") {
+    stats.errors += 1;
+    const type = typeof line.error_type === "string" ? line.error_type : "(unknown)";
+    stats.errorTypes[type] = (stats.errorTypes[type] ?? 0) + 1;
+  }
+  if (line.history_access_detected === true) stats.readsHistory += 1;
+  if (Array.isArray(line.history_query_patterns)) {
+    for (const tag of line.history_query_patterns) {
+      if ((PATTERN_TAGS as readonly unknown[]).includes(tag)) stats.patterns[tag as PatternTag] = (stats.patterns[tag as PatternTag] ?? 0) + 1;
+    }
+  }
+  const scan = typeof line.history_scan === "string" ? line.history_scan : "(unknown)";
+  stats.scans[scan] = (stats.scans[scan] ?? 0) + 1;
+}
+
+const percent = (part: number, whole: number) => (whole === 0 ? "  0.0%" : `${((100 * part) / whole).toFixed(1).padStart(5)}%`);
+
+/** The human-readable report. */
+export function formatReport(report: TelemetryReport): string {
+  const out: string[] = [];
+  const { overall } = report;
+  out.push("improv telemetry");
+  out.push(`  calls                 ${report.calls}${report.filteredOut ? `  (${report.filteredOut} outside --since/--until)` : ""}`);
+  if (report.firstTimestamp) out.push(`  period                ${report.firstTimestamp} … ${report.lastTimestamp}`);
+  out.push(`  errors                ${overall.errors}  (${percent(overall.errors, overall.calls).trim()} of calls)`);
+  for (const [type, count] of Object.entries(overall.errorTypes).sort((a, b) => b[1] - a[1])) {
+    out.push(`    ${type.padEnd(20)}${String(count).padStart(8)}  ${percent(count, overall.calls)}`);
+  }
+  out.push(`  code reads history    ${overall.readsHistory}  (${percent(overall.readsHistory, overall.calls).trim()} of calls)`);
+  out.push("  history operations    (calls using each, share of history-reading calls)");
+  for (const tag of PATTERN_TAGS) {
+    const count = overall.patterns[tag] ?? 0;
+    out.push(`    ${tag.padEnd(20)}${String(count).padStart(8)}  ${percent(count, overall.readsHistory)}`);
+  }
+  out.push(`  scans                 ${Object.entries(overall.scans).map(([kind, count]) => `${kind} ${count}`).join(", ") || "none"}`);
+  out.push(`  malformed lines       ${report.malformed.count}`);
+  for (const example of report.malformed.examples) out.push(`    ${example}`);
+  if (report.malformed.count > report.malformed.examples.length) out.push(`    … and ${report.malformed.count - report.malformed.examples.length} more`);
+  out.push("", ...table("by role", report.byRole), "", ...table("by method", report.byMethod));
+  return out.join("\n");
+}
+
+function table(title: string, groups: Record<string, GroupStats>): string[] {
+  const rows = Object.entries(groups).sort((a, b) => b[1].calls - a[1].calls);
+  const width = Math.max(title.length, ...rows.map(([name]) => name.length));
+  const lines = [`${title.padEnd(width)}  ${"calls".padStart(7)}  ${"errors".padStart(7)}  ${"reads history".padStart(13)}  top operations`];
+  for (const [name, stats] of rows) {
+    const top = Object.entries(stats.patterns).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([tag, count]) => `${tag} ${count}`).join(", ");
+    lines.push(`${name.padEnd(width)}  ${String(stats.calls).padStart(7)}  ${percent(stats.errors, stats.calls).padStart(7)}  ${percent(stats.readsHistory, stats.calls).padStart(13)}  ${top || "-"}`);
+  }
+  return lines;
+}
