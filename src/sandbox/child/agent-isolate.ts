@@ -13,6 +13,9 @@ export type BridgeHandler = (callId: string, requestText: string) => Promise<Bri
 /** How often a long run checks whether isolated-vm disposed its isolate (memory limit). */
 const DISPOSAL_POLL_MS = 25;
 
+/** How long a disposed isolate's run may take to stop before its thread counts as stuck. */
+const STOP_GRACE_MS = 1_000;
+
 /**
  * One agent's isolate in the sandbox process: a hardened context with the runtime loaded,
  * and the agent's history mirror inside it. A run that does not settle normally (deadline,
@@ -33,6 +36,7 @@ export class AgentIsolate {
   readonly #finish: ivm.Reference;
   readonly #waiters: Map<string, () => void>;
   #disposedOnPurpose = false;
+  #running: Promise<unknown> | undefined;
 
   private constructor(
     memoryLimitMb: number,
@@ -128,9 +132,9 @@ export class AgentIsolate {
     control.cancel = () => abort("cancelled", "The call was cancelled while its program ran.");
 
     onStarted();
-    this.#start
-      .apply(undefined, [{ ...payload, history } satisfies RunPayload], { arguments: { copy: true }, timeout: timeoutMs })
-      .catch((error: unknown) => {
+    const running = this.#start.apply(undefined, [{ ...payload, history } satisfies RunPayload], { arguments: { copy: true }, timeout: timeoutMs });
+    this.#running = running;
+    running.catch((error: unknown) => {
         const message = error instanceof Error ? error.message : String(error);
         if (/timed out/i.test(message)) abort("timeout", timeoutMessage(timeoutMs));
         else if (/memory limit/i.test(message) || (this.#isolate.isDisposed && !this.#disposedOnPurpose)) {
@@ -170,6 +174,25 @@ export class AgentIsolate {
       }
     }
     return { status: "error", errorType: "execution", name: "Error", message: "The program's result could not be read from the sandbox.", console: [] };
+  }
+
+  /**
+   * After a forced stop: whether the isolate's thread really stopped. Some built-ins cannot be
+   * interrupted (`new Array(1e9).fill(0)`); such a thread keeps running after `dispose()`, and
+   * only ending the process frees it.
+   */
+  async stoppedAfterDispose(): Promise<boolean> {
+    const running = this.#running;
+    if (!this.#disposedOnPurpose || running === undefined) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const stopped = await Promise.race([
+      running.then(() => true, () => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), STOP_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    return stopped;
   }
 
   /** Ends the call inside the isolate; false when the program left globals it could not remove. */

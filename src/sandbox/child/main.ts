@@ -15,6 +15,9 @@ const creating = new Map<string, Promise<AgentIsolate>>();
 const cancels = new Map<number, { cancel?: () => void }>();
 const runIdByCall = new Map<string, number>();
 const bridgeWaiters = new Map<number, (outcome: BridgeOutcome) => void>();
+/** The isolate each run used, to check after the result is sent that a forced stop took effect. */
+const lastIsolateOf = new Map<number, AgentIsolate>();
+let gate: Promise<void> = Promise.resolve();
 let nextRequestId = 1;
 
 function send(message: ChildMessage): void {
@@ -51,9 +54,45 @@ async function onBridge(callId: string, requestText: string): Promise<BridgeOutc
   });
 }
 
-function onCatastrophe(message: string): void {
-  process.stderr.write(`improv sandbox: isolated-vm lost control of an isolate (${message}); restarting the sandbox process.\n`);
+/**
+ * Ends this process at once. `process.exit()` can hang while an isolate thread is stuck
+ * (isolated-vm #260), and SIGKILL cannot; the host starts a new sandbox process on demand.
+ */
+function die(reason: string): never {
+  if (reason) process.stderr.write(`improv sandbox: ${reason}; the sandbox process ends and the host starts a new one.\n`);
   process.kill(process.pid, "SIGKILL");
+  throw new Error("unreachable");
+}
+
+function onCatastrophe(message: string): void {
+  die(`isolated-vm lost control of an isolate (${message})`);
+}
+
+/**
+ * Backstop for memory the isolates' own limits did not catch (they are guidelines, and some
+ * allocations happen outside the heap). Checked while runs are active.
+ */
+const MEMORY_CHECK_MS = 100;
+function memoryCeilingBytes(): number {
+  let limitsMb = 0;
+  for (const isolate of isolates.values()) limitsMb += isolate.memoryLimitMb + isolate.mirrorAllowanceMb;
+  return Math.max(1024, 3 * limitsMb + 256) * 2 ** 20;
+}
+let memoryWatch: NodeJS.Timeout | undefined;
+function watchMemory(): void {
+  if (cancels.size === 0) {
+    clearInterval(memoryWatch);
+    memoryWatch = undefined;
+    return;
+  }
+  memoryWatch ??= setInterval(() => {
+    const rss = process.memoryUsage.rss();
+    if (rss <= memoryCeilingBytes()) return;
+    for (const [runId] of cancels) {
+      send({ type: "result", runId, report: { kind: "failed", errorType: "memory_limit", message: `The sandbox process grew to ${Math.round(rss / 2 ** 20)} MiB, past its memory ceiling, while this program ran; it was restarted.` } });
+    }
+    setImmediate(() => die("memory ceiling exceeded"));
+  }, MEMORY_CHECK_MS);
 }
 
 /** Smallest heap allowance for a history mirror; it doubles whenever the history outgrows it. */
@@ -96,16 +135,19 @@ function evictIdle(): void {
 async function run(message: RunRequestMessage): Promise<RunReport> {
   const control: { cancel?: () => void } = {};
   cancels.set(message.runId, control);
+  watchMemory();
   runIdByCall.set(message.payload.callId, message.runId);
   let isolate: AgentIsolate | undefined;
   try {
     isolate = await isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb);
     isolate.busy = true;
+    lastIsolateOf.set(message.runId, isolate);
     return await isolate.run(message, () => send({ type: "started", runId: message.runId }), control);
   } catch (error) {
     return { kind: "failed", errorType: "execution", message: `The sandbox could not run the program: ${error instanceof Error ? error.message : String(error)}` };
   } finally {
     cancels.delete(message.runId);
+    watchMemory();
     runIdByCall.delete(message.payload.callId);
     if (isolate) {
       isolate.busy = false;
@@ -118,7 +160,20 @@ async function run(message: RunRequestMessage): Promise<RunReport> {
 process.on("message", (message: HostMessage) => {
   switch (message.type) {
     case "run":
-      void run(message).then((report) => send({ type: "result", runId: message.runId, report }));
+      // New runs wait while a forced stop is being verified: if the process must end, they
+      // have not started, and the host sends them to the next sandbox process.
+      void gate.then(() =>
+        run(message).then((report) => {
+          send({ type: "result", runId: message.runId, report });
+          const isolate = lastIsolateOf.get(message.runId);
+          lastIsolateOf.delete(message.runId);
+          if (isolate?.isDisposed) {
+            gate = isolate.stoppedAfterDispose().then((stopped) => {
+              if (!stopped) die("an isolate could not be stopped");
+            });
+          }
+        }),
+      );
       break;
     case "cancel":
       cancels.get(message.runId)?.cancel?.();
@@ -140,5 +195,5 @@ process.on("message", (message: HostMessage) => {
   }
 });
 
-process.on("disconnect", () => process.exit(0));
+process.on("disconnect", () => die(""));
 send({ type: "ready" });

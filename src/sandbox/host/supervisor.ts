@@ -13,7 +13,11 @@ export interface RunHooks {
 }
 
 interface PendingRun {
-  readonly child: ChildProcess;
+  child: ChildProcess;
+  readonly message: RunRequestMessage;
+  /** The sandbox process said the program is about to run; before that, a run can be resent safely. */
+  started: boolean;
+  resends: number;
   readonly timeoutMs: number;
   readonly hooks: RunHooks;
   readonly resolve: (report: RunReport) => void;
@@ -60,9 +64,13 @@ export class SandboxSupervisor {
       return { kind: "failed", errorType: "execution", message: (error as Error).message };
     }
     const runId = this.#nextRunId++;
+    const message: RunRequestMessage = { type: "run", runId, ...request };
     return new Promise<RunReport>((resolve) => {
       const pending: PendingRun = {
         child,
+        message,
+        started: false,
+        resends: 0,
         timeoutMs: request.timeoutMs,
         hooks,
         resolve: (report) => {
@@ -76,7 +84,7 @@ export class SandboxSupervisor {
         overran: false,
       };
       const onAbort = () => {
-        this.#send(child, { type: "cancel", runId });
+        this.#send(pending.child, { type: "cancel", runId });
         clearTimeout(pending.timer);
         pending.timer = setTimeout(() => this.#overrun(runId), killGraceMs(request.timeoutMs));
       };
@@ -88,7 +96,7 @@ export class SandboxSupervisor {
       }
       hooks.signal?.addEventListener("abort", onAbort, { once: true });
       try {
-        child.send({ type: "run", runId, ...request } satisfies HostMessage);
+        child.send(message satisfies HostMessage);
       } catch (error) {
         pending.resolve({ kind: "failed", errorType: "invalid_input", message: `The call's data could not be sent to the sandbox: ${(error as Error).message}` });
       }
@@ -111,8 +119,11 @@ export class SandboxSupervisor {
     const child = fork(path, [], {
       execArgv: ["--no-node-snapshot", ...(fromSource ? ["--disable-warning=ExperimentalWarning"] : [])],
       serialization: "advanced",
-      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      // A pipe, not the host's own stderr: a sandbox process must never hold the host's streams open.
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
     });
+    child.stderr?.on("data", (chunk: Buffer) => process.stderr.write(chunk));
+    (child.stderr as { unref?: () => void } | null)?.unref?.();
     this.starts += 1;
     this.#child = child;
     this.#ready = new Promise<ChildProcess>((resolve, reject) => {
@@ -145,6 +156,7 @@ export class SandboxSupervisor {
       case "started": {
         const pending = this.#runs.get(message.runId);
         if (!pending) return;
+        pending.started = true;
         clearTimeout(pending.timer);
         pending.timer = setTimeout(() => this.#overrun(message.runId), pending.timeoutMs + killGraceMs(pending.timeoutMs));
         return;
@@ -186,6 +198,11 @@ export class SandboxSupervisor {
     }
     for (const pending of [...this.#runs.values()]) {
       if (pending.child !== child) continue;
+      if (!pending.started && !pending.overran && pending.resends < 2) {
+        pending.resends += 1;
+        void this.#resend(pending);
+        continue;
+      }
       if (pending.overran) {
         pending.resolve({
           kind: "failed",
@@ -200,6 +217,20 @@ export class SandboxSupervisor {
         });
       }
     }
+  }
+
+  /** Sends a run that never started to a new sandbox process: no program code ran, so this is safe. */
+  async #resend(pending: PendingRun): Promise<void> {
+    try {
+      pending.child = await this.#start();
+    } catch (error) {
+      pending.resolve({ kind: "failed", errorType: "execution", message: (error as Error).message });
+      return;
+    }
+    clearTimeout(pending.timer);
+    pending.timer = setTimeout(() => this.#overrun(pending.message.runId), pending.timeoutMs + killGraceMs(pending.timeoutMs) + STARTUP_ALLOWANCE_MS);
+    this.#updateRef();
+    this.#send(pending.child, pending.message);
   }
 
   #send(child: ChildProcess, message: HostMessage): void {
