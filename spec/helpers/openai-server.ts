@@ -19,18 +19,30 @@ export interface ReceivedRequest {
  * A small OpenAI-compatible server on 127.0.0.1 (port 0) that answers
  * `POST /v1/chat/completions` from a queue of scripted replies (the last one repeats).
  */
+/** Replies chosen per `role.method`, read from the prompts; a list is consumed in order, its last entry repeating. */
+export type RoutedReplies = Record<string, ScriptedReply | ScriptedReply[]>;
+
+/** The `role.method` a chat request asks for, read from improv's prompts. */
+export function routeOf(body: Record<string, unknown>): string {
+  const messages = (body.messages ?? []) as { content?: string }[];
+  const role = /role is "([^"]+)"/.exec(messages[0]?.content ?? "")?.[1] ?? "?";
+  const method = /^Method: (.+)$/m.exec(messages[1]?.content ?? "")?.[1] ?? "?";
+  return `${role}.${method}`;
+}
+
 export class OpenAITestServer {
   readonly requests: ReceivedRequest[] = [];
-  readonly #replies: ScriptedReply[];
+  readonly #replies: ScriptedReply[] | RoutedReplies;
+  readonly #served = new Map<string, number>();
   readonly #server: Server;
   readonly #hung = new Set<ServerResponse>();
 
-  private constructor(replies: ScriptedReply[]) {
+  private constructor(replies: ScriptedReply[] | RoutedReplies) {
     this.#replies = replies;
     this.#server = createServer((request, response) => void this.#handle(request, response));
   }
 
-  static async start(replies: ScriptedReply[]): Promise<OpenAITestServer> {
+  static async start(replies: ScriptedReply[] | RoutedReplies): Promise<OpenAITestServer> {
     const server = new OpenAITestServer(replies);
     await new Promise<void>((resolve) => server.#server.listen(0, "127.0.0.1", resolve));
     return server;
@@ -47,6 +59,18 @@ export class OpenAITestServer {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
+  #replyFor(body: Record<string, unknown>): ScriptedReply {
+    const missing: ScriptedReply = { kind: "status", status: 404, body: { error: { message: `no scripted reply for ${routeOf(body)}` } } };
+    if (Array.isArray(this.#replies)) return this.#replies[Math.min(this.requests.length - 1, this.#replies.length - 1)] ?? missing;
+    const route = routeOf(body);
+    const entry = this.#replies[route];
+    if (entry === undefined) return missing;
+    if (!Array.isArray(entry)) return entry;
+    const index = this.#served.get(route) ?? 0;
+    this.#served.set(route, index + 1);
+    return entry[Math.min(index, entry.length - 1)] ?? missing;
+  }
+
   async #handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
@@ -58,8 +82,7 @@ export class OpenAITestServer {
       // Recorded as empty.
     }
     this.requests.push({ path: request.url ?? "", body });
-    const index = Math.min(this.requests.length - 1, this.#replies.length - 1);
-    const reply = this.#replies[index] ?? { kind: "status", status: 500 };
+    const reply = this.#replyFor(body);
     const json = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
       response.writeHead(status, { "content-type": "application/json", ...headers });
       response.end(JSON.stringify(payload));

@@ -1,0 +1,45 @@
+/**
+ * The acceptance scenarios against a live model. They run only when OPENAI_API_KEY is set
+ * (with OPENAI_BASE_URL / IMPROV_MODEL as needed) and assert only what a live model can be
+ * held to: typed outcomes, one record per call, valid records and log lines.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { describe, expect, test } from "vitest";
+import { Agent, ERROR_TYPES, OpenAIProvider, kw } from "../src/index.ts";
+
+const live = (process.env.OPENAI_API_KEY ?? "").trim() !== "";
+const validateRecord = new Ajv2020({ strict: true }).compile(
+  JSON.parse(readFileSync(new URL("../schema/history-record.schema.json", import.meta.url), "utf8")) as object,
+);
+
+describe.skipIf(!live)("acceptance against a live model", () => {
+  test("calls, a follow-up from history, and a delegation give typed outcomes, one record each, and valid logs", async () => {
+    const log = join(mkdtempSync(join(tmpdir(), "improv-live-")), "calls.jsonl");
+    const calc = Agent.for("calculator", { provider: new OpenAIProvider(), log, providerTimeoutMs: 60_000, maxGenerationAttempts: 3 });
+    calc.value = 5;
+    const outcomes = [
+      await calc.add(3),
+      await calc.convert(100, kw({ from: "celsius", to: "fahrenheit" })),
+      await calc.divide(0),
+      await calc.listPreviousMethodNames(),
+      await calc.askStatisticianForMean([2, 4, 9]),
+    ];
+    for (const outcome of outcomes) {
+      expect(["ok", "error"]).toContain(outcome.status);
+      if (!outcome.ok) expect(ERROR_TYPES).toContain(outcome.errorType);
+    }
+    const records = Agent.history(calc);
+    expect(records.map((r) => r.call_id)).toEqual(outcomes.map((o) => o.callId));
+    for (const record of records) expect(validateRecord(record), JSON.stringify(validateRecord.errors)).toBe(true);
+    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const own = lines.filter((line) => line.role === "calculator");
+    expect(own.map((line) => line.call_id)).toEqual(outcomes.map((o) => o.callId));
+    for (const line of lines) {
+      expect(typeof line.history_access_detected).toBe("boolean");
+      expect(Array.isArray(line.history_query_patterns)).toBe(true);
+    }
+  }, 300_000);
+});
