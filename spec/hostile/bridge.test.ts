@@ -37,7 +37,8 @@ const BRIDGE: HostileCase[] = [
     check: (r) => expect(r.value).toEqual([{ nested: "read" }]),
   },
   { name: "huge delegate arguments", program: "return await delegate('echo').back('x'.repeat(5_000_000))", expect: ["execution"], check: (r) => expect(r.errorMessage).toMatch(/^TypeError: The arguments to echo\.back\(\) are larger than/) },
-  { name: "deeply nested delegate arguments", program: "let v = 0; for (let i = 0; i < 100000; i++) v = [v]; const r = await delegate('echo').back(v); return r.ok", expect: ["ok"] },
+  // As with deep results, the limit reached first depends on the machine's speed.
+  { name: "deeply nested delegate arguments", program: "let v = 0; for (let i = 0; i < 100000; i++) v = [v]; const r = await delegate('echo').back(v); return r.ok", expect: ["ok", "timeout", "memory_limit"] },
   {
     name: "monkey-patched built-ins before a bridge call",
     program: "try { JSON.stringify = () => '{}'; Array.prototype.push = null; Object.freeze = () => {} } catch {} const r = await delegate('echo').back([1]); return r.value",
