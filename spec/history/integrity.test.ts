@@ -34,7 +34,7 @@ describe("generated code reads history as plain data", () => {
     ["for...of", "let n = 0; for (const r of context.conversation_history) if (r.speaker === 'user') n++; return n", 4],
     ["destructuring", "const { conversation_history: h } = context; const [first] = h; return first.method_name", "add"],
     ["Array.isArray and JSON", "const h = context.conversation_history; return [Array.isArray(h), JSON.parse(JSON.stringify(h)).length]", [true, 4]],
-    ["spreading", "return [...context.conversation_history].sort((a, b) => b.timestamp.localeCompare(a.timestamp))[0].args", [3]],
+    ["spreading", "return [...context.conversation_history].reverse()[0].args", [3]],
   ];
 
   test.each(queries)("%s", async (_name, program, expected) => {

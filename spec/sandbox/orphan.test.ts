@@ -24,9 +24,11 @@ test.runIf(process.platform === "linux")(
     const root = fileURLToPath(new URL("../../", import.meta.url));
     const marker = `IMPROV_ORPHAN_CHECK=${randomUUID()}`;
     const [name, value] = marker.split("=") as [string, string];
-    // The hostile exhaustion programs left a sandbox process alive for minutes after its worker
-    // ended, until sandbox processes ended themselves by SIGKILL and replaced stuck isolates.
-    const run = spawn(process.execPath, ["node_modules/vitest/vitest.mjs", "run", "spec/hostile/exhaustion.test.ts"], {
+    // The hostile exhaustion programs once left a sandbox process alive for minutes after its
+    // worker ended (an isolate thread stuck after a forced stop made its normal exit hang).
+    // Sandbox processes now end by SIGKILL on disconnect; this keeps checking the property on
+    // the cases that involve stuck or forcibly stopped isolates.
+    const run = spawn(process.execPath, ["node_modules/vitest/vitest.mjs", "run", "spec/hostile/exhaustion.test.ts", "-t", "uninterruptible|after an await|thrown Proxy"], {
       cwd: root,
       // Without the outer run's VITEST_* variables, so the inner run behaves like a fresh one.
       env: { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("VITEST"))), NODE_ENV: "test", [name]: value },

@@ -13,8 +13,6 @@ export type BridgeHandler = (callId: string, requestText: string) => Promise<Bri
 /** How often a long run checks whether isolated-vm disposed its isolate (memory limit). */
 const DISPOSAL_POLL_MS = 25;
 
-/** How long a disposed isolate's run may take to stop before its thread counts as stuck. */
-const STOP_GRACE_MS = 1_000;
 
 /**
  * One agent's isolate in the sandbox process: a hardened context with the runtime loaded,
@@ -32,25 +30,23 @@ export class AgentIsolate {
   readonly mirrorAllowanceMb: number;
   readonly #isolate: ivm.Isolate;
   readonly #start: ivm.Reference;
-  readonly #fetch: ivm.Reference;
-  readonly #finish: ivm.Reference;
+  readonly #takeRef: ivm.Reference;
   readonly #waiters: Map<string, () => void>;
   #disposedOnPurpose = false;
-  #running: Promise<unknown> | undefined;
+  #tainted = false;
 
   private constructor(
     memoryLimitMb: number,
     mirrorAllowanceMb: number,
     isolate: ivm.Isolate,
-    api: { start: ivm.Reference; fetch: ivm.Reference; finish: ivm.Reference },
+    api: { start: ivm.Reference; take: ivm.Reference },
     waiters: Map<string, () => void>,
   ) {
     this.memoryLimitMb = memoryLimitMb;
     this.mirrorAllowanceMb = mirrorAllowanceMb;
     this.#isolate = isolate;
     this.#start = api.start;
-    this.#fetch = api.fetch;
-    this.#finish = api.finish;
+    this.#takeRef = api.take;
     this.#waiters = waiters;
   }
 
@@ -78,8 +74,7 @@ export class AgentIsolate {
       })) as ivm.Reference;
       const api = {
         start: (await runtime.get("start", { reference: true })) as ivm.Reference,
-        fetch: (await runtime.get("fetch", { reference: true })) as ivm.Reference,
-        finish: (await runtime.get("finish", { reference: true })) as ivm.Reference,
+        take: (await runtime.get("take", { reference: true })) as ivm.Reference,
       };
       return new AgentIsolate(memoryLimitMb, mirrorAllowanceMb, isolate, api, waiters);
     } catch (error) {
@@ -107,52 +102,61 @@ export class AgentIsolate {
   /**
    * Runs one program to its end. `cancel` is filled in with a function that stops the run.
    * Resolves with `resync` when the mirror does not match the history the host sent.
+   *
+   * The program's synchronous part (and the microtasks it queues) runs with `applySync`: most
+   * programs settle there, and their result is taken at once. One that awaits the bridge or
+   * never settles is finished by `notify`, the wall-clock deadline, or the disposal watch.
    */
   async run(request: RunRequestMessage, onStarted: () => void, control: { cancel?: () => void }): Promise<RunReport> {
     const { payload, timeoutMs } = request;
     const history = this.#historyFor(request);
     if (history === undefined) return { kind: "resync" };
     const callId = payload.callId;
+    const started = performance.now();
+    let done = false;
     let settle!: (report: RunReport) => void;
     const report = new Promise<RunReport>((resolve) => {
-      settle = resolve;
+      settle = (outcome) => {
+        done = true;
+        resolve(outcome);
+      };
     });
     const abort = (errorType: "timeout" | "memory_limit" | "cancelled" | "execution", message: string) => {
       this.dispose();
       settle({ kind: "failed", errorType, message });
     };
-    this.#waiters.set(callId, () => settle({ kind: "settled", result: this.#collect(callId) }));
-    const deadline = setTimeout(() => abort("timeout", timeoutMessage(timeoutMs)), timeoutMs);
-    let poll: NodeJS.Timeout | undefined;
-    const startPolling = setTimeout(() => {
-      poll = setInterval(() => {
-        if (this.#isolate.isDisposed && !this.#disposedOnPurpose) abort("memory_limit", memoryMessage(this.memoryLimitMb));
-      }, DISPOSAL_POLL_MS);
-    }, DISPOSAL_POLL_MS);
+    this.#waiters.set(callId, () => this.#take(callId, settle));
     control.cancel = () => abort("cancelled", "The call was cancelled while its program ran.");
 
     onStarted();
-    const running = this.#start.apply(undefined, [{ ...payload, history } satisfies RunPayload], { arguments: { copy: true }, timeout: timeoutMs });
-    this.#running = running;
-    running.catch((error: unknown) => {
-        const message = error instanceof Error ? error.message : String(error);
-        if (/timed out/i.test(message)) abort("timeout", timeoutMessage(timeoutMs));
-        else if (/memory limit/i.test(message) || (this.#isolate.isDisposed && !this.#disposedOnPurpose)) {
-          abort("memory_limit", memoryMessage(this.memoryLimitMb));
-        } else if (this.#isolate.isDisposed) abort("execution", "The sandbox isolate was lost while the program ran.");
-        // Anything else is a stray rejection the program left behind; its own result still arrives.
-      });
+    try {
+      this.#start.applySync(undefined, [{ ...payload, history } satisfies RunPayload], { arguments: { copy: true }, timeout: timeoutMs });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (/timed out/i.test(message)) abort("timeout", timeoutMessage(timeoutMs));
+      else if (/memory limit/i.test(message) || (this.#isolate.isDisposed && !this.#disposedOnPurpose)) abort("memory_limit", memoryMessage(this.memoryLimitMb));
+      else if (this.#isolate.isDisposed) abort("execution", "The sandbox isolate was lost while the program ran.");
+      // Anything else is a stray rejection the program left behind; its own result is in its slot.
+    }
     this.historyEpoch = request.historyEpoch;
     this.historyLength = request.historyStart + payload.history.records.length;
+    if (!done) this.#take(callId, settle);
+
+    let deadline: NodeJS.Timeout | undefined;
+    let poll: NodeJS.Timeout | undefined;
+    if (!done) {
+      deadline = setTimeout(() => abort("timeout", timeoutMessage(timeoutMs)), Math.max(0, timeoutMs - (performance.now() - started)));
+      poll = setInterval(() => {
+        if (this.#isolate.isDisposed && !this.#disposedOnPurpose) abort("memory_limit", memoryMessage(this.memoryLimitMb));
+      }, DISPOSAL_POLL_MS);
+    }
     try {
-      const outcome = await report;
-      if (outcome.kind === "settled" && !this.#isolate.isDisposed && !this.#finishCall(callId)) this.dispose();
-      return outcome;
+      return await report;
     } finally {
       clearTimeout(deadline);
-      clearTimeout(startPolling);
       clearInterval(poll);
       this.#waiters.delete(callId);
+      if (this.#tainted) this.dispose();
     }
   }
 
@@ -163,46 +167,25 @@ export class AgentIsolate {
     return undefined;
   }
 
-  /** The call's result, fetched from the isolate; retried once if a stray rejection surfaces. */
-  #collect(callId: string): IsolateResult {
+  /**
+   * Takes the call's result from the isolate if it has settled (which also ends the call
+   * there). A program that left globals it could not remove taints the isolate, which is then
+   * replaced. Retried once if a stray rejection surfaces on this task.
+   */
+  #take(callId: string, settle: (report: RunReport) => void): void {
     for (let attempt = 0; attempt < 2; attempt += 1) {
       try {
-        const result = this.#fetch.applySync(undefined, [callId], { result: { copy: true }, timeout: 1_000 }) as IsolateResult | null;
-        if (result) return result;
+        const taken = this.#takeRef.applySync(undefined, [callId], { result: { copy: true }, timeout: 1_000 }) as { result: IsolateResult; clean: boolean } | null;
+        if (taken === null) return;
+        if (!taken.clean) this.#tainted = true;
+        settle({ kind: "settled", result: taken.result });
+        return;
       } catch {
-        if (this.#isolate.isDisposed) break;
+        if (this.#isolate.isDisposed) return;
       }
     }
-    return { status: "error", errorType: "execution", name: "Error", message: "The program's result could not be read from the sandbox.", console: [] };
   }
 
-  /**
-   * After a forced stop: whether the isolate's thread really stopped. Some built-ins cannot be
-   * interrupted (`new Array(1e9).fill(0)`); such a thread keeps running after `dispose()`, and
-   * only ending the process frees it.
-   */
-  async stoppedAfterDispose(): Promise<boolean> {
-    const running = this.#running;
-    if (!this.#disposedOnPurpose || running === undefined) return true;
-    let timer: NodeJS.Timeout | undefined;
-    const stopped = await Promise.race([
-      running.then(() => true, () => true),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), STOP_GRACE_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    return stopped;
-  }
-
-  /** Ends the call inside the isolate; false when the program left globals it could not remove. */
-  #finishCall(callId: string): boolean {
-    try {
-      return this.#finish.applySync(undefined, [callId], { timeout: 1_000 }) === true;
-    } catch {
-      return false;
-    }
-  }
 }
 
 function timeoutMessage(timeoutMs: number): string {

@@ -15,9 +15,6 @@ const creating = new Map<string, Promise<AgentIsolate>>();
 const cancels = new Map<number, { cancel?: () => void }>();
 const runIdByCall = new Map<string, number>();
 const bridgeWaiters = new Map<number, (outcome: BridgeOutcome) => void>();
-/** The isolate each run used, to check after the result is sent that a forced stop took effect. */
-const lastIsolateOf = new Map<number, AgentIsolate>();
-let gate: Promise<void> = Promise.resolve();
 let nextRequestId = 1;
 
 function send(message: ChildMessage): void {
@@ -141,7 +138,6 @@ async function run(message: RunRequestMessage): Promise<RunReport> {
   try {
     isolate = await isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb);
     isolate.busy = true;
-    lastIsolateOf.set(message.runId, isolate);
     return await isolate.run(message, () => send({ type: "started", runId: message.runId }), control);
   } catch (error) {
     return { kind: "failed", errorType: "execution", message: `The sandbox could not run the program: ${error instanceof Error ? error.message : String(error)}` };
@@ -160,20 +156,7 @@ async function run(message: RunRequestMessage): Promise<RunReport> {
 process.on("message", (message: HostMessage) => {
   switch (message.type) {
     case "run":
-      // New runs wait while a forced stop is being verified: if the process must end, they
-      // have not started, and the host sends them to the next sandbox process.
-      void gate.then(() =>
-        run(message).then((report) => {
-          send({ type: "result", runId: message.runId, report });
-          const isolate = lastIsolateOf.get(message.runId);
-          lastIsolateOf.delete(message.runId);
-          if (isolate?.isDisposed) {
-            gate = isolate.stoppedAfterDispose().then((stopped) => {
-              if (!stopped) die("an isolate could not be stopped");
-            });
-          }
-        }),
-      );
+      void run(message).then((report) => send({ type: "result", runId: message.runId, report }));
       break;
     case "cancel":
       cancels.get(message.runId)?.cancel?.();

@@ -23,6 +23,8 @@ interface PendingRun {
   readonly resolve: (report: RunReport) => void;
   timer: NodeJS.Timeout;
   overran: boolean;
+  /** Cancelled by its signal: if the process has to be killed to stop it, it still ends as cancelled. */
+  cancelled: boolean;
 }
 
 /** The sandbox entry point beside this module: `.ts` when running from source, `.js` from `dist/`. */
@@ -82,8 +84,10 @@ export class SandboxSupervisor {
         },
         timer: setTimeout(() => this.#overrun(runId), request.timeoutMs + killGraceMs(request.timeoutMs) + STARTUP_ALLOWANCE_MS),
         overran: false,
+        cancelled: false,
       };
       const onAbort = () => {
+        pending.cancelled = true;
         this.#send(pending.child, { type: "cancel", runId });
         clearTimeout(pending.timer);
         pending.timer = setTimeout(() => this.#overrun(runId), killGraceMs(request.timeoutMs));
@@ -203,7 +207,9 @@ export class SandboxSupervisor {
         void this.#resend(pending);
         continue;
       }
-      if (pending.overran) {
+      if (pending.cancelled) {
+        pending.resolve({ kind: "failed", errorType: "cancelled", message: "The call was cancelled while its program ran; the sandbox process was restarted to stop it." });
+      } else if (pending.overran) {
         pending.resolve({
           kind: "failed",
           errorType: "timeout",

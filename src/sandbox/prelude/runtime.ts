@@ -19,8 +19,8 @@ interface ReferenceLike {
 
 export interface IsolateRuntime {
   start(payload: RunPayload): void;
-  fetch(callId: string): IsolateResult | null;
-  finish(callId: string): boolean;
+  /** The call's result once it settled (ending the call), or null while it runs. */
+  take(callId: string): { result: IsolateResult; clean: boolean } | null;
 }
 
 export function createRuntime(
@@ -346,15 +346,14 @@ export function createRuntime(
         (thrown: unknown) => settle(call, fail(call, thrown)),
       ]);
     },
-    fetch(callId: string): IsolateResult | null {
-      return slots.get(callId) ?? null;
-    },
-    finish(callId: string): boolean {
+    take(callId: string): { result: IsolateResult; clean: boolean } | null {
+      const result = slots.get(callId);
+      if (result === undefined) return null;
       const call = calls.get(callId);
       if (call) call.ended = true;
       calls.delete(callId);
       slots.delete(callId);
-      return cleanGlobals();
+      return { result, clean: cleanGlobals() };
     },
   });
 }
