@@ -1,22 +1,33 @@
 /**
- * `npm run bench [-- --quick]`: what a dynamic call costs. Prints each figure with its
- * repetition count (warm-up runs are excluded) and writes bench/results/latest.json.
+ * `npm run bench [-- --quick]`: what a dynamic call costs and how it grows, each figure next to
+ * baselines measured in the same run. Prints a report and writes bench/results/latest.json.
+ * Every figure is a median (with its repetition count); warm-up runs are excluded.
  */
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, ScriptedProvider, type HistoryRecord } from "../src/index.ts";
+import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
+import { perLiveAgent, perRecord } from "./memory.ts";
 import { measure, percentile, type Summary } from "./stats.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 
-const quick = process.argv.includes("--quick");
-const count = quick ? 200 : 3_000;
-const warmup = quick ? 50 : 300;
-
-async function callOverhead(log: string | false): Promise<Summary> {
-  const agent = Agent.for("bench", { provider: new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } }), log });
-  return measure(() => agent.add(1, 2), count, warmup);
+// isolated-vm needs --no-node-snapshot in the process that loads it (baseline (a) does), and
+// the memory figures want --expose-gc: re-run with both, so nobody has to remember them.
+const FLAGS = ["--no-node-snapshot", "--expose-gc"];
+if (!FLAGS.every((flag) => process.execArgv.includes(flag))) {
+  const { status } = spawnSync(process.execPath, [...FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
+  process.exit(status ?? 1);
 }
+
+const quick = process.argv.includes("--quick");
+const count = quick ? 300 : 3_000;
+const warmup = quick ? 50 : 300;
+const growthCount = quick ? 150 : 2_000;
+const growthSizes = quick ? [1, 10_000] : [1, 1_000, 10_000, 100_000];
+
+const provider = () => new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } });
 
 /** A plausible record, as the history holds after a call. */
 function syntheticRecord(index: number): HistoryRecord {
@@ -28,12 +39,17 @@ function syntheticRecord(index: number): HistoryRecord {
     args: [index, index + 1],
     kwargs: {},
     outcome_summary: { status: "ok", ok: true, error_type: null, retriable: false, value_class: "number" },
-    trace_id: `trace-${index}`,
+    trace_id: `00000000-0000-4000-9000-${String(index).padStart(12, "0")}`,
     depth: 0,
     duration_ms: 0.5,
     program_source: "return args[0] + args[1]",
     artifact_hit: false,
   };
+}
+
+async function callOverhead(log: string | false): Promise<Summary> {
+  const agent = Agent.for("bench", { provider: provider(), log });
+  return measure(() => agent.add(1, 2), count, warmup);
 }
 
 /**
@@ -43,7 +59,7 @@ function syntheticRecord(index: number): HistoryRecord {
  */
 async function callsWithHistory(sizes: readonly number[]): Promise<{ records: number; summary: Summary }[]> {
   const agents = sizes.map((records) => {
-    const agent = Agent.for("bench", { provider: new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } }), log: false });
+    const agent = Agent.for("bench", { provider: provider(), log: false });
     agent.remember({ conversation_history: Array.from({ length: records }, (_, i) => syntheticRecord(i)) });
     return agent;
   });
@@ -62,32 +78,88 @@ async function callsWithHistory(sizes: readonly number[]): Promise<{ records: nu
   });
 }
 
-const growthSizes = quick ? [1, 20_000] : [1, 1_000, 10_000, 20_000, 100_000];
-const growthCount = quick ? 200 : 2_000;
-const logFile = join(mkdtempSync(join(tmpdir(), "improv-bench-")), "calls.jsonl");
-const results = {
-  machine: { node: process.version, platform: `${process.platform}-${process.arch}` },
-  mode: quick ? "quick" : "full",
-  callOverheadLogOff: await callOverhead(false),
-  callOverheadLogOn: await callOverhead(logFile),
-  historyGrowth: [] as { records: number; summary: Summary }[],
-};
-results.historyGrowth.push(...(await callsWithHistory(growthSizes)));
-const scan = await scanTime(quick ? 2_000 : 20_000);
-const telemetry = await telemetryThroughput(quick ? 100_000 : 1_000_000);
+/** User-prompt length of a call made by an agent holding `records` records. */
+async function promptLength(records: number): Promise<number> {
+  const scripted = provider();
+  const agent = Agent.for("bench", { provider: scripted });
+  agent.remember({ conversation_history: Array.from({ length: records }, (_, i) => syntheticRecord(i)) });
+  await agent.add(1, 2);
+  return scripted.calls.at(-1)?.user.length ?? Number.NaN;
+}
 
-const us = (value: number) => `${value.toFixed(0)} µs`;
-console.log(`improv bench (${results.mode}; ${count} calls each after ${warmup} warm-up calls, excluded)`);
-for (const [label, summary] of [["dynamic call, ScriptedProvider, log off", results.callOverheadLogOff], ["dynamic call, ScriptedProvider, log on", results.callOverheadLogOn]] as const) {
-  console.log(`  ${label.padEnd(42)} p50 ${us(summary.p50).padStart(8)}   p95 ${us(summary.p95).padStart(8)}   n=${summary.count}`);
+/** Agent.for plus its first call: a new agent gets a new isolate. */
+async function agentCreation(): Promise<Summary> {
+  let index = 0;
+  return measure(() => Agent.for(`new-${index++}`, { provider: provider() }).add(1, 2), quick ? 30 : 200, 5);
 }
-const base = results.historyGrowth[0]?.summary.p50 ?? Number.NaN;
-console.log(`\n  growth with history (p50 per call; ${growthCount} calls each, interleaved; first sync and ${warmup} calls excluded as warm-up)`);
-for (const { records, summary } of results.historyGrowth) {
-  console.log(`  ${String(records).padStart(7)} records held   p50 ${us(summary.p50).padStart(8)}   ×${(summary.p50 / base).toFixed(2)} of 1 record`);
+
+const started = performance.now();
+const log = join(mkdtempSync(join(tmpdir(), "improv-bench-")), "calls.jsonl");
+const results = {
+  machine: { node: process.version, platform: `${process.platform}-${process.arch}`, cpus: cpus().length, cpu: cpus()[0]?.model ?? "unknown" },
+  mode: quick ? "quick" : "full",
+  repetitions: { calls: count, warmup, growthCallsPerSize: growthCount },
+  call: { logOff: await callOverhead(false), logOn: await callOverhead(log) },
+  baselines: {
+    ...(await bareIsolatedVm(count, warmup)),
+    nodeVm: await nodeVm(count, warmup),
+    childRoundTrip: await childRoundTrip(count, warmup),
+  },
+  growth: await callsWithHistory(growthSizes),
+  prompt: { at10: await promptLength(10), at10000: await promptLength(10_000) },
+  memory: {
+    liveAgents: await perLiveAgent(quick ? 200 : 1_000),
+    records: await perRecord(quick ? 20_000 : 100_000, syntheticRecord),
+  },
+  agentCreation: await agentCreation(),
+  scan: await scanTime(quick ? 2_000 : 20_000),
+  telemetry: await telemetryThroughput(quick ? 100_000 : 1_000_000),
+};
+
+// Targets, each judged against figures from this same run.
+const overheadBound = 2.5 * (results.baselines.evalClosure.p50 + results.baselines.childRoundTrip.p50);
+const growthRatio = (results.growth.at(-1)?.summary.p50 ?? Number.NaN) / (results.growth[0]?.summary.p50 ?? Number.NaN);
+const promptRatio = results.prompt.at10000 / results.prompt.at10;
+const targets = [
+  { figure: "call p50 (log off) ≤ 400 µs", met: results.call.logOff.p50 <= 400 },
+  { figure: `call p50 (log off) ≤ 2.5 × (evalClosure + round trip) = ${overheadBound.toFixed(0)} µs`, met: results.call.logOff.p50 <= overheadBound },
+  { figure: `p50 at ${growthSizes.at(-1)} records ≤ 1.25 × p50 at 1 (×${growthRatio.toFixed(2)})`, met: growthRatio <= 1.25 },
+  { figure: `user prompt at 10,000 records ≤ 1.1 × at 10 (×${promptRatio.toFixed(3)})`, met: promptRatio <= 1.1 },
+  { figure: "≤ 1 MiB per live agent", met: results.memory.liveAgents.bytesPerAgent <= 2 ** 20 },
+  { figure: "≤ 2 KiB per history record", met: results.memory.records.bytesPerRecord <= 2048 },
+];
+Object.assign(results, { targets, seconds: Math.round((performance.now() - started) / 1000) });
+
+const us = (value: number) => `${value.toFixed(0).padStart(6)} µs`;
+const row = (label: string, s: Summary) => console.log(`  ${label.padEnd(46)} p50 ${us(s.p50)}   p95 ${us(s.p95)}   n=${s.count}`);
+console.log(`improv bench (${results.mode}) on ${results.machine.cpu}, ${results.machine.cpus} cores, Node ${results.machine.node}`);
+console.log(`Medians of n repetitions after ${warmup} warm-up runs (excluded); baselines measured in this same run.\n`);
+console.log("1. One dynamic call (ScriptedProvider answering at once)");
+row("improv call, log off", results.call.logOff);
+row("improv call, log on", results.call.logOn);
+row("(a) isolated-vm evalClosure, persistent context", results.baselines.evalClosure);
+row("    isolated-vm evalClosureSync (reference)", results.baselines.evalClosureSync);
+row("(b) node:vm, same program", results.baselines.nodeVm);
+row("(c) child-process round trip, same transport", results.baselines.childRoundTrip);
+console.log(`  improv ÷ ((a) + (c)) = ×${(results.call.logOff.p50 / (results.baselines.evalClosure.p50 + results.baselines.childRoundTrip.p50)).toFixed(2)}`);
+console.log(`\n2. Growth with history (p50 per call; ${growthCount} calls per size, interleaved; the first sync is warm-up)`);
+for (const { records, summary } of results.growth) {
+  console.log(`  ${String(records).padStart(7)} records held   p50 ${us(summary.p50)}   ×${(summary.p50 / (results.growth[0]?.summary.p50 ?? 1)).toFixed(2)} of 1 record`);
 }
-console.log(`\n  history scan per program (parse + scan)     p50 ${us(scan.p50).padStart(8)}   p95 ${us(scan.p95).padStart(8)}   n=${scan.count}`);
-console.log(`  improv telemetry on ${telemetry.lines.toLocaleString("en-US")} lines (${(telemetry.bytes / 2 ** 20).toFixed(0)} MiB)   ${telemetry.seconds.toFixed(2)} s   ${telemetry.linesPerSecond.toLocaleString("en-US")} lines/s`);
-Object.assign(results, { scan, telemetry });
+console.log("\n3. Prompt growth");
+console.log(`  user prompt at 10 records ${results.prompt.at10} chars, at 10,000 records ${results.prompt.at10000} chars (×${promptRatio.toFixed(3)})`);
+console.log("\n4. Memory (host + sandbox process resident set, after GC)");
+console.log(`  ${results.memory.liveAgents.agents} live agents that each made one call: ${(results.memory.liveAgents.bytesPerAgent / 1024).toFixed(1)} KiB per agent beyond the baseline`);
+console.log(`  one agent holding ${results.memory.records.records.toLocaleString("en-US")} records: ${results.memory.records.bytesPerRecord} bytes per record (host copy + sandbox mirror)`);
+console.log("\n5. Agent creation (Agent.for + first call, sandbox isolate start-up included)");
+row("new agent, first call", results.agentCreation);
+console.log("\n6. Telemetry");
+row("history scan per program (parse + scan)", results.scan);
+console.log(`  improv telemetry on ${results.telemetry.lines.toLocaleString("en-US")} lines (${(results.telemetry.bytes / 2 ** 20).toFixed(0)} MiB): ${results.telemetry.seconds.toFixed(2)} s, ${results.telemetry.linesPerSecond.toLocaleString("en-US")} lines/s`);
+console.log("\nTargets");
+for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
+console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);
+
 mkdirSync(new URL("./results/", import.meta.url), { recursive: true });
 writeFileSync(new URL("./results/latest.json", import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
+process.exit(0);

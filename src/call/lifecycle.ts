@@ -4,7 +4,6 @@ import type { Speaker } from "../history/record.ts";
 import { Outcome, type ErrorType } from "../outcome.ts";
 import type { Generation, GenerationRequest, Provider } from "../providers/provider.ts";
 import { runProgram } from "../sandbox/host/run-program.ts";
-import { parseProgram } from "../telemetry/parse.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
 import { handleDelegate } from "./delegation.ts";
 import { finalize, type CallDraft } from "./finalize.ts";
@@ -101,15 +100,12 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
     }
     draft.code = generated.code;
     draft.model = generated.model;
-    const parsed = parseProgram(generated.code);
-    draft.parsed = parsed;
-    if (!parsed.ok) {
-      last = fail("invalid_code", `The program does not parse (attempt ${attempt}): ${parsed.message}`);
-      continue;
-    }
+    draft.parsed = undefined;
+    // The isolate's own compiler decides whether a program parses (a SyntaxError there is
+    // invalid_code, retried here); the host parses only for the log's history scan.
     const outcome = await state.queue.run(() => runInSandbox(state, draft, generated.code, fail));
     if (outcome.errorType !== "invalid_code") return outcome;
-    last = outcome;
+    last = fail("invalid_code", `The program does not parse (attempt ${attempt}): ${outcome.errorMessage ?? ""}`);
   }
   return last;
 }

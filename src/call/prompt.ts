@@ -37,6 +37,20 @@ function previewLine(record: HistoryRecord): string {
   return `- ${record.call_id} ${truncateString(record.method_name, 80)}: ${status}${errorType ? ` (${errorType})` : ""}`;
 }
 
+/** The system prompt depends on the role alone, so it is rendered once per role. */
+const systemPrompts = new Map<string, string>();
+const MAX_CACHED_ROLES = 1_000;
+
+function systemPrompt(role: string): string {
+  let prompt = systemPrompts.get(role);
+  if (prompt === undefined) {
+    prompt = render(templates.system, { role });
+    if (systemPrompts.size >= MAX_CACHED_ROLES) systemPrompts.clear();
+    systemPrompts.set(role, prompt);
+  }
+  return prompt;
+}
+
 /** The system and user prompts for one call. Their size does not grow with history. */
 export function renderPrompts(input: PromptInput): { system: string; user: string } {
   const keys = input.contextKeys.slice(0, MAX_CONTEXT_KEYS).map((key) => truncateString(key, 80));
@@ -51,5 +65,5 @@ export function renderPrompts(input: PromptInput): { system: string; user: strin
     history_count: String(input.historyCount),
     history_preview: preview,
   };
-  return { system: render(templates.system, values), user: render(templates.user, values) };
+  return { system: systemPrompt(input.role), user: render(templates.user, values) };
 }

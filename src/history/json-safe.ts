@@ -17,6 +17,7 @@
  * | cycle                         | `"[Circular]"`                    |
  * | getter or `toJSON` that throws| `"[Unreadable: message]"`         |
  * | nesting past 32 levels        | `"[Nested too deep]"`             |
+ * | a `__proto__` key              | dropped                            |
  */
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -105,13 +106,9 @@ function convertObject(object: Record<string, unknown>, depth: number, ancestors
   const result: { [key: string]: JsonValue } = {};
   const keys = Object.keys(object);
   for (const key of keys.slice(0, MAX_ITEMS)) {
-    const safeKey = truncateString(key, 200);
-    Object.defineProperty(result, safeKey, {
-      value: readAndConvert(() => object[key], depth, ancestors),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    // A `__proto__` key would change the copy's prototype if assigned; it is dropped instead.
+    if (key === "__proto__") continue;
+    result[truncateString(key, 200)] = readAndConvert(() => object[key], depth, ancestors);
   }
   if (keys.length > MAX_ITEMS) result["[more keys]"] = `[${keys.length - MAX_ITEMS} more keys]`;
   return result;

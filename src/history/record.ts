@@ -61,19 +61,13 @@ export interface RecordInput {
   readonly programSource: string | null;
 }
 
-// Records are already JSON-safe; this only measures and serialises them, never throwing.
+// Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
+// path; the cut-down of oversized fields measures them with a serializer that cannot throw.
 const serialize = configure({ circularValue: "[Circular]", bigint: false, deterministic: false });
 
-const sizes = new WeakMap<HistoryRecord, number>();
-
-/** Serialised size of a record in UTF-8 bytes (remembered per record object). */
+/** Serialised size of a record in UTF-8 bytes. */
 export function recordBytes(record: HistoryRecord): number {
-  let size = sizes.get(record);
-  if (size === undefined) {
-    size = Buffer.byteLength(serialize(record) ?? "", "utf8");
-    sizes.set(record, size);
-  }
-  return size;
+  return Buffer.byteLength(JSON.stringify(record), "utf8");
 }
 
 /** Builds the canonical record of a call: every field JSON-safe, the whole within {@link MAX_RECORD_BYTES}. */

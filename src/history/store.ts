@@ -48,8 +48,9 @@ export class HistoryStore {
     this.mirrored = 0;
   }
 
-  since(index: number): readonly HistoryRecord[] {
-    return this.#records.slice(index);
+  /** Records from `index` on, as JSON text for the sandbox mirror. */
+  since(index: number): string[] {
+    return this.#records.slice(index).map((record) => JSON.stringify(record));
   }
 
   /** The latest `count` records, oldest first. */

@@ -26,8 +26,11 @@ export interface RunPayload {
   readonly context: Record<string, unknown>;
   readonly depth: number;
   readonly maxDelegationDepth: number;
-  /** History records to add to the isolate's mirror before the program runs. */
-  readonly history: { readonly reset: boolean; readonly records: readonly object[] };
+  /**
+   * History records to add to the isolate's mirror before the program runs, each as JSON text
+   * (records are JSON-safe, and text crosses processes and into the isolate far cheaper).
+   */
+  readonly history: { readonly reset: boolean; readonly records: readonly string[] };
 }
 
 /** What the isolate runtime hands back for one call (all values already serialised). */

@@ -10,8 +10,8 @@ export interface MirrorSource {
   readonly length: number;
   /** Serialised size of all records. */
   readonly bytes: number;
-  /** Records from `index` to the end. */
-  since(index: number): readonly object[];
+  /** Records from `index` to the end, each as JSON text. */
+  since(index: number): readonly string[];
   /** How many records the sandbox is believed to hold; kept up to date by {@link runProgram}. */
   mirrored: number;
 }

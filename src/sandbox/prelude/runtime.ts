@@ -95,9 +95,11 @@ export function createRuntime(
     }
   }
 
+  const parseJson = JSON.parse;
   function syncHistory(history: RunPayload["history"]): void {
     if (history.reset) mirror.length = 0;
-    for (const record of history.records) {
+    for (const text of history.records) {
+      const record = parseJson(text) as object;
       deepFreeze(record);
       apply(arrayPush, mirror, [record]);
     }

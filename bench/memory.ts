@@ -1,0 +1,52 @@
+/** Resident memory of the host and its sandbox process together. */
+import { readFileSync } from "node:fs";
+import { Agent, ScriptedProvider, type AgentProxy, type HistoryRecord } from "../src/index.ts";
+import { sandboxSupervisor } from "../src/sandbox/host/supervisor.ts";
+
+function rssOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Host RSS plus sandbox RSS, after a full garbage collection in the host. */
+export async function residentBytes(): Promise<number> {
+  for (let i = 0; i < 3; i += 1) {
+    (globalThis as { gc?: () => void }).gc?.();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return process.memoryUsage.rss() + rssOf(sandboxSupervisor().pid);
+}
+
+const provider = () => new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } });
+
+/** Bytes per live agent that made one call, beyond the process baseline (sandbox warm). */
+export async function perLiveAgent(count: number): Promise<{ agents: number; bytesPerAgent: number }> {
+  await Agent.for("warm", { provider: provider() }).add(1, 2);
+  const before = await residentBytes();
+  const agents: AgentProxy[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const agent = Agent.for(`agent-${i}`, { provider: provider() });
+    await agent.add(i, 1);
+    agents.push(agent);
+  }
+  const after = await residentBytes();
+  if (agents.length !== count) throw new Error("agents were lost");
+  return { agents: count, bytesPerAgent: Math.round((after - before) / count) };
+}
+
+/** Bytes per history record held by one agent (host copy and sandbox mirror), after a call synced it. */
+export async function perRecord(count: number, makeRecord: (index: number) => HistoryRecord): Promise<{ records: number; bytesPerRecord: number }> {
+  const agent = Agent.for("holder", { provider: provider() });
+  await agent.add(1, 2);
+  const before = await residentBytes();
+  agent.remember({ conversation_history: Array.from({ length: count }, (_, i) => makeRecord(i)) });
+  await agent.add(1, 2);
+  const after = await residentBytes();
+  if (Agent.history(agent).length !== count + 1) throw new Error("records were lost");
+  return { records: count, bytesPerRecord: Math.round((after - before) / count) };
+}
