@@ -42,7 +42,7 @@ describe("records from every path match the JSON Schema", () => {
   });
 
   test("the schema rejects records that break the contract", () => {
-    const good = createRecord({
+    const { record: good } = createRecord({
       callId: "c1", startedAt: new Date(0), speaker: "user", method: "m", args: [], kwargs: {},
       outcome: { status: "ok", ok: true, value: 1, retriable: false }, traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, programSource: "return 1",
     });
@@ -117,13 +117,14 @@ describe("record fields", () => {
 
 describe("record size", () => {
   test("a record past 64 KiB is cut down with markers, keeping its required fields", () => {
-    const record = createRecord({
+    const { record, json } = createRecord({
       callId: "c", startedAt: new Date(0), speaker: "user", method: "m",
       args: Array.from({ length: 50 }, () => "y".repeat(9_000)), kwargs: { small: 1 },
       outcome: { status: "error", ok: false, errorType: "execution", errorMessage: "e".repeat(50_000), retriable: false },
       traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, programSource: "x".repeat(50_000),
     });
     expect(recordBytes(record)).toBeLessThanOrEqual(MAX_RECORD_BYTES);
+    expect(JSON.parse(json)).toEqual(record);
     expect(record.args).toEqual([expect.stringMatching(/^\[truncated: args were \d+ bytes as JSON\]$/)]);
     expect(record.kwargs).toEqual({ small: 1 });
     expect(record.program_source).toMatch(/…\[truncated \d+ chars\]$/);

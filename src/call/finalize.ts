@@ -1,4 +1,4 @@
-import { createRecord, type HistoryRecord, type Speaker } from "../history/record.ts";
+import { createRecord, type HistoryRecord, type SerializedRecord, type Speaker } from "../history/record.ts";
 import type { HistoryStore } from "../history/store.ts";
 import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
@@ -45,13 +45,13 @@ export interface FinalizeTarget {
 export function finalize(target: FinalizeTarget, draft: CallDraft, outcome: Outcome): HistoryRecord | undefined {
   if (draft.finalized) return undefined;
   draft.finalized = true;
-  const record = buildRecord(draft, outcome);
-  target.history.append(record);
+  const serialized = buildRecord(draft, outcome);
+  target.history.append(serialized);
   if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, outcome));
-  return record;
+  return serialized.record;
 }
 
-function buildRecord(draft: CallDraft, outcome: Outcome): HistoryRecord {
+function buildRecord(draft: CallDraft, outcome: Outcome): SerializedRecord {
   return createRecord({
     callId: draft.callId,
     startedAt: draft.startedAt,

@@ -29,18 +29,19 @@ export function recordProblem(entry: unknown): string | undefined {
 
 /**
  * History given by the application: a non-array becomes `[]`, malformed entries are
- * dropped with a warning, and valid ones are kept as JSON-safe copies. The warning for a
- * non-array appears in debug mode only.
+ * dropped with a warning, and valid ones are kept as JSON-safe copies, returned as their JSON
+ * text (converted one at a time, so a large history is never held twice as objects). The
+ * warning for a non-array appears in debug mode only.
  */
-export function normalizeHistory(value: unknown, debug: boolean): HistoryRecord[] {
+export function normalizeHistory(value: unknown, debug: boolean): string[] {
   if (!Array.isArray(value)) {
     warn(debug, "conversation_history must be an array of records; it was replaced by an empty history.");
     return [];
   }
-  const records: HistoryRecord[] = [];
+  const records: string[] = [];
   value.forEach((entry, index) => {
     const problem = recordProblem(entry);
-    if (problem === undefined) records.push(toJsonSafe(entry) as unknown as HistoryRecord);
+    if (problem === undefined) records.push(JSON.stringify(toJsonSafe(entry) as unknown as HistoryRecord));
     else warn(true, `conversation_history[${index}] was dropped: ${problem}.`);
   });
   return records;

@@ -70,8 +70,14 @@ export function recordBytes(record: HistoryRecord): number {
   return Buffer.byteLength(JSON.stringify(record), "utf8");
 }
 
+/** A record with its JSON text, made once and used for its size, its storage and the sandbox mirror. */
+export interface SerializedRecord {
+  readonly record: HistoryRecord;
+  readonly json: string;
+}
+
 /** Builds the canonical record of a call: every field JSON-safe, the whole within {@link MAX_RECORD_BYTES}. */
-export function createRecord(input: RecordInput): HistoryRecord {
+export function createRecord(input: RecordInput): SerializedRecord {
   const { outcome } = input;
   const record: HistoryRecord = {
     call_id: input.callId,
@@ -98,6 +104,11 @@ export function createRecord(input: RecordInput): HistoryRecord {
   return fitRecord(record);
 }
 
+/** A record and its JSON text. */
+export function serializeRecord(record: HistoryRecord): SerializedRecord {
+  return { record, json: JSON.stringify(record) };
+}
+
 function asArray(value: JsonValue): JsonValue[] {
   return Array.isArray(value) ? value : [value];
 }
@@ -111,9 +122,9 @@ function asObject(value: JsonValue): Record<string, JsonValue> {
  * then args and kwargs are replaced by markers saying how large they were. Required keys
  * and their types always survive.
  */
-function fitRecord(record: HistoryRecord): HistoryRecord {
-  let size = recordBytes(record);
-  if (size <= MAX_RECORD_BYTES) return record;
+function fitRecord(record: HistoryRecord): SerializedRecord {
+  let serialized = serializeRecord(record);
+  if (Buffer.byteLength(serialized.json, "utf8") <= MAX_RECORD_BYTES) return serialized;
   let fitted: HistoryRecord = record;
   const jsonBytes = (value: unknown) => Buffer.byteLength(serialize(value) ?? "", "utf8");
   const withoutArgs = (r: HistoryRecord): HistoryRecord => ({ ...r, args: [`[truncated: args were ${jsonBytes(r.args)} bytes as JSON]`] });
@@ -127,8 +138,8 @@ function fitRecord(record: HistoryRecord): HistoryRecord {
   ];
   for (const shrink of shrinkers) {
     fitted = shrink(fitted);
-    size = recordBytes(fitted);
-    if (size <= MAX_RECORD_BYTES) break;
+    serialized = serializeRecord(fitted);
+    if (Buffer.byteLength(serialized.json, "utf8") <= MAX_RECORD_BYTES) break;
   }
-  return fitted;
+  return serialized;
 }

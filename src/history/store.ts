@@ -1,4 +1,4 @@
-import { recordBytes, type HistoryRecord } from "./record.ts";
+import type { HistoryRecord, SerializedRecord } from "./record.ts";
 
 function deepFreeze<T>(value: T): T {
   const pending: unknown[] = [value];
@@ -11,18 +11,24 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+function parseRecord(json: string): HistoryRecord {
+  return deepFreeze(JSON.parse(json) as HistoryRecord);
+}
+
 /**
- * An agent's canonical history, owned by the host. Appending is O(1); the frozen array
- * `Agent.history()` returns is built only when asked for and shared until the next change.
+ * An agent's canonical history, owned by the host. Each record is kept as its JSON text: a
+ * third of the memory of the objects, and exactly what the sandbox mirror needs. Appending is
+ * O(1); objects are made only when asked for (the prompt's preview, `Agent.history()`, whose
+ * frozen array is shared until the next change).
  */
 export class HistoryStore {
-  #records: HistoryRecord[] = [];
+  #records: string[] = [];
   #snapshot: readonly HistoryRecord[] | undefined;
+  #bytes = 0;
   /** Changes whenever the history is replaced rather than appended to. */
   epoch = 0;
   /** How many records the sandbox mirror is believed to hold. */
   mirrored = 0;
-  #bytes = 0;
 
   get length(): number {
     return this.#records.length;
@@ -33,34 +39,34 @@ export class HistoryStore {
     return this.#bytes;
   }
 
-  append(record: HistoryRecord): void {
-    this.#records.push(deepFreeze(record));
-    this.#bytes += recordBytes(record);
+  append({ json }: SerializedRecord): void {
+    this.#records.push(json);
+    this.#bytes += Buffer.byteLength(json, "utf8");
     this.#snapshot = undefined;
   }
 
-  /** Replaces every record (application-supplied history). */
-  replace(records: readonly HistoryRecord[]): void {
-    this.#records = records.map((record) => deepFreeze(record));
-    this.#bytes = this.#records.reduce((total, record) => total + recordBytes(record), 0);
+  /** Replaces every record (application-supplied history, already normalised to JSON text). */
+  replace(records: string[]): void {
+    this.#records = records;
+    this.#bytes = this.#records.reduce((total, json) => total + Buffer.byteLength(json, "utf8"), 0);
     this.#snapshot = undefined;
     this.epoch += 1;
     this.mirrored = 0;
   }
 
   /** Records from `index` on, as JSON text for the sandbox mirror. */
-  since(index: number): string[] {
-    return this.#records.slice(index).map((record) => JSON.stringify(record));
+  since(index: number): readonly string[] {
+    return this.#records.slice(index);
   }
 
   /** The latest `count` records, oldest first. */
   latest(count: number): readonly HistoryRecord[] {
-    return count <= 0 ? [] : this.#records.slice(-count);
+    return count <= 0 ? [] : this.#records.slice(-count).map(parseRecord);
   }
 
-  /** A frozen array of all records, shared until the history changes. */
+  /** A frozen array of all records (frozen too), shared until the history changes. */
   snapshot(): readonly HistoryRecord[] {
-    this.#snapshot ??= Object.freeze([...this.#records]);
+    this.#snapshot ??= Object.freeze(this.#records.map(parseRecord));
     return this.#snapshot;
   }
 }

@@ -10,6 +10,9 @@ const RUNTIME_SOURCE = `(${hardenRealm})();\nreturn (${createRuntime})((${create
 /** Forwards a program's `delegate` call to the host; must never reject. */
 export type BridgeHandler = (callId: string, requestText: string) => Promise<BridgeOutcome>;
 
+/** Records copied into the isolate per step of a large mirror sync, bounding the copy's peak memory. */
+const SYNC_CHUNK = 1_000;
+
 /** How often a long run checks whether isolated-vm disposed its isolate (memory limit). */
 const DISPOSAL_POLL_MS = 25;
 
@@ -31,6 +34,7 @@ export class AgentIsolate {
   readonly #isolate: ivm.Isolate;
   readonly #start: ivm.Reference;
   readonly #takeRef: ivm.Reference;
+  readonly #sync: ivm.Reference;
   readonly #waiters: Map<string, () => void>;
   #disposedOnPurpose = false;
   #tainted = false;
@@ -39,7 +43,7 @@ export class AgentIsolate {
     memoryLimitMb: number,
     mirrorAllowanceMb: number,
     isolate: ivm.Isolate,
-    api: { start: ivm.Reference; take: ivm.Reference },
+    api: { start: ivm.Reference; take: ivm.Reference; sync: ivm.Reference },
     waiters: Map<string, () => void>,
   ) {
     this.memoryLimitMb = memoryLimitMb;
@@ -47,6 +51,7 @@ export class AgentIsolate {
     this.#isolate = isolate;
     this.#start = api.start;
     this.#takeRef = api.take;
+    this.#sync = api.sync;
     this.#waiters = waiters;
   }
 
@@ -75,6 +80,7 @@ export class AgentIsolate {
       const api = {
         start: (await runtime.get("start", { reference: true })) as ivm.Reference,
         take: (await runtime.get("take", { reference: true })) as ivm.Reference,
+        sync: (await runtime.get("sync", { reference: true })) as ivm.Reference,
       };
       return new AgentIsolate(memoryLimitMb, mirrorAllowanceMb, isolate, api, waiters);
     } catch (error) {
@@ -109,8 +115,15 @@ export class AgentIsolate {
    */
   async run(request: RunRequestMessage, onStarted: () => void, control: { cancel?: () => void }): Promise<RunReport> {
     const { payload, timeoutMs } = request;
-    const history = this.#historyFor(request);
+    let history = this.#historyFor(request);
     if (history === undefined) return { kind: "resync" };
+    if (history.records.length > SYNC_CHUNK) {
+      for (let index = 0; index < history.records.length; index += SYNC_CHUNK) {
+        const chunk = { reset: history.reset && index === 0, records: history.records.slice(index, index + SYNC_CHUNK) };
+        this.#sync.applySync(undefined, [chunk], { arguments: { copy: true }, timeout: 60_000 });
+      }
+      history = { reset: false, records: [] };
+    }
     const callId = payload.callId;
     const started = performance.now();
     let done = false;

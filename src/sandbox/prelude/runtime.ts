@@ -18,6 +18,8 @@ interface ReferenceLike {
 }
 
 export interface IsolateRuntime {
+  /** Adds records to the history mirror ahead of a run (large syncs arrive in chunks). */
+  sync(history: RunPayload["history"]): void;
   start(payload: RunPayload): void;
   /** The call's result once it settled (ending the call), or null while it runs. */
   take(callId: string): { result: IsolateResult; clean: boolean } | null;
@@ -318,6 +320,7 @@ export function createRuntime(
   }
 
   return freeze({
+    sync: syncHistory,
     start(payload: RunPayload): void {
       const call: CallState = {
         id: payload.callId,
