@@ -1,6 +1,6 @@
 /** Resident memory of the host and its sandbox process together. */
 import { readFileSync } from "node:fs";
-import { Agent, ScriptedProvider, type AgentProxy, type HistoryRecord } from "../src/index.ts";
+import { Agent, type AgentProxy, type HistoryRecord, type Provider } from "../src/index.ts";
 import { sandboxSupervisor } from "../src/sandbox/host/supervisor.ts";
 
 function rssOf(pid: number | undefined): number {
@@ -22,7 +22,11 @@ export async function residentBytes(): Promise<number> {
   return process.memoryUsage.rss() + rssOf(sandboxSupervisor().pid);
 }
 
-const provider = () => new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } });
+/**
+ * A provider that keeps nothing: ScriptedProvider records every request in `calls` (by design,
+ * for tests), which would be counted here as if it were improv's own memory.
+ */
+const provider = (): Provider => ({ generate: async () => ({ code: "return args[0] + args[1]", model: "bench" }) });
 
 /** Bytes per live agent that made one call, beyond the process baseline (sandbox warm). */
 export async function perLiveAgent(count: number): Promise<{ agents: number; bytesPerAgent: number }> {
@@ -53,3 +57,4 @@ export async function perRecord(count: number, makeRecord: (index: number) => Hi
   if (Agent.history(agent).length !== count + 1 || input.length !== count) throw new Error("records were lost");
   return { records: count, bytesPerRecord: Math.round((after - before) / count) };
 }
+

@@ -1,15 +1,17 @@
 /**
  * `npm run bench [-- --quick]`: what a dynamic call costs and how it grows, each figure next to
- * baselines measured in the same run. Prints a report and writes bench/results/latest.json.
+ * baselines measured in the same run. Prints a report and writes bench/results/latest.json
+ * (or the file named by `--out`).
  * Every figure is a median (with its repetition count); warm-up runs are excluded.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent, ScriptedProvider, type HistoryRecord } from "../src/index.ts";
+import { fileURLToPath } from "node:url";
+import { Agent, ScriptedProvider } from "../src/index.ts";
 import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
-import { perLiveAgent, perRecord } from "./memory.ts";
+import { syntheticRecord } from "./records.ts";
 import { measure, percentile, type Summary } from "./stats.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 
@@ -22,6 +24,8 @@ if (!FLAGS.every((flag) => process.execArgv.includes(flag))) {
 }
 
 const quick = process.argv.includes("--quick");
+const outIndex = process.argv.indexOf("--out");
+const outFile = outIndex === -1 ? new URL("./results/latest.json", import.meta.url) : new URL(process.argv[outIndex + 1] ?? "", `file://${process.cwd()}/`);
 const count = quick ? 300 : 3_000;
 const warmup = quick ? 50 : 300;
 const growthCount = quick ? 150 : 2_000;
@@ -29,22 +33,11 @@ const growthSizes = quick ? [1, 10_000] : [1, 1_000, 10_000, 100_000];
 
 const provider = () => new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } });
 
-/** A plausible record, as the history holds after a call. */
-function syntheticRecord(index: number): HistoryRecord {
-  return {
-    call_id: `00000000-0000-4000-8000-${String(index).padStart(12, "0")}`,
-    timestamp: new Date(1_700_000_000_000 + index * 1000).toISOString(),
-    speaker: "user",
-    method_name: index % 3 === 0 ? "add" : "multiply",
-    args: [index, index + 1],
-    kwargs: {},
-    outcome_summary: { status: "ok", ok: true, error_type: null, retriable: false, value_class: "number" },
-    trace_id: `00000000-0000-4000-9000-${String(index).padStart(12, "0")}`,
-    depth: 0,
-    duration_ms: 0.5,
-    program_source: "return args[0] + args[1]",
-    artifact_hit: false,
-  };
+/** One memory figure, measured in a fresh process with the same flags. */
+function memoryFigure<T>(figure: "agents" | "records", count: number): T {
+  const child = spawnSync(process.execPath, [...FLAGS, fileURLToPath(new URL("./memory-child.ts", import.meta.url)), figure, String(count)], { encoding: "utf8" });
+  if (child.status !== 0) throw new Error(`memory figure ${figure} failed: ${child.stderr}`);
+  return JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}") as T;
 }
 
 async function callOverhead(log: string | false): Promise<Summary> {
@@ -108,8 +101,8 @@ const results = {
   growth: await callsWithHistory(growthSizes),
   prompt: { at10: await promptLength(10), at10000: await promptLength(10_000) },
   memory: {
-    liveAgents: await perLiveAgent(quick ? 200 : 1_000),
-    records: await perRecord(quick ? 20_000 : 100_000, syntheticRecord),
+    liveAgents: memoryFigure<{ agents: number; bytesPerAgent: number }>("agents", quick ? 200 : 1_000),
+    records: memoryFigure<{ records: number; bytesPerRecord: number }>("records", quick ? 20_000 : 100_000),
   },
   agentCreation: await agentCreation(),
   scan: await scanTime(quick ? 2_000 : 20_000),
@@ -148,7 +141,7 @@ for (const { records, summary } of results.growth) {
 }
 console.log("\n3. Prompt growth");
 console.log(`  user prompt at 10 records ${results.prompt.at10} chars, at 10,000 records ${results.prompt.at10000} chars (×${promptRatio.toFixed(3)})`);
-console.log("\n4. Memory (host + sandbox process resident set, after GC)");
+console.log("\n4. Memory (host + sandbox process resident set after GC, each figure in a fresh process)");
 console.log(`  ${results.memory.liveAgents.agents} live agents that each made one call: ${(results.memory.liveAgents.bytesPerAgent / 1024).toFixed(1)} KiB per agent beyond the baseline`);
 console.log(`  one agent holding ${results.memory.records.records.toLocaleString("en-US")} records: ${results.memory.records.bytesPerRecord} bytes per record (host copy + sandbox mirror)`);
 console.log("\n5. Agent creation (Agent.for + first call, sandbox isolate start-up included)");
@@ -160,6 +153,6 @@ console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);
 
-mkdirSync(new URL("./results/", import.meta.url), { recursive: true });
-writeFileSync(new URL("./results/latest.json", import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
+mkdirSync(new URL("./", outFile), { recursive: true });
+writeFileSync(outFile, `${JSON.stringify(results, null, 2)}\n`);
 process.exit(0);

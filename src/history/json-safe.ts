@@ -46,6 +46,49 @@ export function toJsonSafe(value: unknown): JsonValue {
   return convert(value, 0, new Set());
 }
 
+/**
+ * Whether `value` is already plain JSON that {@link toJsonSafe} would copy unchanged: plain
+ * objects and arrays within the depth and size limits, short strings, finite numbers, booleans
+ * and null, no `__proto__` keys, no getters. Allocates nothing, so the common case skips the copy.
+ */
+export function isPlainJson(value: unknown, depth = 0): value is JsonValue {
+  switch (typeof value) {
+    case "string":
+      return value.length <= MAX_STRING_CHARS;
+    case "number":
+      return Number.isFinite(value);
+    case "boolean":
+      return true;
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= MAX_DEPTH) return false;
+  if (Array.isArray(value)) {
+    if (value.length > MAX_ITEMS) return false;
+    for (let index = 0; index < value.length; index += 1) {
+      if (!Object.hasOwn(value, index) || !isPlainJson(value[index], depth + 1)) return false;
+    }
+    return true;
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+  let count = 0;
+  for (const key in value) {
+    count += 1;
+    if (count > MAX_ITEMS || key === "__proto__" || key.length > 200 || !Object.hasOwn(value, key)) return false;
+    const descriptor = Object.getOwnPropertyDescriptor(value, key);
+    if (!descriptor || !("value" in descriptor) || !isPlainJson(descriptor.value, depth + 1)) return false;
+  }
+  return true;
+}
+
+/** `value` as JSON-safe data: itself when it already is plain JSON (cheap path), else a safe copy. */
+export function asJsonSafe(value: unknown): JsonValue {
+  return isPlainJson(value) ? value : toJsonSafe(value);
+}
+
 function convert(value: unknown, depth: number, ancestors: Set<object>): JsonValue {
   switch (typeof value) {
     case "string":

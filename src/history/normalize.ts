@@ -1,5 +1,5 @@
 import { ERROR_TYPES } from "../outcome.ts";
-import { toJsonSafe } from "./json-safe.ts";
+import { asJsonSafe } from "./json-safe.ts";
 import type { HistoryRecord } from "./record.ts";
 
 const SPEAKERS = new Set(["user", "tool", "agent"]);
@@ -41,7 +41,7 @@ export function normalizeHistory(value: unknown, debug: boolean): string[] {
   const records: string[] = [];
   value.forEach((entry, index) => {
     const problem = recordProblem(entry);
-    if (problem === undefined) records.push(JSON.stringify(toJsonSafe(entry) as unknown as HistoryRecord));
+    if (problem === undefined) records.push(JSON.stringify(asJsonSafe(entry)));
     else warn(true, `conversation_history[${index}] was dropped: ${problem}.`);
   });
   return records;

@@ -1,6 +1,6 @@
 import { configure } from "safe-stable-stringify";
 import type { ErrorType, OutcomeStatus } from "../outcome.ts";
-import { toJsonSafe, truncateString, valueClass, type JsonValue } from "./json-safe.ts";
+import { asJsonSafe, truncateString, valueClass, type JsonValue } from "./json-safe.ts";
 
 /** Who made a call: application code, generated code through `delegate`, or (reserved) an agent. */
 export type Speaker = "user" | "tool" | "agent";
@@ -84,8 +84,8 @@ export function createRecord(input: RecordInput): SerializedRecord {
     timestamp: input.startedAt.toISOString(),
     speaker: input.speaker,
     method_name: truncateString(input.method, 200),
-    args: asArray(toJsonSafe(input.args)),
-    kwargs: asObject(toJsonSafe(input.kwargs)),
+    args: asArray(asJsonSafe(input.args)),
+    kwargs: asObject(asJsonSafe(input.kwargs)),
     outcome_summary: {
       status: outcome.status,
       ok: outcome.ok,

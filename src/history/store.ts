@@ -54,9 +54,9 @@ export class HistoryStore {
     this.mirrored = 0;
   }
 
-  /** Records from `index` on, as JSON text for the sandbox mirror. */
-  since(index: number): readonly string[] {
-    return this.#records.slice(index);
+  /** Records from `start` up to `end` (default: the end), as JSON text for the sandbox mirror. */
+  since(start: number, end?: number): readonly string[] {
+    return this.#records.slice(start, end);
   }
 
   /** The latest `count` records, oldest first. */

@@ -78,8 +78,21 @@ export interface RunRequestMessage {
   readonly payload: RunPayload;
 }
 
+/** Part of a large history sync, sent before the run so no message carries the whole history. */
+export interface SyncRequestMessage {
+  readonly type: "sync";
+  readonly syncId: number;
+  readonly agentId: string;
+  readonly memoryLimitMb: number;
+  readonly mirrorMb: number;
+  readonly historyEpoch: number;
+  readonly historyStart: number;
+  readonly records: readonly string[];
+}
+
 export type HostMessage =
   | RunRequestMessage
+  | SyncRequestMessage
   | { readonly type: "cancel"; readonly runId: number }
   | { readonly type: "bridge-result"; readonly requestId: number; readonly outcome: BridgeOutcome }
   | { readonly type: "forget"; readonly agentId: string };
@@ -94,4 +107,6 @@ export type ChildMessage =
   | { readonly type: "ready" }
   | { readonly type: "started"; readonly runId: number }
   | { readonly type: "result"; readonly runId: number; readonly report: RunReport }
+  /** `ok: false` when the mirror does not continue where the chunk starts: sync again from 0. */
+  | { readonly type: "synced"; readonly syncId: number; readonly ok: boolean }
   | { readonly type: "bridge"; readonly runId: number; readonly requestId: number; readonly request: BridgeRequest };

@@ -3,7 +3,7 @@ import { SANDBOX_LIMITS } from "../limits.ts";
 import { createEncoder } from "../prelude/encode.ts";
 import { hardenRealm } from "../prelude/harden.ts";
 import { createRuntime } from "../prelude/runtime.ts";
-import type { BridgeOutcome, IsolateResult, RunPayload, RunReport, RunRequestMessage } from "../protocol.ts";
+import type { BridgeOutcome, IsolateResult, RunPayload, RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
 
 const RUNTIME_SOURCE = `(${hardenRealm})();\nreturn (${createRuntime})((${createEncoder}), $0, $1, $2);`;
 
@@ -174,10 +174,27 @@ export class AgentIsolate {
   }
 
   #historyFor(request: RunRequestMessage): RunPayload["history"] | undefined {
-    const { records } = request.payload.history;
-    if (request.historyEpoch === this.historyEpoch && request.historyStart === this.historyLength) return { reset: false, records };
-    if (request.historyStart === 0) return { reset: true, records };
+    return this.#continuation(request.historyEpoch, request.historyStart, request.payload.history.records);
+  }
+
+  /** The records as a continuation of the mirror, a reset, or undefined when they do not fit. */
+  #continuation(epoch: number, start: number, records: readonly string[]): RunPayload["history"] | undefined {
+    if (epoch === this.historyEpoch && start === this.historyLength) return { reset: false, records };
+    if (start === 0) return { reset: true, records };
     return undefined;
+  }
+
+  /** Adds one chunk of a large sync to the mirror; false when it does not continue the mirror. */
+  syncChunk(message: SyncRequestMessage): boolean {
+    const history = this.#continuation(message.historyEpoch, message.historyStart, message.records);
+    if (history === undefined) return false;
+    for (let index = 0; index < history.records.length; index += SYNC_CHUNK) {
+      const chunk = { reset: history.reset && index === 0, records: history.records.slice(index, index + SYNC_CHUNK) };
+      this.#sync.applySync(undefined, [chunk], { arguments: { copy: true }, timeout: 60_000 });
+    }
+    this.historyEpoch = message.historyEpoch;
+    this.historyLength = message.historyStart + message.records.length;
+    return true;
   }
 
   /**

@@ -158,6 +158,12 @@ process.on("message", (message: HostMessage) => {
     case "run":
       void run(message).then((report) => send({ type: "result", runId: message.runId, report }));
       break;
+    case "sync":
+      void isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb)
+        .then((isolate) => isolate.syncChunk(message))
+        .catch(() => false)
+        .then((ok) => send({ type: "synced", syncId: message.syncId, ok }));
+      break;
     case "cancel":
       cancels.get(message.runId)?.cancel?.();
       break;

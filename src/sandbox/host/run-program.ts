@@ -10,8 +10,8 @@ export interface MirrorSource {
   readonly length: number;
   /** Serialised size of all records. */
   readonly bytes: number;
-  /** Records from `index` to the end, each as JSON text. */
-  since(index: number): readonly string[];
+  /** Records from `start` up to `end` (default: the end), each as JSON text. */
+  since(start: number, end?: number): readonly string[];
   /** How many records the sandbox is believed to hold; kept up to date by {@link runProgram}. */
   mirrored: number;
 }
@@ -39,6 +39,9 @@ export interface ProgramRun {
  */
 const MIRROR_HEAP_PER_JSON_BYTE = 3;
 
+/** Most records one message carries; a longer sync goes ahead of the run in chunks of this size. */
+const SYNC_CHUNK = 1_000;
+
 /** How the program ended, with its value and context decoded. */
 export type ProgramResult =
   | { readonly status: "ok"; readonly value: unknown; readonly context: Record<string, unknown>; readonly console: string[] }
@@ -56,14 +59,28 @@ export async function runProgram(run: ProgramRun): Promise<ProgramResult> {
 
 async function send(run: ProgramRun, start: number): Promise<RunReport> {
   const { history } = run;
-  const from = Math.min(start, history.length);
+  const mirrorMb = Math.ceil((history.bytes * MIRROR_HEAP_PER_JSON_BYTE) / 2 ** 20);
+  let from = Math.min(start, history.length);
+  // Large syncs (a new isolate, or a history replaced by the application) go in chunks, so
+  // neither process ever holds the whole transfer at once.
+  while (history.length - from > SYNC_CHUNK) {
+    const records = history.since(from, from + SYNC_CHUNK);
+    const base = { agentId: run.agentId, memoryLimitMb: run.memoryLimitMb, mirrorMb, historyEpoch: history.epoch };
+    if (await sandboxSupervisor().sync({ ...base, historyStart: from, records })) {
+      from += records.length;
+    } else if (from !== 0) {
+      from = 0;
+    } else {
+      break;
+    }
+  }
   const records = history.since(from);
   const sentUpTo = from + records.length;
   const report = await sandboxSupervisor().execute(
     {
       agentId: run.agentId,
       memoryLimitMb: run.memoryLimitMb,
-      mirrorMb: Math.ceil((history.bytes * MIRROR_HEAP_PER_JSON_BYTE) / 2 ** 20),
+      mirrorMb,
       timeoutMs: run.timeoutMs,
       historyEpoch: history.epoch,
       historyStart: from,

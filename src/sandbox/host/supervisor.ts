@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { killGraceMs } from "../limits.ts";
-import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
+import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
 
 /** Time allowed for starting the sandbox process and building an isolate, on top of a run's own limit. */
 const STARTUP_ALLOWANCE_MS = 10_000;
@@ -44,6 +44,7 @@ export class SandboxSupervisor {
   #ready: Promise<ChildProcess> | undefined;
   readonly #runs = new Map<number, PendingRun>();
   #nextRunId = 1;
+  readonly #syncs = new Map<number, { child: ChildProcess; resolve: (ok: boolean) => void }>();
   /** How many sandbox processes were started, for tests and diagnostics. */
   starts = 0;
 
@@ -104,6 +105,28 @@ export class SandboxSupervisor {
       } catch (error) {
         pending.resolve({ kind: "failed", errorType: "invalid_input", message: `The call's data could not be sent to the sandbox: ${(error as Error).message}` });
       }
+    });
+  }
+
+  /**
+   * Sends one chunk of a large history sync; resolves true when the sandbox mirror took it,
+   * false when it must start again from the first record (or the process went away).
+   */
+  async sync(request: Omit<SyncRequestMessage, "type" | "syncId">): Promise<boolean> {
+    let child: ChildProcess;
+    try {
+      child = await this.#start();
+    } catch {
+      return false;
+    }
+    const syncId = this.#nextRunId++;
+    return new Promise<boolean>((resolve) => {
+      this.#syncs.set(syncId, { child, resolve });
+      child.ref();
+      this.#send(child, { type: "sync", syncId, ...request });
+    }).finally(() => {
+      this.#syncs.delete(syncId);
+      this.#updateRef();
     });
   }
 
@@ -168,6 +191,9 @@ export class SandboxSupervisor {
       case "result":
         this.#runs.get(message.runId)?.resolve(message.report);
         return;
+      case "synced":
+        this.#syncs.get(message.syncId)?.resolve(message.ok);
+        return;
       case "bridge": {
         const pending = this.#runs.get(message.runId);
         const answer = (outcome: BridgeOutcome) => {
@@ -200,6 +226,7 @@ export class SandboxSupervisor {
       this.#child = undefined;
       this.#ready = undefined;
     }
+    for (const pending of this.#syncs.values()) if (pending.child === child) pending.resolve(false);
     for (const pending of [...this.#runs.values()]) {
       if (pending.child !== child) continue;
       if (!pending.started && !pending.overran && pending.resends < 2) {
@@ -252,7 +279,7 @@ export class SandboxSupervisor {
     const child = this.#child;
     if (!child) return;
     const channel = child.channel as { ref?: () => void; unref?: () => void } | null | undefined;
-    if (this.#runs.size > 0) {
+    if (this.#runs.size > 0 || this.#syncs.size > 0) {
       child.ref();
       channel?.ref?.();
     } else {

@@ -1,0 +1,31 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect, test } from "vitest";
+
+// Keeps the benchmark code from rotting: the quick mode runs every figure on small inputs.
+// It asserts that each figure is produced, not how fast anything is.
+test("npm run bench -- --quick prints every figure with its baseline and writes its JSON", async () => {
+  const root = fileURLToPath(new URL("../", import.meta.url));
+  const out = join(mkdtempSync(join(tmpdir(), "improv-bench-")), "quick.json");
+  const child = spawn(process.execPath, ["bench/run.ts", "--quick", "--out", out], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  expect(code, output).toBe(0);
+  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "Targets"]) {
+    expect(output).toContain(heading);
+  }
+  expect(output).toMatch(/\(a\) isolated-vm evalClosure, persistent context +p50 +\d+ µs/);
+  expect(output).toMatch(/\(b\) node:vm, same program +p50 +\d+ µs/);
+  expect(output).toMatch(/\(c\) child-process round trip, same transport +p50 +\d+ µs/);
+  const results = JSON.parse(readFileSync(out, "utf8")) as Record<string, any>;
+  expect(results.mode).toBe("quick");
+  expect(results.call.logOff.count).toBeGreaterThan(0);
+  expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
+  expect(results.targets).toHaveLength(6);
+  expect(results.telemetry.lines).toBe(100_000);
+}, 120_000);
