@@ -7,9 +7,10 @@
  *   run {program, args, context,  ──────▶  pick the agent's isolate
  *        history since last sync}          start(payload)  ─────────────▶  compile, run
  *                                                                          delegate(role).m()
+ *   sync {records} (large syncs) ──────▶   sync(chunk)     ─────────────▶  mirror += records
  *   bridge-result {outcome}  ◀──────▶      bridge {role, method, args} ◀── bridge(callId, request)
- *                                          notify(callId)  ◀──────────────  settled
- *   result {value, context, …}  ◀──────    fetch(callId), finish(callId)
+ *                                          notify(callId)  ◀──────────────  settled later
+ *   result {value, context, …}  ◀──────    take(callId)    ─────────────▶  result, globals cleaned
  *
  * Values travel host → child by structured clone (IPC "advanced" serialisation) and enter
  * the isolate as copies. Results leave the isolate as one JSON string made by the in-isolate

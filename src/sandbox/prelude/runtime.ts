@@ -5,9 +5,9 @@
  * from its module scope; its helpers arrive as parameters.
  *
  * Whatever a program throws or rejects with becomes a plain `{ name, message }`; results and
- * context leave as JSON strings made by the encoder. The host side fetches a call's result
- * explicitly after `notify(callId)`, so a stray rejection reported by isolated-vm for some
- * task can never be mistaken for a call's result.
+ * context leave as JSON strings made by the encoder. The host side takes a call's result
+ * explicitly (`take(callId)`, right after the synchronous part or on `notify(callId)`), so a
+ * stray rejection reported by isolated-vm for some task can never be mistaken for a result.
  */
 import type { ErrorType } from "../../outcome.ts";
 import type { IsolateResult, RunPayload } from "../protocol.ts";
