@@ -80,6 +80,23 @@ describe("OpenAIProvider over HTTP", () => {
     expect(r.errorMessage).toContain("does not look like an OpenAI chat completion");
   });
 
+  test("a server that rejects response_format gets plain requests from then on", async () => {
+    const calc = await agentAgainst([
+      { kind: "status", status: 400, body: { error: { message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.", type: "invalid_request_error" } } },
+      { kind: "content", content: "```js\nreturn 'plain'\n```" },
+    ]);
+    expect((await calc.greet()).value).toBe("plain");
+    expect((await calc.greet()).value).toBe("plain");
+    const formats = server!.requests.map((request) => request.body.response_format?.constructor === Object);
+    expect(formats).toEqual([true, false, false]);
+  });
+
+  test("other HTTP 400 errors are provider failures, not a format fallback", async () => {
+    const calc = await agentAgainst([{ kind: "status", status: 400, body: { error: { message: "context length exceeded" } } }], { maxGenerationAttempts: 1 });
+    expect((await calc.greet()).errorType).toBe("provider");
+    expect(server!.requests).toHaveLength(1);
+  });
+
   test("without an API key the constructor says how to provide one", () => {
     const saved = process.env.OPENAI_API_KEY;
     delete process.env.OPENAI_API_KEY;

@@ -15,7 +15,10 @@ export interface OpenAIProviderOptions {
   readonly model?: string;
   /** HTTP retries inside one generation attempt (429, 5xx, connection errors). Default: 2. */
   readonly maxRetries?: number;
-  /** Ask for structured output (`{ code }`). Default: true. Turn off for servers that reject `response_format`. */
+  /**
+   * Ask for structured output (`{ code }`). Default: true. A server that rejects
+   * `response_format` (HTTP 400 naming it) is asked plainly from then on.
+   */
   readonly structuredOutput?: boolean;
   /** A ready client, for full control over the SDK. */
   readonly client?: OpenAI;
@@ -42,7 +45,8 @@ const PROGRAM_SCHEMA = {
 export class OpenAIProvider implements Provider {
   readonly model: string;
   readonly #client: OpenAI;
-  readonly #structuredOutput: boolean;
+  /** Turned off for good once the server rejects `response_format` (many compatible servers do). */
+  #structuredOutput: boolean;
 
   constructor(options: OpenAIProviderOptions = {}) {
     this.model = options.model ?? readEnv("IMPROV_MODEL") ?? DEFAULT_OPENAI_MODEL;
@@ -63,21 +67,31 @@ export class OpenAIProvider implements Provider {
     });
   }
 
+  /** One chat completion; falls back to a plain request once if the server rejects structured output. */
+  async #complete(request: GenerationRequest, model: string, signal: AbortSignal): Promise<OpenAI.Chat.Completions.ChatCompletion> {
+    const messages = [
+      { role: "system" as const, content: request.system },
+      { role: "user" as const, content: request.user },
+    ];
+    if (this.#structuredOutput) {
+      try {
+        return await this.#client.chat.completions.create(
+          { model, messages, response_format: { type: "json_schema", json_schema: PROGRAM_SCHEMA } },
+          { signal },
+        );
+      } catch (error) {
+        if (!rejectsResponseFormat(error)) throw error;
+        this.#structuredOutput = false;
+      }
+    }
+    return this.#client.chat.completions.create({ model, messages }, { signal });
+  }
+
   async generate(request: GenerationRequest, signal: AbortSignal): Promise<Generation> {
     const model = request.model ?? this.model;
     let completion: OpenAI.Chat.Completions.ChatCompletion;
     try {
-      completion = await this.#client.chat.completions.create(
-        {
-          model,
-          messages: [
-            { role: "system", content: request.system },
-            { role: "user", content: request.user },
-          ],
-          ...(this.#structuredOutput ? { response_format: { type: "json_schema", json_schema: PROGRAM_SCHEMA } } : {}),
-        },
-        { signal },
-      );
+      completion = await this.#complete(request, model, signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw new ProviderError(describeFailure(error), { cause: error });
@@ -95,6 +109,11 @@ export class OpenAIProvider implements Provider {
         : {}),
     };
   }
+}
+
+/** A 400 that says the server does not support structured output. */
+function rejectsResponseFormat(error: unknown): boolean {
+  return error instanceof APIError && error.status === 400 && /response_format|json_schema|structured output/i.test(error.message);
 }
 
 function describeFailure(error: unknown): string {
