@@ -62,6 +62,7 @@ describe("log lines", () => {
       expect(line.outcome_status).toBe(record.outcome_summary.status);
       expect(line.error_type).toBe(record.outcome_summary.error_type);
       expect(line.trace_id).toBe(record.trace_id);
+      expect(line.duration_ms).toBe(record.duration_ms);
     });
   });
 

@@ -45,13 +45,15 @@ export interface FinalizeTarget {
 export function finalize(target: FinalizeTarget, draft: CallDraft, outcome: Outcome): HistoryRecord | undefined {
   if (draft.finalized) return undefined;
   draft.finalized = true;
-  const serialized = buildRecord(draft, outcome);
+  // One duration for both, so the record and the log line agree.
+  const durationMs = performance.now() - draft.startedMs;
+  const serialized = buildRecord(draft, outcome, durationMs);
   target.history.append(serialized);
-  if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, outcome));
+  if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, outcome, durationMs));
   return serialized.record;
 }
 
-function buildRecord(draft: CallDraft, outcome: Outcome): SerializedRecord {
+function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number): SerializedRecord {
   return createRecord({
     callId: draft.callId,
     startedAt: draft.startedAt,
@@ -63,12 +65,12 @@ function buildRecord(draft: CallDraft, outcome: Outcome): SerializedRecord {
     traceId: draft.traceId,
     parentCallId: draft.parentCallId,
     depth: draft.depth,
-    durationMs: performance.now() - draft.startedMs,
+    durationMs,
     programSource: draft.code,
   });
 }
 
-function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome): Record<string, unknown> {
+function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, durationMs: number): Record<string, unknown> {
   const { options, history } = target;
   return buildLogLine({
     role: target.role,
@@ -78,7 +80,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome): Re
     kwargs: draft.kwargs,
     code: draft.code,
     parsed: draft.parsed,
-    durationMs: performance.now() - draft.startedMs,
+    durationMs,
     attempts: draft.attempts,
     status: outcome.status,
     errorType: outcome.errorType ?? null,

@@ -39,9 +39,6 @@ export interface HistoryRecord {
   readonly artifact_hit?: boolean;
 }
 
-/** The keys every record has. */
-export const REQUIRED_RECORD_KEYS = ["call_id", "timestamp", "speaker", "method_name", "args", "kwargs", "outcome_summary"] as const;
-
 /** Largest serialised record; larger ones are cut down field by field, with markers. */
 export const MAX_RECORD_BYTES = 64 * 1024;
 

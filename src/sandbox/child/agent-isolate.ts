@@ -16,7 +16,6 @@ const SYNC_CHUNK = 1_000;
 /** How often a long run checks whether isolated-vm disposed its isolate (memory limit). */
 const DISPOSAL_POLL_MS = 25;
 
-
 /**
  * One agent's isolate in the sandbox process: a hardened context with the runtime loaded,
  * and the agent's history mirror inside it. A run that does not settle normally (deadline,
@@ -118,10 +117,7 @@ export class AgentIsolate {
     let history = this.#historyFor(request);
     if (history === undefined) return { kind: "resync" };
     if (history.records.length > SYNC_CHUNK) {
-      for (let index = 0; index < history.records.length; index += SYNC_CHUNK) {
-        const chunk = { reset: history.reset && index === 0, records: history.records.slice(index, index + SYNC_CHUNK) };
-        this.#sync.applySync(undefined, [chunk], { arguments: { copy: true }, timeout: 60_000 });
-      }
+      this.#addToMirror(history);
       history = { reset: false, records: [] };
     }
     const callId = payload.callId;
@@ -184,14 +180,19 @@ export class AgentIsolate {
     return undefined;
   }
 
-  /** Adds one chunk of a large sync to the mirror; false when it does not continue the mirror. */
-  syncChunk(message: SyncRequestMessage): boolean {
-    const history = this.#continuation(message.historyEpoch, message.historyStart, message.records);
-    if (history === undefined) return false;
+  /** Copies records into the isolate's mirror in bounded steps, keeping each copy's peak small. */
+  #addToMirror(history: RunPayload["history"]): void {
     for (let index = 0; index < history.records.length; index += SYNC_CHUNK) {
       const chunk = { reset: history.reset && index === 0, records: history.records.slice(index, index + SYNC_CHUNK) };
       this.#sync.applySync(undefined, [chunk], { arguments: { copy: true }, timeout: 60_000 });
     }
+  }
+
+  /** Adds one chunk of a large sync to the mirror; false when it does not continue the mirror. */
+  syncChunk(message: SyncRequestMessage): boolean {
+    const history = this.#continuation(message.historyEpoch, message.historyStart, message.records);
+    if (history === undefined) return false;
+    this.#addToMirror(history);
     this.historyEpoch = message.historyEpoch;
     this.historyLength = message.historyStart + message.records.length;
     return true;

@@ -98,7 +98,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
     { onBridge: run.onDelegate, signal: run.signal },
   );
   // A failed run may have cost the sandbox its mirror; the next run finds out and resyncs.
-  history.mirrored = report.kind === "settled" ? sentUpTo : report.kind === "resync" ? 0 : sentUpTo;
+  history.mirrored = report.kind === "resync" ? 0 : sentUpTo;
   return report;
 }
 
