@@ -13,13 +13,15 @@ function rssOf(pid: number | undefined): number {
   }
 }
 
-/** Host RSS plus sandbox RSS, after a full garbage collection in the host. */
-export async function residentBytes(): Promise<number> {
+/** Host RSS and sandbox RSS, after full garbage collections in the host. */
+export async function residentBytes(): Promise<{ host: number; sandbox: number; total: number }> {
   for (let i = 0; i < 3; i += 1) {
     (globalThis as { gc?: () => void }).gc?.();
     await new Promise((resolve) => setImmediate(resolve));
   }
-  return process.memoryUsage.rss() + rssOf(sandboxSupervisor().pid);
+  const host = process.memoryUsage.rss();
+  const sandbox = rssOf(sandboxSupervisor().pid);
+  return { host, sandbox, total: host + sandbox };
 }
 
 /**
@@ -40,11 +42,18 @@ export async function perLiveAgent(count: number): Promise<{ agents: number; byt
   }
   const after = await residentBytes();
   if (agents.length !== count) throw new Error("agents were lost");
-  return { agents: count, bytesPerAgent: Math.round((after - before) / count) };
+  return { agents: count, bytesPerAgent: Math.round((after.total - before.total) / count) };
+}
+
+export interface RecordMemory {
+  readonly records: number;
+  readonly bytesPerRecord: number;
+  readonly hostBytesPerRecord: number;
+  readonly sandboxBytesPerRecord: number;
 }
 
 /** Bytes per history record held by one agent (host copy and sandbox mirror), after a call synced it. */
-export async function perRecord(count: number, makeRecord: (index: number) => HistoryRecord): Promise<{ records: number; bytesPerRecord: number }> {
+export async function perRecord(count: number, makeRecord: (index: number) => HistoryRecord): Promise<RecordMemory> {
   const agent = Agent.for("holder", { provider: provider() });
   await agent.add(1, 2);
   // The application's own copy of the records is built before the baseline and kept alive
@@ -55,6 +64,7 @@ export async function perRecord(count: number, makeRecord: (index: number) => Hi
   await agent.add(1, 2);
   const after = await residentBytes();
   if (Agent.history(agent).length !== count + 1 || input.length !== count) throw new Error("records were lost");
-  return { records: count, bytesPerRecord: Math.round((after - before) / count) };
+  const per = (key: "host" | "sandbox" | "total") => Math.round((after[key] - before[key]) / count);
+  return { records: count, bytesPerRecord: per("total"), hostBytesPerRecord: per("host"), sandboxBytesPerRecord: per("sandbox") };
 }
 

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, ScriptedProvider } from "../src/index.ts";
 import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
+import type { RecordMemory } from "./memory.ts";
 import { syntheticRecord } from "./records.ts";
 import { measure, percentile, type Summary } from "./stats.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
@@ -33,11 +34,22 @@ const growthSizes = quick ? [1, 10_000] : [1, 1_000, 10_000, 100_000];
 
 const provider = () => new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } });
 
-/** One memory figure, measured in a fresh process with the same flags. */
-function memoryFigure<T>(figure: "agents" | "records", count: number): T {
-  const child = spawnSync(process.execPath, [...FLAGS, fileURLToPath(new URL("./memory-child.ts", import.meta.url)), figure, String(count)], { encoding: "utf8" });
-  if (child.status !== 0) throw new Error(`memory figure ${figure} failed: ${child.stderr}`);
-  return JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}") as T;
+/** Fresh processes per memory figure; the garbage collector's heap sizing varies from one to the next. */
+const memoryRuns = quick ? 1 : 3;
+
+/**
+ * One memory figure: each run in a fresh process with the same flags, and the run whose
+ * `key` is the median reported, with every run's value beside it.
+ */
+function memoryFigure<T extends object>(figure: "agents" | "records", count: number, key: keyof T & string): T & { runs: number[] } {
+  const results = Array.from({ length: memoryRuns }, () => {
+    const child = spawnSync(process.execPath, [...FLAGS, fileURLToPath(new URL("./memory-child.ts", import.meta.url)), figure, String(count)], { encoding: "utf8" });
+    if (child.status !== 0) throw new Error(`memory figure ${figure} failed: ${child.stderr}`);
+    return JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}") as T;
+  });
+  const value = (result: T) => result[key] as number;
+  const sorted = [...results].sort((x, y) => value(x) - value(y));
+  return { ...sorted[Math.floor(sorted.length / 2)]!, runs: results.map(value) };
 }
 
 async function callOverhead(log: string | false): Promise<Summary> {
@@ -101,8 +113,8 @@ const results = {
   growth: await callsWithHistory(growthSizes),
   prompt: { at10: await promptLength(10), at10000: await promptLength(10_000) },
   memory: {
-    liveAgents: memoryFigure<{ agents: number; bytesPerAgent: number }>("agents", quick ? 200 : 1_000),
-    records: memoryFigure<{ records: number; bytesPerRecord: number }>("records", quick ? 20_000 : 100_000),
+    liveAgents: memoryFigure<{ agents: number; bytesPerAgent: number }>("agents", quick ? 200 : 1_000, "bytesPerAgent"),
+    records: memoryFigure<RecordMemory>("records", quick ? 20_000 : 100_000, "bytesPerRecord"),
   },
   agentCreation: await agentCreation(),
   scan: await scanTime(quick ? 2_000 : 20_000),
@@ -141,9 +153,10 @@ for (const { records, summary } of results.growth) {
 }
 console.log("\n3. Prompt growth");
 console.log(`  user prompt at 10 records ${results.prompt.at10} chars, at 10,000 records ${results.prompt.at10000} chars (×${promptRatio.toFixed(3)})`);
-console.log("\n4. Memory (host + sandbox process resident set after GC, each figure in a fresh process)");
-console.log(`  ${results.memory.liveAgents.agents} live agents that each made one call: ${(results.memory.liveAgents.bytesPerAgent / 1024).toFixed(1)} KiB per agent beyond the baseline`);
-console.log(`  one agent holding ${results.memory.records.records.toLocaleString("en-US")} records: ${results.memory.records.bytesPerRecord} bytes per record (host copy + sandbox mirror)`);
+const { liveAgents, records } = results.memory;
+console.log(`\n4. Memory (host + sandbox process resident set after GC; median of ${memoryRuns} fresh process${memoryRuns === 1 ? "" : "es"} per figure)`);
+console.log(`  ${liveAgents.agents} live agents that each made one call: ${(liveAgents.bytesPerAgent / 1024).toFixed(1)} KiB per agent beyond the baseline (runs: ${liveAgents.runs.map((bytes) => (bytes / 1024).toFixed(1)).join(", ")} KiB)`);
+console.log(`  one agent holding ${records.records.toLocaleString("en-US")} records: ${records.bytesPerRecord} bytes per record = host ${records.hostBytesPerRecord} + sandbox mirror ${records.sandboxBytesPerRecord} (runs: ${records.runs.join(", ")} B)`);
 console.log("\n5. Agent creation (Agent.for + first call, sandbox isolate start-up included)");
 row("new agent, first call", results.agentCreation);
 console.log("\n6. Telemetry");

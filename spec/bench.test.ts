@@ -27,5 +27,9 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
   expect(results.targets).toHaveLength(6);
+  const { records } = results.memory;
+  expect(records.runs).toEqual([records.bytesPerRecord]);
+  expect(records.hostBytesPerRecord + records.sandboxBytesPerRecord).toBeCloseTo(records.bytesPerRecord, -1);
+  expect(output).toMatch(/records: \d+ bytes per record = host -?\d+ \+ sandbox mirror -?\d+/);
   expect(results.telemetry.lines).toBe(100_000);
 }, 120_000);

@@ -29,20 +29,19 @@ export function recordProblem(entry: unknown): string | undefined {
 
 /**
  * History given by the application: a non-array becomes `[]`, malformed entries are
- * dropped with a warning, and valid ones are kept as JSON-safe copies, returned as their JSON
- * text (converted one at a time, so a large history is never held twice as objects). The
- * warning for a non-array appears in debug mode only.
+ * dropped with a warning, and valid ones are kept as JSON-safe copies, yielded as their JSON
+ * text one at a time (so a large history is never held twice). The warning for a non-array
+ * appears in debug mode only.
  */
-export function normalizeHistory(value: unknown, debug: boolean): string[] {
+export function* normalizeHistory(value: unknown, debug: boolean): Generator<string, void, undefined> {
   if (!Array.isArray(value)) {
     warn(debug, "conversation_history must be an array of records; it was replaced by an empty history.");
-    return [];
+    return;
   }
-  const records: string[] = [];
-  value.forEach((entry, index) => {
+  for (let index = 0; index < value.length; index += 1) {
+    const entry: unknown = value[index];
     const problem = recordProblem(entry);
-    if (problem === undefined) records.push(JSON.stringify(asJsonSafe(entry)));
+    if (problem === undefined) yield JSON.stringify(asJsonSafe(entry));
     else warn(true, `conversation_history[${index}] was dropped: ${problem}.`);
-  });
-  return records;
+  }
 }

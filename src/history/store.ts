@@ -1,4 +1,5 @@
 import type { HistoryRecord, SerializedRecord } from "./record.ts";
+import { TextArena } from "./text-arena.ts";
 
 function deepFreeze<T>(value: T): T {
   const pending: unknown[] = [value];
@@ -16,39 +17,39 @@ function parseRecord(json: string): HistoryRecord {
 }
 
 /**
- * An agent's canonical history, owned by the host. Each record is kept as its JSON text: a
- * third of the memory of the objects, and exactly what the sandbox mirror needs. Appending is
+ * An agent's canonical history, owned by the host. Each record is kept as its JSON text, in
+ * UTF-8 outside the JS heap: a third of the memory of the objects, no garbage-collector work
+ * however long the history grows, and exactly what the sandbox mirror needs. Appending is
  * O(1); objects are made only when asked for (the prompt's preview, `Agent.history()`, whose
  * frozen array is shared until the next change).
  */
 export class HistoryStore {
-  #records: string[] = [];
+  #records = new TextArena();
   #snapshot: readonly HistoryRecord[] | undefined;
-  #bytes = 0;
   /** Changes whenever the history is replaced rather than appended to. */
   epoch = 0;
   /** How many records the sandbox mirror is believed to hold. */
   mirrored = 0;
 
   get length(): number {
-    return this.#records.length;
+    return this.#records.count;
   }
 
   /** Serialised size of all records, which sizes the sandbox mirror's memory allowance. */
   get bytes(): number {
-    return this.#bytes;
+    return this.#records.bytes;
   }
 
   append({ json }: SerializedRecord): void {
     this.#records.push(json);
-    this.#bytes += Buffer.byteLength(json, "utf8");
     this.#snapshot = undefined;
   }
 
   /** Replaces every record (application-supplied history, already normalised to JSON text). */
-  replace(records: string[]): void {
-    this.#records = records;
-    this.#bytes = this.#records.reduce((total, json) => total + Buffer.byteLength(json, "utf8"), 0);
+  replace(records: Iterable<string>): void {
+    const arena = new TextArena();
+    for (const json of records) arena.push(json);
+    this.#records = arena;
     this.#snapshot = undefined;
     this.epoch += 1;
     this.mirrored = 0;
@@ -61,12 +62,16 @@ export class HistoryStore {
 
   /** The latest `count` records, oldest first. */
   latest(count: number): readonly HistoryRecord[] {
-    return count <= 0 ? [] : this.#records.slice(-count).map(parseRecord);
+    return count <= 0 ? [] : this.#records.slice(this.length - count).map(parseRecord);
   }
 
   /** A frozen array of all records (frozen too), shared until the history changes. */
   snapshot(): readonly HistoryRecord[] {
-    this.#snapshot ??= Object.freeze(this.#records.map(parseRecord));
+    if (this.#snapshot === undefined) {
+      const records: HistoryRecord[] = [];
+      for (let index = 0; index < this.length; index += 1) records.push(parseRecord(this.#records.at(index)));
+      this.#snapshot = Object.freeze(records);
+    }
     return this.#snapshot;
   }
 }
