@@ -66,6 +66,21 @@ describe("HistoryStore", () => {
     expect(store.since(1).map((json) => JSON.parse(json).call_id)).toEqual(["call-2"]);
   });
 
+  test("latest() follows appends and replacements, never a stale record", () => {
+    const store = new HistoryStore();
+    const ids = (count: number) => store.latest(count).map((entry) => entry.call_id);
+    expect(ids(3)).toEqual([]);
+    for (let index = 0; index < 4; index += 1) store.append({ record: record(index), json: JSON.stringify(record(index)) });
+    expect(ids(3)).toEqual(["call-1", "call-2", "call-3"]);
+    store.append({ record: record(4), json: JSON.stringify(record(4)) });
+    expect(ids(3)).toEqual(["call-2", "call-3", "call-4"]);
+    expect(ids(0)).toEqual([]);
+    expect(ids(5)).toEqual(["call-0", "call-1", "call-2", "call-3", "call-4"]);
+    store.replace([5, 6, 7, 8, 9].map((index) => JSON.stringify(record(index))));
+    expect(ids(3)).toEqual(["call-7", "call-8", "call-9"]);
+    expect(Object.isFrozen(store.latest(1)[0]?.outcome_summary)).toBe(true);
+  });
+
   test("a normaliser that throws part-way leaves the history as it was", () => {
     const store = new HistoryStore();
     store.append({ record: record(0), json: JSON.stringify(record(0)) });

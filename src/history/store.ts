@@ -26,6 +26,8 @@ function parseRecord(json: string): HistoryRecord {
 export class HistoryStore {
   #records = new TextArena();
   #snapshot: readonly HistoryRecord[] | undefined;
+  /** The records `latest()` last returned and the index of the first, so each call parses only what is new. */
+  #tail: { start: number; records: readonly HistoryRecord[] } = { start: 0, records: [] };
   /** Changes whenever the history is replaced rather than appended to. */
   epoch = 0;
   /** How many records the sandbox mirror is believed to hold. */
@@ -51,6 +53,7 @@ export class HistoryStore {
     for (const json of records) arena.push(json);
     this.#records = arena;
     this.#snapshot = undefined;
+    this.#tail = { start: 0, records: [] };
     this.epoch += 1;
     this.mirrored = 0;
   }
@@ -62,7 +65,14 @@ export class HistoryStore {
 
   /** The latest `count` records, oldest first. */
   latest(count: number): readonly HistoryRecord[] {
-    return count <= 0 ? [] : this.#records.slice(this.length - count).map(parseRecord);
+    const start = Math.max(0, this.length - Math.max(0, count));
+    const tail = this.#tail;
+    const records: HistoryRecord[] = [];
+    for (let index = start; index < this.length; index += 1) {
+      records.push(tail.records[index - tail.start] ?? parseRecord(this.#records.at(index)));
+    }
+    this.#tail = { start, records };
+    return records;
   }
 
   /** A frozen array of all records (frozen too), shared until the history changes. */

@@ -76,13 +76,14 @@ function memoryCeilingBytes(): number {
   return Math.max(1024, 3 * limitsMb + 256) * 2 ** 20;
 }
 let memoryWatch: NodeJS.Timeout | undefined;
+/** Starts the watch if it is not running; it stops itself at the first check with no run active. */
 function watchMemory(): void {
-  if (cancels.size === 0) {
-    clearInterval(memoryWatch);
-    memoryWatch = undefined;
-    return;
-  }
   memoryWatch ??= setInterval(() => {
+    if (cancels.size === 0) {
+      clearInterval(memoryWatch);
+      memoryWatch = undefined;
+      return;
+    }
     const rss = process.memoryUsage.rss();
     if (rss <= memoryCeilingBytes()) return;
     for (const [runId] of cancels) {
@@ -143,7 +144,6 @@ async function run(message: RunRequestMessage): Promise<RunReport> {
     return { kind: "failed", errorType: "execution", message: `The sandbox could not run the program: ${error instanceof Error ? error.message : String(error)}` };
   } finally {
     cancels.delete(message.runId);
-    watchMemory();
     runIdByCall.delete(message.payload.callId);
     if (isolate) {
       isolate.busy = false;
