@@ -13,7 +13,7 @@ import { Agent, ScriptedProvider } from "../src/index.ts";
 import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
 import type { RecordMemory } from "./memory.ts";
 import { syntheticRecord } from "./records.ts";
-import { measure, percentile, type Summary } from "./stats.ts";
+import { measure, measureEach, measureInterleaved, type Subject, type Summary } from "./stats.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 
 // isolated-vm needs --no-node-snapshot in the process that loads it (baseline (a) does), and
@@ -52,35 +52,33 @@ function memoryFigure<T extends object>(figure: "agents" | "records", count: num
   return { ...sorted[Math.floor(sorted.length / 2)]!, runs: results.map(value) };
 }
 
-async function callOverhead(log: string | false): Promise<Summary> {
-  const agent = Agent.for("bench", { provider: provider(), log });
-  return measure(() => agent.add(1, 2), count, warmup);
+/**
+ * Figure 1: improv's call with logging off and on, then each baseline, one after another in
+ * this process. Measured in turn, not interleaved: async isolated-vm calls and IPC round trips
+ * are sensitive to whatever else just ran (a log flush, the sandbox process's own timers).
+ */
+async function callAndBaselines(log: string): Promise<Record<"logOff" | "logOn" | "evalClosure" | "evalClosureSync" | "nodeVm" | "childRoundTrip", Summary>> {
+  const call = (agentLog: string | false): Subject => {
+    const agent = Agent.for("bench", { provider: provider(), log: agentLog });
+    return { task: () => agent.add(1, 2) };
+  };
+  return measureEach({ logOff: call(false), logOn: call(log), ...(await bareIsolatedVm()), nodeVm: nodeVm(), childRoundTrip: await childRoundTrip() }, count, warmup);
 }
 
 /**
- * p50 of a call on agents holding different numbers of records, measured round-robin (one
- * call per agent per round) so that load drifting on a shared machine affects every size alike.
- * Each agent's first call, which syncs its whole history to the sandbox, is warm-up.
+ * p50 of a call on agents holding different numbers of records, measured round-robin.
+ * The warm-up rounds include each agent's first call, which syncs its whole history to the sandbox.
  */
 async function callsWithHistory(sizes: readonly number[]): Promise<{ records: number; summary: Summary }[]> {
-  const agents = sizes.map((records) => {
-    const agent = Agent.for("bench", { provider: provider(), log: false });
-    agent.remember({ conversation_history: Array.from({ length: records }, (_, i) => syntheticRecord(i)) });
-    return agent;
-  });
-  for (const agent of agents) for (let i = 0; i < warmup; i += 1) await agent.add(1, 2);
-  const samples = agents.map(() => [] as number[]);
-  for (let round = 0; round < growthCount; round += 1) {
-    for (const [index, agent] of agents.entries()) {
-      const started = performance.now();
-      await agent.add(1, 2);
-      samples[index]!.push((performance.now() - started) * 1000);
-    }
-  }
-  return sizes.map((records, index) => {
-    const sorted = samples[index]!.sort((a, b) => a - b);
-    return { records, summary: { count: sorted.length, p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95) } };
-  });
+  const subjects = Object.fromEntries(
+    sizes.map((records) => {
+      const agent = Agent.for("bench", { provider: provider(), log: false });
+      agent.remember({ conversation_history: Array.from({ length: records }, (_, i) => syntheticRecord(i)) });
+      return [String(records), { task: () => agent.add(1, 2) }];
+    }),
+  );
+  const summaries = await measureInterleaved(subjects, growthCount, warmup);
+  return sizes.map((records) => ({ records, summary: summaries[String(records)]! }));
 }
 
 /** User-prompt length of a call made by an agent holding `records` records. */
@@ -100,16 +98,13 @@ async function agentCreation(): Promise<Summary> {
 
 const started = performance.now();
 const log = join(mkdtempSync(join(tmpdir(), "improv-bench-")), "calls.jsonl");
+const { logOff, logOn, ...baselines } = await callAndBaselines(log);
 const results = {
   machine: { node: process.version, platform: `${process.platform}-${process.arch}`, cpus: cpus().length, cpu: cpus()[0]?.model ?? "unknown" },
   mode: quick ? "quick" : "full",
   repetitions: { calls: count, warmup, growthCallsPerSize: growthCount },
-  call: { logOff: await callOverhead(false), logOn: await callOverhead(log) },
-  baselines: {
-    ...(await bareIsolatedVm(count, warmup)),
-    nodeVm: await nodeVm(count, warmup),
-    childRoundTrip: await childRoundTrip(count, warmup),
-  },
+  call: { logOff, logOn },
+  baselines,
   growth: await callsWithHistory(growthSizes),
   prompt: { at10: await promptLength(10), at10000: await promptLength(10_000) },
   memory: {
@@ -147,7 +142,7 @@ row("    isolated-vm evalClosureSync (reference)", results.baselines.evalClosure
 row("(b) node:vm, same program", results.baselines.nodeVm);
 row("(c) child-process round trip, same transport", results.baselines.childRoundTrip);
 console.log(`  improv ÷ ((a) + (c)) = ×${(results.call.logOff.p50 / (results.baselines.evalClosure.p50 + results.baselines.childRoundTrip.p50)).toFixed(2)}`);
-console.log(`\n2. Growth with history (p50 per call; ${growthCount} calls per size, interleaved; the first sync is warm-up)`);
+console.log(`\n2. Growth with history (p50 per call; ${growthCount} calls per size, round-robin; the first sync is warm-up)`);
 for (const { records, summary } of results.growth) {
   console.log(`  ${String(records).padStart(7)} records held   p50 ${us(summary.p50)}   ×${(summary.p50 / (results.growth[0]?.summary.p50 ?? 1)).toFixed(2)} of 1 record`);
 }

@@ -11,6 +11,17 @@ export interface Summary {
   readonly p95: number;
 }
 
+/** Something to time: one repetition, and what frees it afterwards. */
+export interface Subject {
+  readonly task: () => Promise<unknown> | unknown;
+  readonly close?: () => void;
+}
+
+function summarize(samples: number[]): Summary {
+  samples.sort((a, b) => a - b);
+  return { count: samples.length, p50: percentile(samples, 0.5), p95: percentile(samples, 0.95) };
+}
+
 /** Times `task` `count` times after `warmup` untimed runs; microseconds. */
 export async function measure(task: () => Promise<unknown> | unknown, count: number, warmup: number): Promise<Summary> {
   for (let i = 0; i < warmup; i += 1) await task();
@@ -20,6 +31,35 @@ export async function measure(task: () => Promise<unknown> | unknown, count: num
     await task();
     samples.push((performance.now() - started) * 1000);
   }
-  samples.sort((a, b) => a - b);
-  return { count, p50: percentile(samples, 0.5), p95: percentile(samples, 0.95) };
+  return summarize(samples);
+}
+
+/** Times each subject in turn, each after its own warm-up (see `measure`), and closes it. */
+export async function measureEach<K extends string>(subjects: Record<K, Subject>, count: number, warmup: number): Promise<Record<K, Summary>> {
+  const summaries = {} as Record<K, Summary>;
+  const entries = Object.entries(subjects) as [K, Subject][];
+  try {
+    for (const [key, subject] of entries) summaries[key] = await measure(subject.task, count, warmup);
+  } finally {
+    for (const [, subject] of entries) subject.close?.();
+  }
+  return summaries;
+}
+
+/**
+ * Times several subjects round-robin, one repetition of each per round, after `warmup`
+ * untimed rounds, so that load drifting on a shared machine affects every subject alike.
+ * Microseconds.
+ */
+export async function measureInterleaved<K extends string>(subjects: Record<K, Subject>, count: number, warmup: number): Promise<Record<K, Summary>> {
+  const entries = Object.entries(subjects) as [K, Subject][];
+  const samples = entries.map(() => [] as number[]);
+  for (let round = 0; round < warmup + count; round += 1) {
+    for (const [index, [, subject]] of entries.entries()) {
+      const started = performance.now();
+      await subject.task();
+      if (round >= warmup) samples[index]!.push((performance.now() - started) * 1000);
+    }
+  }
+  return Object.fromEntries(entries.map(([key], index) => [key, summarize(samples[index]!)])) as Record<K, Summary>;
 }
