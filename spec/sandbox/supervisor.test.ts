@@ -60,4 +60,21 @@ describe("the supervised sandbox process", () => {
     expect(r.errorMessage).toMatch(/^The sandbox process stopped \(SIGKILL\) while this program ran, and was restarted\. Call again\.$/);
     expect((await agent.count()).value).toBe(2);
   });
+
+  test("a program that computes makes other agents wait, without the wait counting against their own limit", async () => {
+    const busy = Agent.for("busy", {
+      provider: new ScriptedProvider({ programs: { spin: "const end = Date.now() + 800; while (Date.now() < end) {} return 'spun'" } }),
+      executionTimeoutMs: 2_000,
+    });
+    const quick = Agent.for("quick", { provider: new ScriptedProvider({ programs: { ping: "return 'pong'" } }), executionTimeoutMs: 200 });
+    await Promise.all([busy.spin(), quick.ping()]); // both isolates exist before the race
+    const spinning = busy.spin();
+    await waitFor(() => sandboxSupervisor().activeRuns > 0);
+    const started = Date.now();
+    const ping = await quick.ping();
+    expect(ping.errorMessage).toBeUndefined();
+    expect(ping.value).toBe("pong");
+    expect(Date.now() - started).toBeGreaterThan(200); // it waited past its own 200 ms limit
+    expect((await spinning).value).toBe("spun");
+  });
 });
