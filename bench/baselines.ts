@@ -1,4 +1,4 @@
-/** Baselines measured in the same run, interleaved with improv's own calls. */
+/** Baselines measured in the same run as improv's own figures, each a Subject to time. */
 import { fork } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";

@@ -118,11 +118,12 @@ async function generate(
 ): Promise<Outcome | { code: string; model: string }> {
   const { providerTimeoutMs, signal } = state.options;
   const controller = new AbortController();
+  const timeoutMessage = `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
   let timedOut = false;
   // The Error is made only when the time is up: capturing a stack costs more than the rest of this setup.
   const timer = setTimeout(() => {
     timedOut = true;
-    controller.abort(new Error(`The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`));
+    controller.abort(new Error(timeoutMessage));
   }, providerTimeoutMs);
   const onAbort = () => controller.abort(signal?.reason);
   signal?.addEventListener("abort", onAbort, { once: true });
@@ -140,7 +141,7 @@ async function generate(
     return { code, model: typeof generation.model === "string" ? generation.model : "unknown" };
   } catch (error) {
     if (timedOut) {
-      return fail("timeout", `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`);
+      return fail("timeout", timeoutMessage);
     }
     if (signal?.aborted) return fail("cancelled", "The call was cancelled while waiting for the provider.");
     return fail("provider", `The provider failed: ${error instanceof Error ? error.message : String(error)}`);
