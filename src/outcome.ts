@@ -79,14 +79,17 @@ export class Outcome<T = unknown> implements OutcomeFields {
     return new Outcome<T>({ status: "ok", ok: true, value, retriable: false, callId });
   }
 
-  /** A failed outcome of the given type. */
-  static failure<T = never>(callId: string, errorType: ErrorType, errorMessage: string): Outcome<T> {
+  /**
+   * A failed outcome of the given type. It is retriable when its type is, or when `retriable`
+   * says this failure was not the program's doing (its sandbox process was lost).
+   */
+  static failure<T = never>(callId: string, errorType: ErrorType, errorMessage: string, options: { retriable?: boolean } = {}): Outcome<T> {
     return new Outcome<T>({
       status: "error",
       ok: false,
       errorType,
       errorMessage,
-      retriable: isRetriable(errorType),
+      retriable: isRetriable(errorType) || options.retriable === true,
       callId,
     });
   }
@@ -101,6 +104,7 @@ export class Outcome<T = unknown> implements OutcomeFields {
     if (this.ok) return this.value as T;
     throw new ImprovError(this.errorType ?? "execution", this.errorMessage ?? "The call failed.", {
       callId: this.callId,
+      retriable: this.retriable,
     });
   }
 }
@@ -118,11 +122,11 @@ export class ImprovError extends Error implements OutcomeFields {
   readonly retriable: boolean;
   readonly callId: string;
 
-  constructor(errorType: ErrorType, message: string, options: { callId?: string; cause?: unknown } = {}) {
+  constructor(errorType: ErrorType, message: string, options: { callId?: string; cause?: unknown; retriable?: boolean } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.errorType = errorType;
     this.errorMessage = message;
-    this.retriable = isRetriable(errorType);
+    this.retriable = options.retriable ?? isRetriable(errorType);
     this.callId = options.callId ?? "";
   }
 }

@@ -1,6 +1,13 @@
 import { describe, expect, test } from "vitest";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
-import { MAX_STRING_CHARS, toJsonSafe } from "../../src/history/json-safe.ts";
+import { MAX_RECORD_BYTES } from "../../src/history/record.ts";
+import { scriptedAgent } from "../helpers/agents.ts";
+
+const logPath = () => join(mkdtempSync(join(tmpdir(), "improv-json-safe-")), "calls.jsonl");
+import { asJsonSafe, isPlainJson, MAX_JSON_SAFE_CHARS, MAX_STRING_CHARS, toJsonSafe } from "../../src/history/json-safe.ts";
 
 class Point {
   x = 1;
@@ -61,6 +68,26 @@ describe("toJsonSafe stand-ins, field by field", () => {
     expect(output.at(-1)).toBe("[500 more items]");
   });
 
+  test("a value whose JSON expansion is enormous is copied only up to the output limit", () => {
+    let laughs: unknown = ["lol".repeat(33)];
+    for (let i = 0; i < 30; i += 1) laughs = [laughs, laughs];
+    const output = toJsonSafe(laughs);
+    const text = JSON.stringify(output);
+    expect(text.length).toBeGreaterThan(MAX_JSON_SAFE_CHARS / 2);
+    expect(text.length).toBeLessThan(MAX_JSON_SAFE_CHARS * 1.1);
+    expect(text).toContain("[output limit reached]");
+    // Past the limit, each open container adds at most one marker (nesting is capped at 32 levels).
+    expect(JSON.stringify(toJsonSafe(laughs, 200)).length).toBeLessThan(200 + 32 * 30);
+  });
+
+  test("plain JSON past the output limit is not taken as is", () => {
+    let laughs: unknown = ["lol".repeat(33)];
+    for (let i = 0; i < 30; i += 1) laughs = [laughs, laughs];
+    expect(isPlainJson(laughs)).toBe(false);
+    expect(JSON.stringify(asJsonSafe(laughs)).length).toBeLessThan(MAX_JSON_SAFE_CHARS * 1.1);
+    expect(isPlainJson({ a: [1, "two", { b: null }] })).toBe(true);
+  });
+
   test("deep nesting stops at a marker", () => {
     let deep: unknown = "bottom";
     for (let i = 0; i < 100; i += 1) deep = { deep };
@@ -81,5 +108,16 @@ describe("history records stay valid JSON whatever the arguments", () => {
     expect(String(record?.args[5]).length).toBeLessThan(10_100);
     expect(record?.args[6]).toMatch(/^\[Function/);
     expect(() => JSON.stringify(record)).not.toThrow();
+  });
+
+  test("arguments that share one object a billion times are recorded, logged and prompted within bounds", async () => {
+    let laughs: unknown = ["lol".repeat(33)];
+    for (let i = 0; i < 30; i += 1) laughs = [laughs, laughs];
+    const { provider, agent } = scriptedAgent("sharer", { count: "return args.length" }, { debug: true, log: logPath() });
+    const r = await agent.count(laughs);
+    expect(r.value).toBe(1);
+    expect(provider.calls[0]?.user.length).toBeLessThan(10_000);
+    const record = JSON.stringify(Agent.history(agent)[0]);
+    expect(record.length).toBeLessThanOrEqual(MAX_RECORD_BYTES);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect } from "vitest";
-import { Agent, ERROR_TYPES, Outcome, ScriptedProvider, type ErrorType } from "../../src/index.ts";
+import { Agent, ERROR_TYPES, Outcome, ScriptedProvider, type AgentOptions, type ErrorType } from "../../src/index.ts";
 
 /** The limit every hostile program runs under; outcomes must settle within twice this. */
 export const HOSTILE_TIMEOUT_MS = 1_000;
@@ -12,6 +12,10 @@ export interface HostileCase {
   readonly expect: readonly (ErrorType | "ok")[];
   /** Further checks on the outcome. */
   readonly check?: (outcome: Outcome) => void;
+  /** The program's time limit, when it needs more than {@link HOSTILE_TIMEOUT_MS}. */
+  readonly timeoutMs?: number;
+  /** Further agent options (debug logging, say). */
+  readonly options?: AgentOptions;
 }
 
 /** Programs the delegated agents run, for bridge cases. */
@@ -56,8 +60,9 @@ export async function runHostile(testCase: HostileCase): Promise<void> {
         "target.check": "return { counter: context.counter, kept: context.kept, seen: context.conversation_history.map((r) => r.method_name) }",
       },
     }),
-    executionTimeoutMs: HOSTILE_TIMEOUT_MS,
+    executionTimeoutMs: testCase.timeoutMs ?? HOSTILE_TIMEOUT_MS,
     memoryLimitMb: 32,
+    ...testCase.options,
   });
   agent.kept = "intact";
   await agent.seed();
@@ -73,7 +78,7 @@ export async function runHostile(testCase: HostileCase): Promise<void> {
   expect(outcome).toBeInstanceOf(Outcome);
   expect(testCase.expect, `${testCase.name}: ${outcome.errorType}: ${outcome.errorMessage}`).toContain(outcome.errorType ?? "ok");
   if (!outcome.ok) expect(ERROR_TYPES).toContain(outcome.errorType);
-  expect(elapsed).toBeLessThan(HOSTILE_TIMEOUT_MS * 2);
+  expect(elapsed).toBeLessThan((testCase.timeoutMs ?? HOSTILE_TIMEOUT_MS) * 2);
   testCase.check?.(outcome);
 
   // Exactly one new record; the prior ones unchanged.

@@ -99,7 +99,7 @@ describe("log lines", () => {
     expect(line.system_prompt).toContain("context.conversation_history");
     expect(line.user_prompt).toContain("Method: add");
     const context = line.context as { values: Record<string, unknown>; conversation_history: { count: number; preview: unknown[] } };
-    expect(context.values["[truncated]"]).toMatch(/^context was \d+ bytes as JSON$/);
+    expect(context.values["[truncated]"]).toBe("context is larger than 8192 bytes as JSON");
     expect(context.values.keys).toEqual(["big", "total"]);
     expect(context.conversation_history.count).toBe(4);
     expect(context.conversation_history.preview).toHaveLength(2);

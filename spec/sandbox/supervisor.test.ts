@@ -1,18 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
 import { sandboxSupervisor } from "../../src/sandbox/host/supervisor.ts";
-
-function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const check = () => {
-      if (condition()) resolve();
-      else if (Date.now() - started > timeoutMs) reject(new Error("condition not met in time"));
-      else setTimeout(check, 10);
-    };
-    check();
-  });
-}
+import { waitFor } from "../helpers/wait-for.ts";
 
 describe("the supervised sandbox process", () => {
   test("programs run in a separate process, never in the host", async () => {
@@ -56,8 +45,9 @@ describe("the supervised sandbox process", () => {
     await waitFor(() => sandboxSupervisor().activeRuns > 0);
     process.kill(sandboxSupervisor().pid as number, "SIGKILL");
     const r = await pending;
-    expect(r.errorType).toBe("execution");
-    expect(r.errorMessage).toMatch(/^The sandbox process stopped \(SIGKILL\) while this program ran, and was restarted\. Call again\.$/);
+    expect(r).toMatchObject({ errorType: "execution", retriable: true, errorMessage: "The sandbox process stopped (SIGKILL) while this program ran, and was restarted. Call again." });
+    expect(Agent.history(agent).at(-1)?.outcome_summary).toMatchObject({ error_type: "execution", retriable: true });
+    expect(() => r.unwrap()).toThrow(expect.objectContaining({ errorType: "execution", retriable: true }));
     expect((await agent.count()).value).toBe(2);
   });
 

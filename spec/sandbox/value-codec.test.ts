@@ -4,7 +4,7 @@ import { decodeValue, MalformedValueError } from "../../src/sandbox/value-codec.
 
 // The encoder is plain JavaScript, so it can be exercised here as well as inside the isolate.
 const encode = createEncoder();
-const roundTrip = (value: unknown) => decodeValue(encode(value, 1_000_000));
+const roundTrip = (value: unknown) => decodeValue(encode(value, 1_000_000), 1_000_000);
 
 describe("value codec", () => {
   test("round-trips JSON values and the special numbers", () => {
@@ -59,7 +59,7 @@ describe("value codec", () => {
 
   test("drops __proto__ keys instead of changing prototypes", () => {
     const text = JSON.stringify({ root: 0, nodes: [{ __proto__: 1, safe: 2 }, { polluted: 3 }, "ok", true] });
-    const out = decodeValue(text) as Record<string, unknown>;
+    const out = decodeValue(text, 1_000_000) as Record<string, unknown>;
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     expect(out.safe).toBe("ok");
     expect(Object.keys(out)).toEqual(["safe"]);
@@ -72,7 +72,7 @@ describe("value codec", () => {
 
   test("rejects malformed input with MalformedValueError", () => {
     for (const bad of ["nope", "{}", '{"root":5,"nodes":[]}', '{"root":0,"nodes":[["Nope"]]}', '{"root":-9,"nodes":[]}', '{"root":0,"nodes":[["Bytes","Uint8Array","zz"]]}']) {
-      expect(() => decodeValue(bad)).toThrow(MalformedValueError);
+      expect(() => decodeValue(bad, 1_000_000)).toThrow(MalformedValueError);
     }
   });
 });

@@ -3,7 +3,7 @@ import type { AgentOptions } from "../options.ts";
 import type { Outcome } from "../outcome.ts";
 import { MAX_NAME_LENGTH, RESERVED_NAMES } from "../reserved-names.ts";
 import type { BridgeOutcome, BridgeRequest } from "../sandbox/protocol.ts";
-import { decodeValue } from "../sandbox/value-codec.ts";
+import { readDelegateInput } from "../sandbox/host/inbound.ts";
 import type { CallOrigin } from "./lifecycle.ts";
 import type { CallDraft } from "./finalize.ts";
 
@@ -24,16 +24,9 @@ export function toBridgeOutcome(outcome: Outcome): BridgeOutcome {
     : { status: "error", ok: false, error_type: outcome.errorType ?? "execution", error_message: outcome.errorMessage ?? "", retriable: outcome.retriable };
 }
 
-function programOptions(state: AgentState, text: string | null): AgentOptions | string | undefined {
-  if (text === null) return undefined;
-  let value: unknown;
-  try {
-    value = decodeValue(text);
-  } catch {
-    return "delegate options could not be read.";
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return "delegate options must be an object.";
-  const options = value as Record<string, unknown>;
+/** Options a program gave `delegate(role, options)`, checked, with limits lowered to the parent's; or why they are refused. */
+function programOptions(state: AgentState, options: Record<string, unknown> | undefined): AgentOptions | string | undefined {
+  if (options === undefined) return undefined;
   for (const name of Object.keys(options)) {
     if (!PROGRAM_OPTION_NAMES.has(name)) return `delegate option "${name}" is not allowed from generated code. Allowed: ${[...PROGRAM_OPTION_NAMES].join(", ")}.`;
   }
@@ -57,14 +50,9 @@ export async function handleDelegate(state: AgentState, draft: CallDraft, reques
   if (state.depth + 1 > state.options.maxDelegationDepth) {
     return refuse("budget_exceeded", `delegate("${role}") would reach depth ${state.depth + 1}, beyond maxDelegationDepth ${state.options.maxDelegationDepth}.`);
   }
-  let args: unknown;
-  try {
-    args = decodeValue(request.args);
-  } catch {
-    return refuse("invalid_input", `The arguments to ${role}.${method}() could not be read.`);
-  }
-  if (!Array.isArray(args)) return refuse("invalid_input", `The arguments to ${role}.${method}() must be a list.`);
-  const options = programOptions(state, request.options);
+  const input = readDelegateInput(request);
+  if (!input.ok) return refuse("invalid_input", input.message);
+  const options = programOptions(state, input.options);
   if (typeof options === "string") return refuse("invalid_input", options);
   let child: AgentState;
   try {
@@ -72,6 +60,6 @@ export async function handleDelegate(state: AgentState, draft: CallDraft, reques
   } catch (error) {
     return refuse("invalid_input", (error as Error).message);
   }
-  const outcome = await performCall(child, method, args, { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId });
+  const outcome = await performCall(child, method, input.args, { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId });
   return toBridgeOutcome(outcome);
 }

@@ -179,7 +179,7 @@ async function runInSandbox(
     signal,
   });
   draft.console = result.console;
-  if (result.status === "error") return fail(result.errorType, result.message);
+  if (result.status === "error") return Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
   state.commitContext(result.context);
   return Outcome.success(draft.callId, result.value);
 }

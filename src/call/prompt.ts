@@ -59,8 +59,8 @@ export function renderPrompts(input: PromptInput): { system: string; user: strin
   const values = {
     role: input.role,
     method: input.method,
-    args: truncateString(JSON.stringify(toJsonSafe(input.args)), MAX_ARGUMENT_CHARS),
-    kwargs: truncateString(JSON.stringify(toJsonSafe(input.kwargs)), MAX_ARGUMENT_CHARS),
+    args: truncateString(JSON.stringify(toJsonSafe(input.args, MAX_ARGUMENT_CHARS * 2)), MAX_ARGUMENT_CHARS),
+    kwargs: truncateString(JSON.stringify(toJsonSafe(input.kwargs, MAX_ARGUMENT_CHARS * 2)), MAX_ARGUMENT_CHARS),
     context_keys: keys.length === 0 ? "(none)" : `${keys.join(", ")}${extraKeys > 0 ? `, and ${extraKeys} more` : ""}`,
     history_count: String(input.historyCount),
     history_preview: preview,

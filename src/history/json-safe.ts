@@ -18,6 +18,11 @@
  * | getter or `toJSON` that throws| `"[Unreadable: message]"`         |
  * | nesting past 32 levels        | `"[Nested too deep]"`             |
  * | a `__proto__` key              | dropped                            |
+ * | anything past the output limit | `"[output limit reached]"`, and the rest of its container left out |
+ *
+ * The copy is bounded as a whole, not only per string and per container: a value that shares
+ * one object many times (a "billion laughs" graph, whose JSON expansion is astronomically
+ * large) is copied up to the output limit and no further.
  */
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -26,6 +31,14 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export const MAX_STRING_CHARS = 10_000;
 const MAX_DEPTH = 32;
 const MAX_ITEMS = 1_000;
+/** Most characters a JSON-safe copy holds, counted roughly as JSON; the rest is left out with a marker. */
+export const MAX_JSON_SAFE_CHARS = 1_000_000;
+const OUTPUT_LIMIT = "[output limit reached]";
+
+/** Characters a copy may still add. */
+interface Budget {
+  left: number;
+}
 
 /** Cuts `text` to `limit` characters, saying how many were dropped. */
 export function truncateString(text: string, limit = MAX_STRING_CHARS): string {
@@ -41,35 +54,44 @@ function describeError(error: unknown): string {
   }
 }
 
-/** A JSON-safe copy of `value` (see the table above). Never throws. */
-export function toJsonSafe(value: unknown): JsonValue {
-  return convert(value, 0, new Set());
+/** A JSON-safe copy of `value` (see the table above), of at most about `maxChars` characters as JSON. Never throws. */
+export function toJsonSafe(value: unknown, maxChars = MAX_JSON_SAFE_CHARS): JsonValue {
+  return convert(value, 0, new Set(), { left: maxChars });
 }
 
 /**
  * Whether `value` is already plain JSON that {@link toJsonSafe} would copy unchanged: plain
- * objects and arrays within the depth and size limits, short strings, finite numbers, booleans
- * and null, no `__proto__` keys, no getters. Allocates nothing, so the common case skips the copy.
+ * objects and arrays within the depth, size and output limits, short strings, finite numbers,
+ * booleans and null, no `__proto__` keys, no getters. Allocates nothing, so the common case
+ * skips the copy.
  */
-export function isPlainJson(value: unknown, depth = 0): value is JsonValue {
+export function isPlainJson(value: unknown): value is JsonValue {
+  return isPlain(value, 0, { left: MAX_JSON_SAFE_CHARS });
+}
+
+function isPlain(value: unknown, depth: number, budget: Budget): boolean {
   switch (typeof value) {
     case "string":
-      return value.length <= MAX_STRING_CHARS;
+      budget.left -= value.length + 2;
+      return value.length <= MAX_STRING_CHARS && budget.left >= 0;
     case "number":
-      return Number.isFinite(value);
+      budget.left -= 8;
+      return Number.isFinite(value) && budget.left >= 0;
     case "boolean":
-      return true;
+      budget.left -= 5;
+      return budget.left >= 0;
     case "object":
       break;
     default:
       return false;
   }
   if (value === null) return true;
-  if (depth >= MAX_DEPTH) return false;
+  budget.left -= 2;
+  if (depth >= MAX_DEPTH || budget.left < 0) return false;
   if (Array.isArray(value)) {
     if (value.length > MAX_ITEMS) return false;
     for (let index = 0; index < value.length; index += 1) {
-      if (!Object.hasOwn(value, index) || !isPlainJson(value[index], depth + 1)) return false;
+      if (!Object.hasOwn(value, index) || !isPlain(value[index], depth + 1, budget)) return false;
     }
     return true;
   }
@@ -78,8 +100,9 @@ export function isPlainJson(value: unknown, depth = 0): value is JsonValue {
   for (const key in value) {
     count += 1;
     if (count > MAX_ITEMS || key === "__proto__" || key.length > 200 || !Object.hasOwn(value, key)) return false;
+    budget.left -= key.length + 3;
     const descriptor = Object.getOwnPropertyDescriptor(value, key);
-    if (!descriptor || !("value" in descriptor) || !isPlainJson(descriptor.value, depth + 1)) return false;
+    if (!descriptor || !("value" in descriptor) || !isPlain(descriptor.value, depth + 1, budget)) return false;
   }
   return true;
 }
@@ -89,7 +112,14 @@ export function asJsonSafe(value: unknown): JsonValue {
   return isPlainJson(value) ? value : toJsonSafe(value);
 }
 
-function convert(value: unknown, depth: number, ancestors: Set<object>): JsonValue {
+function convert(value: unknown, depth: number, ancestors: Set<object>, budget: Budget): JsonValue {
+  if (budget.left <= 0) return OUTPUT_LIMIT;
+  const copy = convertWithin(value, depth, ancestors, budget);
+  if (typeof copy !== "object" || copy === null) budget.left -= typeof copy === "string" ? copy.length + 2 : 8;
+  return copy;
+}
+
+function convertWithin(value: unknown, depth: number, ancestors: Set<object>, budget: Budget): JsonValue {
   switch (typeof value) {
     case "string":
       return truncateString(value);
@@ -119,16 +149,17 @@ function convert(value: unknown, depth: number, ancestors: Set<object>): JsonVal
     if (object instanceof Set) return `[Set(${object.size})]`;
     if (object instanceof Error) return truncateString(`[${object.name}: ${object.message}]`);
     if (typeof (object as { toJSON?: unknown }).toJSON === "function") {
-      return convert((object as { toJSON(): unknown }).toJSON(), depth + 1, ancestors);
+      return convert((object as { toJSON(): unknown }).toJSON(), depth + 1, ancestors, budget);
     }
     ancestors.add(object);
     try {
-      if (Array.isArray(object)) return convertArray(object, depth, ancestors);
+      budget.left -= 2;
+      if (Array.isArray(object)) return convertArray(object, depth, ancestors, budget);
       const prototype = Object.getPrototypeOf(object);
       if (prototype !== null && prototype !== Object.prototype) {
         return `[${(prototype as { constructor?: { name?: string } }).constructor?.name || "Object"}]`;
       }
-      return convertObject(object as Record<string, unknown>, depth, ancestors);
+      return convertObject(object as Record<string, unknown>, depth, ancestors, budget);
     } finally {
       ancestors.delete(object);
     }
@@ -137,34 +168,46 @@ function convert(value: unknown, depth: number, ancestors: Set<object>): JsonVal
   }
 }
 
-function convertArray(array: unknown[], depth: number, ancestors: Set<object>): JsonValue[] {
+function convertArray(array: unknown[], depth: number, ancestors: Set<object>, budget: Budget): JsonValue[] {
   const length = Math.min(array.length, MAX_ITEMS);
   const result: JsonValue[] = [];
-  for (let index = 0; index < length; index += 1) result.push(readAndConvert(() => array[index], depth, ancestors));
+  for (let index = 0; index < length; index += 1) {
+    if (budget.left <= 0) {
+      result.push(OUTPUT_LIMIT);
+      return result;
+    }
+    result.push(readAndConvert(() => array[index], depth, ancestors, budget));
+  }
   if (array.length > MAX_ITEMS) result.push(`[${array.length - MAX_ITEMS} more items]`);
   return result;
 }
 
-function convertObject(object: Record<string, unknown>, depth: number, ancestors: Set<object>): { [key: string]: JsonValue } {
+function convertObject(object: Record<string, unknown>, depth: number, ancestors: Set<object>, budget: Budget): { [key: string]: JsonValue } {
   const result: { [key: string]: JsonValue } = {};
   const keys = Object.keys(object);
   for (const key of keys.slice(0, MAX_ITEMS)) {
     // A `__proto__` key would change the copy's prototype if assigned; it is dropped instead.
     if (key === "__proto__") continue;
-    result[truncateString(key, 200)] = readAndConvert(() => object[key], depth, ancestors);
+    if (budget.left <= 0) {
+      result[OUTPUT_LIMIT] = OUTPUT_LIMIT;
+      return result;
+    }
+    const name = truncateString(key, 200);
+    budget.left -= name.length + 3;
+    result[name] = readAndConvert(() => object[key], depth, ancestors, budget);
   }
   if (keys.length > MAX_ITEMS) result["[more keys]"] = `[${keys.length - MAX_ITEMS} more keys]`;
   return result;
 }
 
-function readAndConvert(read: () => unknown, depth: number, ancestors: Set<object>): JsonValue {
+function readAndConvert(read: () => unknown, depth: number, ancestors: Set<object>, budget: Budget): JsonValue {
   let value: unknown;
   try {
     value = read();
   } catch (error) {
     return truncateString(`[Unreadable: ${describeError(error)}]`);
   }
-  return convert(value, depth + 1, ancestors);
+  return convert(value, depth + 1, ancestors, budget);
 }
 
 /** A short class name for a value, as recorded in `outcome_summary.value_class`. */

@@ -80,10 +80,11 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
  * {@link MAX_CONTEXT_SNAPSHOT_BYTES}), and the history as a count plus its preview.
  */
 export function contextSnapshot(context: Readonly<Record<string, unknown>>, historySize: number, preview: readonly HistoryRecord[]): Record<string, JsonValue> {
-  let values = toJsonSafe(context);
+  // Copied only a little past the cap: enough to know it does not fit, however large the context.
+  let values = toJsonSafe(context, MAX_CONTEXT_SNAPSHOT_BYTES * 2);
   const bytes = Buffer.byteLength(serialize(values) ?? "", "utf8");
   if (bytes > MAX_CONTEXT_SNAPSHOT_BYTES) {
-    values = { "[truncated]": `context was ${bytes} bytes as JSON`, keys: Object.keys(context).slice(0, 100) };
+    values = { "[truncated]": `context is larger than ${MAX_CONTEXT_SNAPSHOT_BYTES} bytes as JSON`, keys: Object.keys(context).slice(0, 100) };
   }
   return {
     values,

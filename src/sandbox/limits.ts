@@ -12,6 +12,8 @@ export const SANDBOX_LIMITS = {
   maxConcurrentDelegates: 16,
   /** Largest serialised argument list of one `delegate` method call. @unit characters */
   maxDelegateArgumentChars: 1_000_000,
+  /** Largest serialised options object of one `delegate(role, options)`. @unit characters */
+  maxDelegateOptionChars: 100_000,
   /** Longest error message kept from a program. @unit characters */
   maxErrorMessageChars: 10_000,
 } as const;

@@ -18,6 +18,15 @@
  */
 import type { ErrorType } from "../outcome.ts";
 
+/** Records for the isolate's history mirror, the first at index `start` of the agent's history. */
+export interface MirrorChunk {
+  readonly start: number;
+  /** The mirror is emptied first (a new isolate, or a history the application replaced). */
+  readonly reset: boolean;
+  /** Each record as JSON text (records are JSON-safe, and text crosses processes and into the isolate far cheaper). */
+  readonly records: readonly string[];
+}
+
 /** What the isolate runtime receives to start one call. */
 export interface RunPayload {
   readonly callId: string;
@@ -27,11 +36,8 @@ export interface RunPayload {
   readonly context: Record<string, unknown>;
   readonly depth: number;
   readonly maxDelegationDepth: number;
-  /**
-   * History records to add to the isolate's mirror before the program runs, each as JSON text
-   * (records are JSON-safe, and text crosses processes and into the isolate far cheaper).
-   */
-  readonly history: { readonly reset: boolean; readonly records: readonly string[] };
+  /** History records to add to the isolate's mirror before the program runs. */
+  readonly history: MirrorChunk;
 }
 
 /** What the isolate runtime hands back for one call (all values already serialised). */
@@ -43,6 +49,8 @@ export type IsolateResult =
       readonly name: string;
       readonly message: string;
       readonly console: string[];
+      /** Set when the value or context is larger than its limit; the host writes the message. */
+      readonly limit?: "result" | "context";
     };
 
 /** A `delegate(role).method(...args)` request from a program. */
@@ -51,8 +59,8 @@ export interface BridgeRequest {
   readonly method: string;
   /** Serialised options given to `delegate(role, options)`, or null. */
   readonly options: string | null;
-  /** Serialised positional arguments. */
-  readonly args: string;
+  /** Serialised positional arguments, or null when they were too large to serialise within their limit. */
+  readonly args: string | null;
 }
 
 /** The Outcome a delegated call returns to the program, in the program's field names. */
@@ -102,7 +110,8 @@ export type HostMessage =
 export type RunReport =
   | { readonly kind: "settled"; readonly result: IsolateResult }
   | { readonly kind: "resync" }
-  | { readonly kind: "failed"; readonly errorType: ErrorType; readonly message: string };
+  /** `retriable` when the run was lost with its sandbox process, through no fault of its program. */
+  | { readonly kind: "failed"; readonly errorType: ErrorType; readonly message: string; readonly retriable?: boolean };
 
 export type ChildMessage =
   | { readonly type: "ready" }
@@ -111,3 +120,19 @@ export type ChildMessage =
   /** `ok: false` when the mirror does not continue where the chunk starts: sync again from 0. */
   | { readonly type: "synced"; readonly syncId: number; readonly ok: boolean }
   | { readonly type: "bridge"; readonly runId: number; readonly requestId: number; readonly request: BridgeRequest };
+
+/**
+ * The sandbox process's report pipe: a file descriptor beside the IPC channel that any of its
+ * threads can write to, even while the main thread is blocked in a program's synchronous part.
+ * Each report is one line of JSON.
+ */
+export const REPORT_FD = 4;
+
+/** Written on the report pipe by the memory watch when the process passed its memory ceiling. */
+export interface CeilingReport {
+  readonly type: "memory-ceiling";
+  readonly rssMb: number;
+  readonly ceilingMb: number;
+  /** The run whose synchronous part was running, or 0 when none was. */
+  readonly runId: number;
+}

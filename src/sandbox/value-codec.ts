@@ -1,8 +1,10 @@
 /**
  * Host-side decoder for the JSON the in-isolate normaliser writes (format described in
- * `prelude/encode.ts`). Input is untrusted: every ref is range-checked, and anything
+ * `prelude/encode.ts`). Input is untrusted: its expanded size is measured against a limit
+ * before any value is built (`value-size.ts`), every ref is range-checked, and anything
  * malformed is a {@link MalformedValueError}, never a crash or a prototype change.
  */
+import { measureExpandedChars, ValueTooLargeError } from "./value-size.ts";
 
 export class MalformedValueError extends Error {
   override readonly name = "MalformedValueError";
@@ -33,8 +35,19 @@ const TYPED_ARRAYS: Record<string, new (buffer: ArrayBuffer) => ArrayBufferView>
   DataView,
 };
 
-/** Decodes one encoded value. Throws {@link MalformedValueError} for anything malformed. */
-export function decodeValue(text: string): unknown {
+/**
+ * The encoded text is at most this many times the value's JSON (every number is a node of
+ * its own, referenced by index); longer text is refused before it is parsed.
+ */
+const MAX_ENCODING_OVERHEAD = 8;
+
+/**
+ * Decodes one encoded value whose JSON would take at most `maxChars` characters. Throws
+ * {@link ValueTooLargeError} past that (before building anything) and
+ * {@link MalformedValueError} for anything malformed.
+ */
+export function decodeValue(text: string, maxChars: number): unknown {
+  if (text.length > maxChars * MAX_ENCODING_OVERHEAD + 1024) throw new ValueTooLargeError(maxChars);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -45,6 +58,7 @@ export function decodeValue(text: string): unknown {
     throw new MalformedValueError("The sandbox sent a value without nodes.");
   }
   const { root, nodes } = parsed as { root: unknown; nodes: unknown[] };
+  measureExpandedChars(nodes, root, maxChars);
   const built = new Map<number, unknown>();
   const fill: (() => void)[] = [];
 

@@ -2,10 +2,12 @@ import ivm from "isolated-vm";
 import { SANDBOX_LIMITS } from "../limits.ts";
 import { createEncoder } from "../prelude/encode.ts";
 import { hardenRealm } from "../prelude/harden.ts";
+import { createPrinter } from "../prelude/print.ts";
 import { createRuntime } from "../prelude/runtime.ts";
-import type { BridgeOutcome, IsolateResult, RunPayload, RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
+import type { BridgeOutcome, IsolateResult, MirrorChunk, RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
 
-const RUNTIME_SOURCE = `(${hardenRealm})();\nreturn (${createRuntime})((${createEncoder}), $0, $1, $2);`;
+const RUNTIME_SOURCE = `(${hardenRealm})();
+return (${createRuntime})({ createEncoder: (${createEncoder}), createPrinter: (${createPrinter}), notify: $0, bridge: $1, limits: $2 });`;
 
 /** Forwards a program's `delegate` call to the host; must never reject. */
 export type BridgeHandler = (callId: string, requestText: string) => Promise<BridgeOutcome>;
@@ -114,11 +116,11 @@ export class AgentIsolate {
    */
   async run(request: RunRequestMessage, onStarted: () => void, control: { cancel?: () => void }): Promise<RunReport> {
     const { payload, timeoutMs } = request;
-    let history = this.#historyFor(request);
+    let history = this.#continuation(request.historyEpoch, request.historyStart, payload.history.records);
     if (history === undefined) return { kind: "resync" };
     if (history.records.length > SYNC_CHUNK) {
       this.#addToMirror(history);
-      history = { reset: false, records: [] };
+      history = { start: history.start + history.records.length, reset: false, records: [] };
     }
     const callId = payload.callId;
     const started = performance.now();
@@ -139,13 +141,17 @@ export class AgentIsolate {
 
     onStarted();
     try {
-      this.#start.applySync(undefined, [{ ...payload, history } satisfies RunPayload], { arguments: { copy: true }, timeout: timeoutMs });
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (/timed out/i.test(message)) abort("timeout", timeoutMessage(timeoutMs));
-      else if (/memory limit/i.test(message) || (this.#isolate.isDisposed && !this.#disposedOnPurpose)) abort("memory_limit", memoryMessage(this.memoryLimitMb));
-      else if (this.#isolate.isDisposed) abort("execution", "The sandbox isolate was lost while the program ran.");
-      // Anything else is a stray rejection the program left behind; its own result is in its slot.
+      this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, timeout: timeoutMs });
+    } catch {
+      // Decided by what happened, never by the error's text: a stray rejection the program left
+      // behind is reported on this task with whatever message the program chose.
+      if (this.#isolate.isDisposed) {
+        if (this.#disposedOnPurpose) abort("execution", "The sandbox isolate was lost while the program ran.");
+        else abort("memory_limit", memoryMessage(this.memoryLimitMb));
+      } else if (performance.now() - started >= timeoutMs) {
+        abort("timeout", timeoutMessage(timeoutMs));
+      }
+      // Otherwise it was a stray rejection; the program's own result is in its slot, or still to come.
     }
     this.historyEpoch = request.historyEpoch;
     this.historyLength = request.historyStart + payload.history.records.length;
@@ -169,22 +175,18 @@ export class AgentIsolate {
     }
   }
 
-  #historyFor(request: RunRequestMessage): RunPayload["history"] | undefined {
-    return this.#continuation(request.historyEpoch, request.historyStart, request.payload.history.records);
-  }
-
   /** The records as a continuation of the mirror, a reset, or undefined when they do not fit. */
-  #continuation(epoch: number, start: number, records: readonly string[]): RunPayload["history"] | undefined {
-    if (epoch === this.historyEpoch && start === this.historyLength) return { reset: false, records };
-    if (start === 0) return { reset: true, records };
+  #continuation(epoch: number, start: number, records: readonly string[]): MirrorChunk | undefined {
+    if (epoch === this.historyEpoch && start === this.historyLength) return { start, reset: false, records };
+    if (start === 0) return { start, reset: true, records };
     return undefined;
   }
 
   /** Copies records into the isolate's mirror in bounded steps, keeping each copy's peak small. */
-  #addToMirror(history: RunPayload["history"]): void {
+  #addToMirror(history: MirrorChunk): void {
     for (let index = 0; index < history.records.length; index += SYNC_CHUNK) {
-      const chunk = { reset: history.reset && index === 0, records: history.records.slice(index, index + SYNC_CHUNK) };
-      this.#sync.applySync(undefined, [chunk], { arguments: { copy: true }, timeout: 60_000 });
+      const chunk: MirrorChunk = { start: history.start + index, reset: history.reset && index === 0, records: history.records.slice(index, index + SYNC_CHUNK) };
+      this.#applyRepeatable(this.#sync, [chunk], { arguments: { copy: true }, timeout: 60_000 });
     }
   }
 
@@ -201,28 +203,48 @@ export class AgentIsolate {
   /**
    * Takes the call's result from the isolate if it has settled (which also ends the call
    * there). A program that left globals it could not remove taints the isolate, which is then
-   * replaced. Retried once if a stray rejection surfaces on this task.
+   * replaced.
    */
   #take(callId: string, settle: (report: RunReport) => void): void {
-    for (let attempt = 0; attempt < 2; attempt += 1) {
+    let taken: { result: IsolateResult; clean: boolean } | null;
+    try {
+      taken = this.#applyRepeatable(this.#takeRef, [callId], { result: { copy: true }, timeout: 1_000 }) as typeof taken;
+    } catch {
+      return;
+    }
+    if (taken === null) return;
+    if (!taken.clean) this.#tainted = true;
+    const { result } = taken;
+    // The engine refused an allocation: say so in the words of the limit the program reached.
+    if (result.status === "error" && result.errorType === "memory_limit") {
+      settle({ kind: "settled", result: { ...result, name: "Thrown", message: memoryMessage(this.memoryLimitMb, `${result.name}: ${result.message}`) } });
+      return;
+    }
+    settle({ kind: "settled", result });
+  }
+
+  /**
+   * Calls one of the runtime's repeatable functions (`take`, `sync`: doing either twice is
+   * harmless). isolated-vm reports a rejection the program left unhandled as the error of
+   * whichever task ends next, after that task's own work is done, so such an error is no
+   * sign the call failed: it is repeated, and only an error that persists, or a disposed
+   * isolate, is thrown.
+   */
+  #applyRepeatable(reference: ivm.Reference, args: unknown[], options: ivm.ReferenceApplyOptions): unknown {
+    for (let attempt = 1; ; attempt += 1) {
       try {
-        const taken = this.#takeRef.applySync(undefined, [callId], { result: { copy: true }, timeout: 1_000 }) as { result: IsolateResult; clean: boolean } | null;
-        if (taken === null) return;
-        if (!taken.clean) this.#tainted = true;
-        settle({ kind: "settled", result: taken.result });
-        return;
-      } catch {
-        if (this.#isolate.isDisposed) return;
+        return reference.applySync(undefined, args, options);
+      } catch (error) {
+        if (this.#isolate.isDisposed || attempt >= 3) throw error;
       }
     }
   }
-
 }
 
 function timeoutMessage(timeoutMs: number): string {
   return `The program ran longer than executionTimeoutMs (${timeoutMs} ms) and was stopped.`;
 }
 
-function memoryMessage(memoryLimitMb: number): string {
-  return `The program used more memory than memoryLimitMb (${memoryLimitMb} MiB) and was stopped.`;
+function memoryMessage(memoryLimitMb: number, detail?: string): string {
+  return `The program used more memory than memoryLimitMb (${memoryLimitMb} MiB) and was stopped${detail === undefined ? "" : ` (${detail})`}.`;
 }

@@ -6,6 +6,7 @@
 import { AgentIsolate } from "./agent-isolate.ts";
 import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
 import { SANDBOX_LIMITS } from "../limits.ts";
+import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
 const MAX_IDLE_ISOLATES = 32;
@@ -32,7 +33,7 @@ async function onBridge(callId: string, requestText: string): Promise<BridgeOutc
   let request: BridgeRequest;
   try {
     const parsed = JSON.parse(requestText) as Record<string, unknown>;
-    if (typeof parsed.role !== "string" || typeof parsed.method !== "string" || typeof parsed.args !== "string") {
+    if (typeof parsed.role !== "string" || typeof parsed.method !== "string" || (typeof parsed.args !== "string" && parsed.args !== null)) {
       return bridgeError("The delegate request is malformed.");
     }
     request = {
@@ -67,30 +68,13 @@ function onCatastrophe(message: string): void {
 
 /**
  * Backstop for memory the isolates' own limits did not catch (they are guidelines, and some
- * allocations happen outside the heap). Checked while runs are active.
+ * allocations happen outside the heap), watched from a thread of its own.
  */
-const MEMORY_CHECK_MS = 100;
-function memoryCeilingBytes(): number {
+const memoryWatch = new MemoryWatch();
+function memoryCeilingMb(): number {
   let limitsMb = 0;
   for (const isolate of isolates.values()) limitsMb += isolate.memoryLimitMb + isolate.mirrorAllowanceMb;
-  return Math.max(1024, 3 * limitsMb + 256) * 2 ** 20;
-}
-let memoryWatch: NodeJS.Timeout | undefined;
-/** Starts the watch if it is not running; it stops itself at the first check with no run active. */
-function watchMemory(): void {
-  memoryWatch ??= setInterval(() => {
-    if (cancels.size === 0) {
-      clearInterval(memoryWatch);
-      memoryWatch = undefined;
-      return;
-    }
-    const rss = process.memoryUsage.rss();
-    if (rss <= memoryCeilingBytes()) return;
-    for (const [runId] of cancels) {
-      send({ type: "result", runId, report: { kind: "failed", errorType: "memory_limit", message: `The sandbox process grew to ${Math.round(rss / 2 ** 20)} MiB, past its memory ceiling, while this program ran; it was restarted.` } });
-    }
-    setImmediate(() => die("memory ceiling exceeded"));
-  }, MEMORY_CHECK_MS);
+  return Math.max(1024, 3 * limitsMb + 256);
 }
 
 /** Smallest heap allowance for a history mirror; it doubles whenever the history outgrows it. */
@@ -133,16 +117,25 @@ function evictIdle(): void {
 async function run(message: RunRequestMessage): Promise<RunReport> {
   const control: { cancel?: () => void } = {};
   cancels.set(message.runId, control);
-  watchMemory();
   runIdByCall.set(message.payload.callId, message.runId);
+  memoryWatch.runStarted();
   let isolate: AgentIsolate | undefined;
   try {
     isolate = await isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb);
     isolate.busy = true;
-    return await isolate.run(message, () => send({ type: "started", runId: message.runId }), control);
+    memoryWatch.setCeiling(memoryCeilingMb());
+    const onStarted = () => {
+      send({ type: "started", runId: message.runId });
+      memoryWatch.holding(message.runId);
+    };
+    // The program's synchronous part runs inside this call, before its first await.
+    const running = isolate.run(message, onStarted, control);
+    memoryWatch.holding(0);
+    return await running;
   } catch (error) {
     return { kind: "failed", errorType: "execution", message: `The sandbox could not run the program: ${error instanceof Error ? error.message : String(error)}` };
   } finally {
+    memoryWatch.runEnded();
     cancels.delete(message.runId);
     runIdByCall.delete(message.payload.callId);
     if (isolate) {

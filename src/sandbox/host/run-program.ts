@@ -1,6 +1,5 @@
-import type { ErrorType } from "../../outcome.ts";
 import type { BridgeOutcome, BridgeRequest, RunReport } from "../protocol.ts";
-import { decodeValue, MalformedValueError } from "../value-codec.ts";
+import { readRunReport, type ProgramResult } from "./inbound.ts";
 import { sandboxSupervisor } from "./supervisor.ts";
 
 /** The agent's history as the sandbox mirror needs it: what was sent, and what is new. */
@@ -42,11 +41,6 @@ const MIRROR_HEAP_PER_JSON_BYTE = 3;
 /** Most records one message carries; a longer sync goes ahead of the run in chunks of this size. */
 const SYNC_CHUNK = 1_000;
 
-/** How the program ended, with its value and context decoded. */
-export type ProgramResult =
-  | { readonly status: "ok"; readonly value: unknown; readonly context: Record<string, unknown>; readonly console: string[] }
-  | { readonly status: "error"; readonly errorType: ErrorType; readonly message: string; readonly console: string[] };
-
 /**
  * Runs a program in the sandbox process. Sends only the history records the sandbox does
  * not hold yet; if the sandbox lost its mirror (a new isolate or process), sends it all once.
@@ -54,7 +48,7 @@ export type ProgramResult =
 export async function runProgram(run: ProgramRun): Promise<ProgramResult> {
   let report = await send(run, run.history.mirrored);
   if (report.kind === "resync") report = await send(run, 0);
-  return toResult(report);
+  return readRunReport(report);
 }
 
 async function send(run: ProgramRun, start: number): Promise<RunReport> {
@@ -92,7 +86,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
         context: run.context,
         depth: run.depth,
         maxDelegationDepth: run.maxDelegationDepth,
-        history: { reset: from === 0, records },
+        history: { start: from, reset: from === 0, records },
       },
     },
     { onBridge: run.onDelegate, signal: run.signal },
@@ -100,26 +94,4 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
   // A failed run may have cost the sandbox its mirror; the next run finds out and resyncs.
   history.mirrored = report.kind === "resync" ? 0 : sentUpTo;
   return report;
-}
-
-function toResult(report: RunReport): ProgramResult {
-  if (report.kind === "resync") {
-    return { status: "error", errorType: "execution", message: "The sandbox could not rebuild the agent's history mirror.", console: [] };
-  }
-  if (report.kind === "failed") return { status: "error", errorType: report.errorType, message: report.message, console: [] };
-  const { result } = report;
-  if (result.status === "error") {
-    const message = result.name === "Thrown" ? result.message : `${result.name}: ${result.message}`;
-    return { status: "error", errorType: result.errorType, message, console: result.console };
-  }
-  try {
-    const value = decodeValue(result.value);
-    const context = decodeValue(result.context);
-    if (typeof context !== "object" || context === null || Array.isArray(context)) {
-      throw new MalformedValueError("The sandbox sent back a context that is not an object.");
-    }
-    return { status: "ok", value, context: context as Record<string, unknown>, console: result.console };
-  } catch (error) {
-    return { status: "error", errorType: "execution", message: `The program's result could not be decoded: ${(error as Error).message}`, console: result.console };
-  }
 }

@@ -1,7 +1,8 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { killGraceMs } from "../limits.ts";
-import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
+import type { Readable } from "node:stream";
+import { REPORT_FD, type BridgeOutcome, type BridgeRequest, type CeilingReport, type ChildMessage, type HostMessage, type RunReport, type RunRequestMessage, type SyncRequestMessage } from "../protocol.ts";
 
 /** Time allowed for starting the sandbox process and building an isolate, on top of a run's own limit. */
 const STARTUP_ALLOWANCE_MS = 10_000;
@@ -45,6 +46,8 @@ export class SandboxSupervisor {
   readonly #runs = new Map<number, PendingRun>();
   #nextRunId = 1;
   readonly #syncs = new Map<number, { child: ChildProcess; resolve: (ok: boolean) => void }>();
+  /** Sandbox processes that reported passing their memory ceiling, and were ended for it. */
+  readonly #ceilingReports = new WeakMap<ChildProcess, CeilingReport>();
   /** How many sandbox processes were started, for tests and diagnostics. */
   starts = 0;
 
@@ -56,6 +59,13 @@ export class SandboxSupervisor {
   /** Runs sent and not yet answered. */
   get activeRuns(): number {
     return this.#runs.size;
+  }
+
+  /** Runs whose program the sandbox process has begun to run, and not yet answered. */
+  get startedRuns(): number {
+    let started = 0;
+    for (const pending of this.#runs.values()) if (pending.started) started += 1;
+    return started;
   }
 
   /** Runs one program; always resolves with a report, never rejects. */
@@ -147,10 +157,12 @@ export class SandboxSupervisor {
       execArgv: ["--no-node-snapshot", ...(fromSource ? ["--disable-warning=ExperimentalWarning"] : [])],
       serialization: "advanced",
       // A pipe, not the host's own stderr: a sandbox process must never hold the host's streams open.
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      // The last pipe is the report pipe (REPORT_FD), written by the process's memory watch.
+      stdio: ["ignore", "ignore", "pipe", "ipc", "pipe"],
     });
     child.stderr?.on("data", (chunk: Buffer) => process.stderr.write(chunk));
     (child.stderr as { unref?: () => void } | null)?.unref?.();
+    this.#readReports(child);
     this.starts += 1;
     this.#child = child;
     this.#ready = new Promise<ChildProcess>((resolve, reject) => {
@@ -167,7 +179,9 @@ export class SandboxSupervisor {
         } else this.#onMessage(child, message);
       });
     });
-    child.on("exit", (code, signal) => this.#onExit(child, code, signal));
+    child.on("exit", () => this.#detach(child));
+    // Runs are settled once the pipes are closed too, so a report written just before the end is read first.
+    child.on("close", (code, signal) => this.#onExit(child, code, signal));
     this.#ready.catch(() => {
       if (this.#child === child) {
         this.#child = undefined;
@@ -221,12 +235,40 @@ export class SandboxSupervisor {
     pending.child.kill("SIGKILL");
   }
 
-  #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+  /** Reads the report pipe: one JSON line per report. Nothing on it is trusted beyond its shape. */
+  #readReports(child: ChildProcess): void {
+    const pipe = child.stdio[REPORT_FD] as Readable | null | undefined;
+    if (!pipe) return;
+    (pipe as { unref?: () => void }).unref?.();
+    pipe.setEncoding("utf8");
+    let pending = "";
+    pipe.on("data", (chunk: string) => {
+      pending = (pending + chunk).slice(-4096);
+      let newline: number;
+      while ((newline = pending.indexOf("\n")) !== -1) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        const report = parseCeilingReport(line);
+        if (report && !this.#ceilingReports.has(child)) {
+          this.#ceilingReports.set(child, report);
+          child.kill("SIGKILL");
+        }
+      }
+    });
+  }
+
+  /** A process that exited takes no new work; its runs are settled when it has closed. */
+  #detach(child: ChildProcess): void {
     if (this.#child === child) {
       this.#child = undefined;
       this.#ready = undefined;
     }
+  }
+
+  #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    this.#detach(child);
     for (const pending of this.#syncs.values()) if (pending.child === child) pending.resolve(false);
+    const ceiling = this.#ceilingReports.get(child);
     for (const pending of [...this.#runs.values()]) {
       if (pending.child !== child) continue;
       if (!pending.started && !pending.overran && pending.resends < 2) {
@@ -234,21 +276,7 @@ export class SandboxSupervisor {
         void this.#resend(pending);
         continue;
       }
-      if (pending.cancelled) {
-        pending.resolve({ kind: "failed", errorType: "cancelled", message: "The call was cancelled while its program ran; the sandbox process was restarted to stop it." });
-      } else if (pending.overran) {
-        pending.resolve({
-          kind: "failed",
-          errorType: "timeout",
-          message: `The program ran longer than executionTimeoutMs (${pending.timeoutMs} ms) and could not be stopped inside the sandbox; the sandbox process was restarted.`,
-        });
-      } else {
-        pending.resolve({
-          kind: "failed",
-          errorType: "execution",
-          message: `The sandbox process stopped (${signal ?? `exit code ${code}`}) while this program ran, and was restarted. Call again.`,
-        });
-      }
+      pending.resolve(lostRunReport(pending, ceiling, signal ?? `exit code ${code}`));
     }
   }
 
@@ -286,6 +314,43 @@ export class SandboxSupervisor {
       child.unref();
       channel?.unref?.();
     }
+  }
+}
+
+/** How a started run ends when its sandbox process is gone, by what ended the process. */
+function lostRunReport(pending: PendingRun, ceiling: CeilingReport | undefined, exit: string): RunReport {
+  if (pending.cancelled) {
+    return { kind: "failed", errorType: "cancelled", message: "The call was cancelled while its program ran; the sandbox process was restarted to stop it." };
+  }
+  if (ceiling && (ceiling.runId === pending.message.runId || ceiling.runId === 0)) {
+    return {
+      kind: "failed",
+      errorType: "memory_limit",
+      message: `The sandbox process grew to ${ceiling.rssMb} MiB, past its ${ceiling.ceilingMb} MiB memory ceiling, while this program ran; the program was stopped and the process restarted.`,
+    };
+  }
+  if (pending.overran) {
+    return {
+      kind: "failed",
+      errorType: "timeout",
+      message: `The program ran longer than executionTimeoutMs (${pending.timeoutMs} ms) and could not be stopped inside the sandbox; the sandbox process was restarted.`,
+    };
+  }
+  const message = ceiling
+    ? "The sandbox process was restarted because another program took it past its memory ceiling while this program ran. Call again."
+    : `The sandbox process stopped (${exit}) while this program ran, and was restarted. Call again.`;
+  return { kind: "failed", errorType: "execution", message, retriable: true };
+}
+
+function parseCeilingReport(line: string): CeilingReport | undefined {
+  try {
+    const value = JSON.parse(line) as Partial<CeilingReport>;
+    if (value.type !== "memory-ceiling") return undefined;
+    const { rssMb, ceilingMb, runId } = value;
+    if (![rssMb, ceilingMb, runId].every((n) => typeof n === "number" && Number.isSafeInteger(n) && n >= 0)) return undefined;
+    return { type: "memory-ceiling", rssMb: rssMb as number, ceilingMb: ceilingMb as number, runId: runId as number };
+  } catch {
+    return undefined;
   }
 }
 

@@ -10,7 +10,7 @@
  * stray rejection reported by isolated-vm for some task can never be mistaken for a result.
  */
 import type { ErrorType } from "../../outcome.ts";
-import type { IsolateResult, RunPayload } from "../protocol.ts";
+import type { IsolateResult, MirrorChunk, RunPayload } from "../protocol.ts";
 import type { SandboxLimits } from "../limits.ts";
 
 interface ReferenceLike {
@@ -18,20 +18,31 @@ interface ReferenceLike {
 }
 
 export interface IsolateRuntime {
-  /** Adds records to the history mirror ahead of a run (large syncs arrive in chunks). */
-  sync(history: RunPayload["history"]): void;
+  /**
+   * Adds records to the history mirror ahead of a run (large syncs arrive in chunks). Records
+   * the mirror already holds are skipped, so a chunk sent twice is added once.
+   */
+  sync(chunk: MirrorChunk): void;
   start(payload: RunPayload): void;
-  /** The call's result once it settled (ending the call), or null while it runs. */
+  /**
+   * The call's result once it settled (ending the call), or null while it runs. Asking again
+   * for the same call returns the same result, so a take whose answer was lost can be repeated.
+   */
   take(callId: string): { result: IsolateResult; clean: boolean } | null;
 }
 
-export function createRuntime(
-  createEncoder: () => (value: unknown, maxChars: number) => string,
-  notify: (callId: string) => void,
-  bridge: ReferenceLike,
-  limits: SandboxLimits,
-): IsolateRuntime {
+/** What the runtime is made from: helpers sent as source, and the host's callbacks and limits. */
+export interface RuntimeParts {
+  readonly createEncoder: () => (value: unknown, maxChars: number) => string;
+  readonly createPrinter: () => (value: unknown, maxChars: number) => string;
+  readonly notify: (callId: string) => void;
+  readonly bridge: ReferenceLike;
+  readonly limits: SandboxLimits;
+}
+
+export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   "use strict";
+  const { createEncoder, createPrinter, notify, bridge, limits } = parts;
   const { freeze, create, defineProperty, getPrototypeOf, isFrozen, keys, getOwnPropertyDescriptor } = Object;
   const apply = Reflect.apply;
   const ownKeys = Reflect.ownKeys;
@@ -39,6 +50,7 @@ export function createRuntime(
   const StringCtor = String;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
+  const isArray = Array.isArray;
   const ProxyCtor = Proxy;
   const MapCtor = Map;
   const PromiseCtor = Promise;
@@ -52,6 +64,7 @@ export function createRuntime(
   ) => Promise<unknown>;
   const bridgeApply = bridge.apply;
   const encode = createEncoder();
+  const print = createPrinter();
   const global = globalThis as Record<PropertyKey, unknown>;
   const baselineGlobals = new Set(ownKeys(global));
 
@@ -98,10 +111,11 @@ export function createRuntime(
   }
 
   const parseJson = JSON.parse;
-  function syncHistory(history: RunPayload["history"]): void {
-    if (history.reset) mirror.length = 0;
-    for (const text of history.records) {
-      const record = parseJson(text) as object;
+  function syncHistory(chunk: MirrorChunk): void {
+    if (chunk.reset) mirror.length = 0;
+    const { records } = chunk;
+    for (let index = Math.max(0, mirror.length - chunk.start); index < records.length; index += 1) {
+      const record = parseJson(records[index] as string) as object;
       deepFreeze(record);
       apply(arrayPush, mirror, [record]);
     }
@@ -110,7 +124,8 @@ export function createRuntime(
   function capText(value: unknown, limit: number): string {
     let text: string;
     try {
-      text = typeof value === "string" ? value : value === undefined || value === null ? "" : StringCtor(value);
+      // An array's own string conversion expands shared elements without bound; the printer stops at the limit.
+      text = typeof value === "string" ? value : value === undefined || value === null ? "" : isArray(value) ? print(value, limit) : StringCtor(value);
     } catch {
       return "[unprintable]";
     }
@@ -153,6 +168,10 @@ export function createRuntime(
     return { status: "error", errorType, name, message, console: call.console };
   }
 
+  function tooLarge(call: CallState, limit: "result" | "context"): IsolateResult {
+    return { status: "error", errorType: "execution", name: "ResultTooLarge", message: "", console: call.console, limit };
+  }
+
   function snapshotContext(context: Record<string, unknown>): Record<string, unknown> {
     const copy = create(null) as Record<string, unknown>;
     for (const key of keys(context)) {
@@ -170,17 +189,13 @@ export function createRuntime(
       valueText = encode(value, limits.maxResultChars);
     } catch (error) {
       const { name, message } = describeThrown(error);
-      return failure(call, "execution", name, name === "ResultTooLarge"
-        ? `The program's return value is larger than the ${limits.maxResultChars}-character result limit. Return a smaller value.`
-        : `The program's return value could not be read: ${message}`);
+      return name === "ResultTooLarge" ? tooLarge(call, "result") : failure(call, "execution", name, `The program's return value could not be read: ${message}`);
     }
     try {
       contextText = encode(snapshotContext(context), limits.maxResultChars);
     } catch (error) {
       const { name, message } = describeThrown(error);
-      return failure(call, "execution", name, name === "ResultTooLarge"
-        ? `The program left context larger than the ${limits.maxResultChars}-character limit. Keep less in context.`
-        : `The program left context that could not be read: ${message}`);
+      return name === "ResultTooLarge" ? tooLarge(call, "context") : failure(call, "execution", name, `The program left context that could not be read: ${message}`);
     }
     return { status: "ok", value: valueText, context: contextText, console: call.console };
   }
@@ -188,7 +203,9 @@ export function createRuntime(
   function fail(call: CallState, thrown: unknown): IsolateResult {
     const { name, message } = describeThrown(thrown);
     const isBudget = typeof thrown === "object" && thrown !== null && apply(weakSetHas, budgetErrors, [thrown]);
-    return failure(call, isBudget ? "budget_exceeded" : "execution", name, message);
+    // The engine's answer when the isolate's allocator refuses an ArrayBuffer: the memory limit.
+    const isOutOfMemory = name === "RangeError" && message === "Array buffer allocation failed";
+    return failure(call, isBudget ? "budget_exceeded" : isOutOfMemory ? "memory_limit" : "execution", name, message);
   }
 
   function makeConsole(call: CallState): object {
@@ -222,8 +239,7 @@ export function createRuntime(
 
   function encodeForConsole(item: unknown): string {
     if (typeof item !== "object" || item === null) return capText(item, 1000);
-    const text = stringify(item);
-    return capText(text, 2000);
+    return print(item, 2000);
   }
 
   function toOutcome(envelope: unknown): object {
@@ -252,11 +268,12 @@ export function createRuntime(
     if (call.delegatesInFlight >= limits.maxConcurrentDelegates) {
       throw budgetError(`This program has ${limits.maxConcurrentDelegates} delegate calls in flight, the limit; await some before starting more.`);
     }
-    let argsText: string;
+    // Arguments too large to encode go as null: the host answers with an invalid_input outcome.
+    let argsText: string | null;
     try {
       argsText = encode(args, limits.maxDelegateArgumentChars);
     } catch {
-      throw new TypeErrorCtor(`The arguments to ${role}.${method}() are larger than ${limits.maxDelegateArgumentChars} characters. Pass less data.`);
+      argsText = null;
     }
     call.delegateCalls += 1;
     call.delegatesInFlight += 1;
@@ -283,7 +300,7 @@ export function createRuntime(
       let optionsText: string | null = null;
       if (options !== undefined) {
         try {
-          optionsText = encode(options, 100_000);
+          optionsText = encode(options, limits.maxDelegateOptionChars);
         } catch {
           throw new TypeErrorCtor("delegate(role, options): options must be a small plain object.");
         }
@@ -319,9 +336,13 @@ export function createRuntime(
     return clean;
   }
 
+  // The result last taken, kept until the next start so that a repeated take gets it again.
+  let handedOut: { readonly callId: string; readonly taken: { result: IsolateResult; clean: boolean } } | null = null;
+
   return freeze({
     sync: syncHistory,
     start(payload: RunPayload): void {
+      handedOut = null;
       const call: CallState = {
         id: payload.callId,
         depth: payload.depth,
@@ -352,13 +373,15 @@ export function createRuntime(
       ]);
     },
     take(callId: string): { result: IsolateResult; clean: boolean } | null {
+      if (handedOut !== null && handedOut.callId === callId) return handedOut.taken;
       const result = slots.get(callId);
       if (result === undefined) return null;
       const call = calls.get(callId);
       if (call) call.ended = true;
       calls.delete(callId);
       slots.delete(callId);
-      return { result, clean: cleanGlobals() };
+      handedOut = { callId, taken: { result, clean: cleanGlobals() } };
+      return handedOut.taken;
     },
   });
 }

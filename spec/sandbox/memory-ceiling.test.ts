@@ -1,0 +1,49 @@
+import { describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { sandboxSupervisor } from "../../src/sandbox/host/supervisor.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+
+// `new Array(1e8).fill(0)` cannot be interrupted and grows the process far past the isolate's
+// limit, outside its heap accounting; only the process's memory ceiling (1 GiB here) stops it
+// well before the time limit.
+const FILL = "new Array(1e8).fill(0); return 'filled'";
+const LIMIT_MS = 20_000;
+
+describe("the sandbox process memory ceiling", () => {
+  test("a program that takes the process past its ceiling ends memory_limit; the process is replaced and the next call is served", async () => {
+    const agent = Agent.for("filler", {
+      provider: new ScriptedProvider({ programs: { fill: FILL, ping: "return 'pong:' + context.kept" } }),
+      executionTimeoutMs: LIMIT_MS,
+      memoryLimitMb: 32,
+    });
+    agent.kept = "intact";
+    await agent.ping();
+    const supervisor = sandboxSupervisor();
+    const pidBefore = supervisor.pid;
+    const r = await agent.fill();
+    expect(r).toMatchObject({ errorType: "memory_limit", retriable: false });
+    expect(r.errorMessage).toMatch(/^The sandbox process grew to \d+ MiB, past its 1024 MiB memory ceiling, while this program ran; the program was stopped and the process restarted\.$/);
+    expect((await agent.ping()).value).toBe("pong:intact");
+    expect(supervisor.pid).not.toBe(pidBefore);
+    expect(Agent.history(agent).map((record) => record.outcome_summary.error_type)).toEqual([null, "memory_limit", null]);
+  });
+
+  test("a program of another agent running in that process at the time ends retriable, and says so", async () => {
+    const waiter = Agent.for("waiter", {
+      provider: new ScriptedProvider({ programs: { wait: "await new Promise(() => {})", ping: "return 'pong'" } }),
+      executionTimeoutMs: LIMIT_MS,
+    });
+    const filler = Agent.for("filler", { provider: new ScriptedProvider({ programs: { fill: FILL } }), executionTimeoutMs: LIMIT_MS, memoryLimitMb: 32 });
+    await waiter.ping();
+    const waiting = waiter.wait();
+    await waitFor(() => sandboxSupervisor().startedRuns > 0);
+    const [filled, waited] = await Promise.all([filler.fill(), waiting]);
+    expect(filled.errorType).toBe("memory_limit");
+    expect(waited).toMatchObject({
+      errorType: "execution",
+      retriable: true,
+      errorMessage: "The sandbox process was restarted because another program took it past its memory ceiling while this program ran. Call again.",
+    });
+    expect((await waiter.ping()).value).toBe("pong");
+  });
+});

@@ -1,0 +1,19 @@
+/** What the sandbox process's main thread and its memory-watch thread share. */
+
+/** Indexes into the shared `Int32Array`. */
+export const WATCH_SLOTS = {
+  /** The process's memory ceiling. @unit MiB */
+  ceilingMb: 0,
+  /** Runs in progress; the watch sleeps while there are none. */
+  activeRuns: 1,
+  /** The run whose synchronous part holds the main thread, or 0. */
+  syncRunId: 2,
+  /** Never written: waiting on it is a sleep. */
+  never: 3,
+} as const;
+
+export interface MemoryWatchData {
+  readonly state: SharedArrayBuffer;
+  /** The file descriptor of the report pipe to the host. */
+  readonly reportFd: number;
+}

@@ -1,0 +1,133 @@
+/**
+ * Everything that arrives from the sandbox process is read here, and only here. Values come
+ * as encoded text and are measured against their limits before anything is built from them
+ * (`../value-size.ts`), so no record, log line, prompt or outcome is ever made from a value
+ * whose JSON would be larger than its limit, however cheaply the program built it. Strings
+ * (console lines, error names and messages) are bounded again, and types checked: the
+ * sandbox's own runtime bounds them too, but the host trusts nothing that crossed.
+ */
+import type { ErrorType } from "../../outcome.ts";
+import { SANDBOX_LIMITS } from "../limits.ts";
+import type { BridgeRequest, IsolateResult, RunReport } from "../protocol.ts";
+import { decodeValue, MalformedValueError } from "../value-codec.ts";
+import { ValueTooLargeError } from "../value-size.ts";
+
+/** How the program ended, with its value and context decoded. */
+export type ProgramResult =
+  | { readonly status: "ok"; readonly value: unknown; readonly context: Record<string, unknown>; readonly console: string[] }
+  | {
+      readonly status: "error";
+      readonly errorType: ErrorType;
+      readonly message: string;
+      readonly console: string[];
+      /** Set when the failure was not the program's doing (the sandbox process was lost), so calling again may work. */
+      readonly retriable?: boolean;
+    };
+
+/** Why limits count what they count, in every message that names one. */
+const SHARED_PARTS = "as JSON (shared parts count each time they appear)";
+
+/** The messages that name a value limit, in one place. */
+export const LIMIT_MESSAGES = {
+  result: `The program's return value is larger than the ${SANDBOX_LIMITS.maxResultChars}-character result limit ${SHARED_PARTS}. Return a smaller value.`,
+  context: `The program left context larger than the ${SANDBOX_LIMITS.maxResultChars}-character limit ${SHARED_PARTS}. Keep less in context.`,
+  delegateArguments: (role: string, method: string) =>
+    `The arguments to ${role}.${method}() are larger than the ${SANDBOX_LIMITS.maxDelegateArgumentChars}-character limit for delegate arguments (shared parts count each time they appear). Pass less data.`,
+  delegateOptions: `delegate options are larger than the ${SANDBOX_LIMITS.maxDelegateOptionChars}-character limit ${SHARED_PARTS}. Pass a small plain object.`,
+} as const;
+
+/** Error types a program's own run may end with inside the isolate. */
+const ISOLATE_ERROR_TYPES: ReadonlySet<string> = new Set<ErrorType>(["invalid_code", "execution", "memory_limit", "budget_exceeded"]);
+
+const CONSOLE_MARKER = "… console output truncated";
+
+/** A sandbox process's report on a run, read into a {@link ProgramResult}. */
+export function readRunReport(report: RunReport): ProgramResult {
+  if (report.kind === "resync") {
+    return { status: "error", errorType: "execution", message: "The sandbox could not rebuild the agent's history mirror. Call again.", console: [], retriable: true };
+  }
+  if (report.kind === "failed") {
+    return { status: "error", errorType: report.errorType, message: report.message, console: [], ...(report.retriable ? { retriable: true } : {}) };
+  }
+  return readIsolateResult(report.result);
+}
+
+function readIsolateResult(result: IsolateResult): ProgramResult {
+  const console = readConsole(result.console);
+  if (result.status === "error") {
+    if (result.limit !== undefined) return { status: "error", errorType: "execution", message: LIMIT_MESSAGES[result.limit], console };
+    const errorType = ISOLATE_ERROR_TYPES.has(result.errorType) ? result.errorType : "execution";
+    const name = bounded(result.name, 200);
+    const message = bounded(result.message, SANDBOX_LIMITS.maxErrorMessageChars + 100);
+    return { status: "error", errorType, message: name === "Thrown" ? message : `${name}: ${message}`, console };
+  }
+  let value: unknown;
+  try {
+    value = decodeValue(result.value, SANDBOX_LIMITS.maxResultChars);
+  } catch (error) {
+    return unreadable(error, LIMIT_MESSAGES.result, "result", console);
+  }
+  let context: unknown;
+  try {
+    context = decodeValue(result.context, SANDBOX_LIMITS.maxResultChars);
+  } catch (error) {
+    return unreadable(error, LIMIT_MESSAGES.context, "context", console);
+  }
+  if (typeof context !== "object" || context === null || Array.isArray(context)) {
+    return unreadable(new MalformedValueError("The sandbox sent back a context that is not an object."), LIMIT_MESSAGES.context, "context", console);
+  }
+  return { status: "ok", value, context: context as Record<string, unknown>, console };
+}
+
+function unreadable(error: unknown, tooLarge: string, what: string, console: string[]): ProgramResult {
+  const message = error instanceof ValueTooLargeError ? tooLarge : `The program's ${what} could not be decoded: ${(error as Error).message}`;
+  return { status: "error", errorType: "execution", message, console };
+}
+
+/** A delegate request's arguments and options, or the reason they are refused (an `invalid_input` outcome). */
+export type DelegateInput =
+  | { readonly ok: true; readonly args: unknown[]; readonly options: Record<string, unknown> | undefined }
+  | { readonly ok: false; readonly message: string };
+
+/** Reads the arguments and options of a program's `delegate(role, options).method(...args)`. */
+export function readDelegateInput(request: BridgeRequest): DelegateInput {
+  const { role, method } = request;
+  if (request.args === null) return { ok: false, message: LIMIT_MESSAGES.delegateArguments(role, method) };
+  let args: unknown;
+  try {
+    args = decodeValue(request.args, SANDBOX_LIMITS.maxDelegateArgumentChars);
+  } catch (error) {
+    return { ok: false, message: error instanceof ValueTooLargeError ? LIMIT_MESSAGES.delegateArguments(role, method) : `The arguments to ${role}.${method}() could not be read.` };
+  }
+  if (!Array.isArray(args)) return { ok: false, message: `The arguments to ${role}.${method}() must be a list.` };
+  if (request.options === null) return { ok: true, args, options: undefined };
+  let options: unknown;
+  try {
+    options = decodeValue(request.options, SANDBOX_LIMITS.maxDelegateOptionChars);
+  } catch (error) {
+    return { ok: false, message: error instanceof ValueTooLargeError ? LIMIT_MESSAGES.delegateOptions : "delegate options could not be read." };
+  }
+  if (typeof options !== "object" || options === null || Array.isArray(options)) return { ok: false, message: "delegate options must be an object." };
+  return { ok: true, args, options: options as Record<string, unknown> };
+}
+
+function readConsole(lines: unknown): string[] {
+  if (!Array.isArray(lines)) return [];
+  const kept: string[] = [];
+  let chars = 0;
+  for (const line of lines) {
+    if (typeof line !== "string") continue;
+    if (kept.length > SANDBOX_LIMITS.maxConsoleLines || chars + line.length > SANDBOX_LIMITS.maxConsoleChars + CONSOLE_MARKER.length) {
+      kept.push(CONSOLE_MARKER);
+      break;
+    }
+    chars += line.length;
+    kept.push(line);
+  }
+  return kept;
+}
+
+function bounded(text: unknown, limit: number): string {
+  if (typeof text !== "string") return "";
+  return text.length > limit ? `${text.slice(0, limit)}… [truncated]` : text;
+}
