@@ -55,6 +55,14 @@ describe("size caps", () => {
     );
   });
 
+  test("a result within the limit as JSON comes back, though its encoding is longer than its JSON", async () => {
+    // 1.5 million one-digit numbers: 3 million characters as JSON, far more as the encoder's node list.
+    const agent = Agent.for("digits", { provider: new ScriptedProvider({ programs: { digits: "return new Array(1_500_000).fill(7)" } }) });
+    const r = await agent.digits();
+    expect(r.errorMessage).toBeUndefined();
+    expect((r.value as number[]).length).toBe(1_500_000);
+  });
+
   test("shared references within the limit arrive shared", async () => {
     const agent = Agent.for("amplify", {
       provider: new ScriptedProvider({ programs: { laughs: "let v = ['lol']; for (let i = 0; i < 16; i++) v = [v, v]; return v" } }),

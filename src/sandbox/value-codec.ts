@@ -36,10 +36,11 @@ const TYPED_ARRAYS: Record<string, new (buffer: ArrayBuffer) => ArrayBufferView>
 };
 
 /**
- * The encoded text is at most this many times the value's JSON (every number is a node of
- * its own, referenced by index); longer text is refused before it is parsed.
+ * Encoded text longer than this many times the limit is refused before it is parsed: the
+ * in-isolate encoder stops at four times the limit by its own count, and escapes in strings
+ * can make the text up to a few times longer than that count.
  */
-const MAX_ENCODING_OVERHEAD = 8;
+const MAX_ENCODING_OVERHEAD = 16;
 
 /**
  * Decodes one encoded value whose JSON would take at most `maxChars` characters. Throws

@@ -99,7 +99,7 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
           if (value === Infinity) return -4;
           if (value === -Infinity) return -5;
           if (value === 0 && 1 / value < 0) return -6;
-          return push(value, 24);
+          return push(value, StringCtor(value).length + 1);
         case "string":
           return push(value, value.length + 2);
         case "boolean":

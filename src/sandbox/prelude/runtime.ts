@@ -65,6 +65,11 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   const bridgeApply = bridge.apply;
   const encode = createEncoder();
   const print = createPrinter();
+  // The encoder's count is of its own compact text (a shared part once), which is at most about
+  // twice the value's JSON; refusing past four times the limit here never refuses a value within
+  // it. The host measures the value as expanded JSON against the limit itself.
+  const ENCODED_PER_JSON_CHAR = 4;
+  const encodeWithin = (value: unknown, jsonLimit: number) => encode(value, jsonLimit * ENCODED_PER_JSON_CHAR);
   const global = globalThis as Record<PropertyKey, unknown>;
   const baselineGlobals = new Set(ownKeys(global));
 
@@ -186,13 +191,13 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     let valueText: string;
     let contextText: string;
     try {
-      valueText = encode(value, limits.maxResultChars);
+      valueText = encodeWithin(value, limits.maxResultChars);
     } catch (error) {
       const { name, message } = describeThrown(error);
       return name === "ResultTooLarge" ? tooLarge(call, "result") : failure(call, "execution", name, `The program's return value could not be read: ${message}`);
     }
     try {
-      contextText = encode(snapshotContext(context), limits.maxResultChars);
+      contextText = encodeWithin(snapshotContext(context), limits.maxResultChars);
     } catch (error) {
       const { name, message } = describeThrown(error);
       return name === "ResultTooLarge" ? tooLarge(call, "context") : failure(call, "execution", name, `The program left context that could not be read: ${message}`);
@@ -271,7 +276,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     // Arguments too large to encode go as null: the host answers with an invalid_input outcome.
     let argsText: string | null;
     try {
-      argsText = encode(args, limits.maxDelegateArgumentChars);
+      argsText = encodeWithin(args, limits.maxDelegateArgumentChars);
     } catch {
       argsText = null;
     }
@@ -300,7 +305,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       let optionsText: string | null = null;
       if (options !== undefined) {
         try {
-          optionsText = encode(options, limits.maxDelegateOptionChars);
+          optionsText = encodeWithin(options, limits.maxDelegateOptionChars);
         } catch {
           throw new TypeErrorCtor("delegate(role, options): options must be a small plain object.");
         }
