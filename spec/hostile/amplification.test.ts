@@ -88,7 +88,8 @@ const AMPLIFICATION: HostileCase[] = [
   {
     name: "a deep chain of shared pairs",
     program: `let v = 1; for (let i = 0; i < 5000; i++) v = { a: v, b: v }; return v`,
-    expect: ["execution", "timeout", "memory_limit"],
+    expect: ["execution"],
+    check: (r) => expect(r.errorMessage).toMatch(/result limit/),
   },
   {
     name: "shared references within the limit come back whole",
@@ -125,6 +126,35 @@ const AMPLIFICATION: HostileCase[] = [
     program: `(async () => { await delegate("echo").ping(); for (let i = 0; i < 3; i++) { await null; Promise.reject(new Error("late " + i)) } })(); await delegate("echo").ping(); return "fine"`,
     expect: ["ok"],
     check: (r) => expect(r.value).toBe("fine"),
+  },
+  {
+    name: "delegate arguments within the limit whose encoding is long",
+    program: `const r = await delegate("echo").back(new Array(200000).fill(0)); return r.ok ? r.value[0].length : r.error_message`,
+    expect: ["ok"],
+    check: (r) => expect(r.value).toBe(200_000),
+  },
+  {
+    name: "delegate options too large to encode",
+    program: `const r = await delegate("echo", { model: "m".repeat(1_000_000) }).ping(); ${READ_OUTCOME}`,
+    expect: ["ok"],
+    check: (r) =>
+      expect(r.value).toEqual({
+        ok: false,
+        error_type: "invalid_input",
+        error_message: "delegate options are larger than the 100000-character limit as JSON (shared parts count each time they appear). Pass a small plain object.",
+      }),
+  },
+  {
+    name: "delegate arguments that cannot be read",
+    program: `const buffer = new ArrayBuffer(8); buffer.transfer(); return await delegate("echo").back(buffer)`,
+    expect: ["execution"],
+    check: (r) => expect(r.errorMessage).toMatch(/^TypeError: The arguments to echo\.back\(\) could not be read: /),
+  },
+  {
+    name: "an array-like whose string conversion would expand without bound, thrown as a message",
+    program: `${laughs(30)} const like = Object.setPrototypeOf({ length: 2, 0: v, 1: v }, Array.prototype); throw { name: "E", message: like }`,
+    expect: ["execution"],
+    check: (r) => expect((r.errorMessage ?? "").length).toBeLessThan(12_000),
   },
   { name: "typed arrays until allocation fails", program: "const hog = []; for (;;) hog.push(new Float64Array(1e6))", expect: ["memory_limit"] },
   { name: "array buffers until allocation fails", program: "const hog = []; for (;;) hog.push(new ArrayBuffer(8e6))", expect: ["memory_limit"] },

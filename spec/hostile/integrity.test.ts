@@ -5,6 +5,12 @@ watchHost();
 
 /** Family 3: damaging history, context or results. */
 const INTEGRITY: HostileCase[] = [
+  {
+    name: "a global that cannot be removed",
+    program: "Object.defineProperty(globalThis, 'stuck', { value: 1, configurable: false }); return 'defined'",
+    expect: ["ok"],
+    check: (r) => expect(r.value).toBe("defined"),
+  },
   { name: "replacing the history", program: "context.conversation_history = [{ call_id: 'forged' }]; return context.conversation_history.length", expect: ["ok"], check: (r) => expect(r.value).toBe(2) },
   { name: "replacing the history in strict mode", program: "'use strict'; context.conversation_history = []", expect: ["execution"] },
   { name: "truncating the history", program: "context.conversation_history.length = 0; return context.conversation_history.length", expect: ["ok"], check: (r) => expect(r.value).toBe(2) },

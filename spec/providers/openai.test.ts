@@ -126,7 +126,7 @@ describe("OpenAIProvider over HTTP", () => {
 describe("extractProgram", () => {
   test("reads structured JSON, fenced blocks, bare code and nothing", () => {
     expect(extractProgram('{"code":"return 1"}')).toBe("return 1");
-    expect(extractProgram("```js\nreturn 2\n```")).toBe("return 2\n");
+    expect(extractProgram("```js\nreturn 2\n```")).toBe("return 2");
     expect(extractProgram("return 3")).toBe("return 3");
     expect(extractProgram("   ")).toBeNull();
     expect(extractProgram(null)).toBeNull();

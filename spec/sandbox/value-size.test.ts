@@ -37,9 +37,13 @@ describe("measuring a value's expanded JSON size on its node graph", () => {
     expect(measure(value)).toBe(JSON.stringify(value).length);
   });
 
-  test("a billion-laughs value is refused in as many steps as it has nodes, not leaves", () => {
-    // 2^1000 leaves: expanding them would never end; measuring them takes 1,001 steps.
+  test("a value with 2^1000 leaves is refused without being expanded", () => {
     expect(() => measure(laughs(1_000), 8_000_000)).toThrow(ValueTooLargeError);
+  });
+
+  test("a value with more nodes than the limit has characters is refused before it is walked", () => {
+    const nodes = [Array.from({ length: 2_000 }, (_, index) => index + 1), ...Array.from({ length: 2_000 }, () => 0)];
+    expect(() => measureExpandedChars(nodes, 0, 1_000)).toThrow(ValueTooLargeError);
   });
 
   test("a cycle counts as its stand-in", () => {
@@ -83,7 +87,8 @@ describe("measuring a value's expanded JSON size on its node graph", () => {
   });
 
   test("malformed references are measured as small, not thrown on (the decoder rejects them)", () => {
-    expect(measureExpandedChars([[1.5, "x", 99, -7]], 0, 1_000)).toBeGreaterThan(0);
+    // An array of four references (2 brackets + 3 commas), each invalid one counted as `null`.
+    expect(measureExpandedChars([[1.5, "x", 99, -7]], 0, 1_000)).toBe(5 + 4 * 4);
     expect(measureExpandedChars([], "nothing", 1_000)).toBe(4);
   });
 });

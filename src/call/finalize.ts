@@ -4,7 +4,8 @@ import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
 import type { ResolvedOptions } from "../options.ts";
 import type { Outcome } from "../outcome.ts";
-import type { ParsedProgram } from "../telemetry/parse.ts";
+import type { ParsedProgram } from "../programs/parse.ts";
+import { attemptErrors, type AttemptFailure } from "./repair.ts";
 
 /** Everything a call learned along the way, for its record and log line. */
 export interface CallDraft {
@@ -27,6 +28,8 @@ export interface CallDraft {
   system: string | undefined;
   user: string | undefined;
   console: readonly string[];
+  /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
+  readonly failures: AttemptFailure[];
   finalized: boolean;
 }
 
@@ -82,6 +85,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     parsed: draft.parsed,
     durationMs,
     attempts: draft.attempts,
+    attemptErrors: attemptErrors(draft.failures),
     status: outcome.status,
     errorType: outcome.errorType ?? null,
     traceId: draft.traceId,

@@ -8,6 +8,9 @@ import { findUncloneable, splitArguments } from "./arguments.ts";
 import { handleDelegate } from "./delegation.ts";
 import { finalize, type CallDraft } from "./finalize.ts";
 import { renderPrompts } from "./prompt.ts";
+import { feedbackBlock, type AttemptFailure } from "./repair.ts";
+import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
+import { prepareProgram } from "../programs/shape.ts";
 
 /** Where a call came from. */
 export interface CallOrigin {
@@ -41,6 +44,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     system: undefined,
     user: undefined,
     console: [],
+    failures: [],
     finalized: false,
   };
   let outcome: Outcome;
@@ -69,7 +73,7 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
   const provider = state.provider();
   if (!provider) return fail("provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
 
-  const prompts = renderPrompts({
+  const promptInput = {
     role: state.role,
     method: draft.method,
     args: split.args,
@@ -77,37 +81,67 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
     contextKeys: Object.keys(state.context),
     historyCount: state.history.length,
     historyPreview: state.history.latest(state.options.historyPreviewLimit),
-  });
+  };
+  const prompts = renderPrompts(promptInput);
   draft.system = prompts.system;
   draft.user = prompts.user;
 
   let last = fail("invalid_code", "The provider produced no usable program.");
   for (let attempt = 1; attempt <= state.options.maxGenerationAttempts; attempt += 1) {
     draft.attempts = attempt;
+    const failed = draft.failures.at(-1);
+    const feedback = failed === undefined ? "" : feedbackBlock(failed);
+    const user = feedback === "" ? prompts.user : renderPrompts({ ...promptInput, feedback }).user;
     const request: GenerationRequest = {
       role: state.role,
       method: draft.method,
       attempt,
       system: prompts.system,
-      user: prompts.user,
+      user,
       ...(state.options.model === undefined ? {} : { model: state.options.model }),
     };
     const generated = await generate(provider, request, state, fail);
     if (generated instanceof Outcome) {
       last = generated;
       if (generated.errorType === "cancelled") return generated;
+      draft.failures.push({ attempt, errorType: generated.errorType ?? "provider", message: generated.errorMessage ?? "" });
       continue;
     }
     draft.code = generated.code;
     draft.model = generated.model;
-    draft.parsed = undefined;
-    // The isolate's own compiler decides whether a program parses (a SyntaxError there is
-    // invalid_code, retried here); the host parses only for the log's history scan.
-    const outcome = await state.queue.run(() => runInSandbox(state, draft, generated.code, fail));
-    if (outcome.errorType !== "invalid_code") return outcome;
-    last = fail("invalid_code", `The program does not parse (attempt ${attempt}): ${outcome.errorMessage ?? ""}`);
+    const { outcome, mistake } = await runAttempt(state, draft, generated.code, attempt, fail);
+    if (mistake === undefined) return outcome;
+    draft.failures.push(mistake);
+    last = outcome;
   }
   return last;
+}
+
+/**
+ * Prepares one attempt's program (shapes, TypeScript) and runs it. A failure that is the
+ * program's own mistake comes back as `mistake`, for the next attempt's feedback.
+ */
+async function runAttempt(
+  state: AgentState,
+  draft: CallDraft,
+  code: string,
+  attempt: number,
+  fail: (errorType: ErrorType, message: string) => Outcome,
+): Promise<{ outcome: Outcome; mistake?: AttemptFailure }> {
+  const prepared = prepareProgram(code, draft.method);
+  draft.parsed = prepared.parsed;
+  if (!prepared.ok) {
+    return { outcome: fail("invalid_code", prepared.message), mistake: { attempt, errorType: "invalid_code", message: prepared.message, code } };
+  }
+  const { outcome, failure } = await state.queue.run(() => runInSandbox(state, draft, prepared.source, fail));
+  if (failure === undefined || !isOwnMistake(prepared, failure)) return { outcome };
+  if (outcome.errorType === "invalid_code") {
+    // The sandbox's compiler is the judge of what parses; the host's parser says where it failed.
+    const message = prepared.parsed.ok ? (outcome.errorMessage ?? "") : `SyntaxError: ${prepared.parsed.message}`;
+    return { outcome: fail("invalid_code", `The program does not parse (attempt ${attempt}): ${message}`), mistake: { attempt, errorType: "invalid_code", message, code } };
+  }
+  const position = failure.location === undefined ? undefined : positionInProgram(prepared, code, failure.location);
+  return { outcome, mistake: { attempt, errorType: outcome.errorType ?? "execution", message: outcome.errorMessage ?? "", code, ...(position ? { position } : {}) } };
 }
 
 async function generate(
@@ -156,12 +190,12 @@ async function runInSandbox(
   draft: CallDraft,
   code: string,
   fail: (errorType: ErrorType, message: string) => Outcome,
-): Promise<Outcome> {
+): Promise<{ outcome: Outcome; failure?: RunFailure }> {
   const { signal } = state.options;
-  if (signal?.aborted) return fail("cancelled", "The call was cancelled before its program ran.");
+  if (signal?.aborted) return { outcome: fail("cancelled", "The call was cancelled before its program ran.") };
   const contextProblem = findUncloneable(state.context, "context");
   if (contextProblem !== undefined) {
-    return fail("invalid_input", `The agent's ${contextProblem} and cannot enter the sandbox. Keep plain data in context.`);
+    return { outcome: fail("invalid_input", `The agent's ${contextProblem} and cannot enter the sandbox. Keep plain data in context.`) };
   }
   const result = await runProgram({
     agentId: state.id,
@@ -179,7 +213,10 @@ async function runInSandbox(
     signal,
   });
   draft.console = result.console;
-  if (result.status === "error") return Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
+  if (result.status === "error") {
+    const outcome = Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
+    return { outcome, failure: { errorType: result.errorType, ...(result.thrownName === undefined ? {} : { thrownName: result.thrownName }), ...(result.location ? { location: result.location } : {}) } };
+  }
   state.commitContext(result.context);
-  return Outcome.success(draft.callId, result.value);
+  return { outcome: Outcome.success(draft.callId, result.value) };
 }

@@ -25,16 +25,22 @@ export interface PromptInput {
   readonly historyCount: number;
   /** The latest records, oldest first (at most `historyPreviewLimit`). */
   readonly historyPreview: readonly HistoryRecord[];
+  /** The feedback block on an earlier attempt of this call, if any (see `repair.ts`). */
+  readonly feedback?: string;
 }
 
 function render(template: string, values: Record<string, string>): string {
   return template.replace(/\{\{(\w+)\}\}/g, (match, name: string) => values[name] ?? match);
 }
 
+/** Longest error message of a failed call shown in the history preview. @unit characters */
+const MAX_PREVIEW_ERROR_CHARS = 200;
+
 function previewLine(record: HistoryRecord): string {
   const status = record.outcome_summary.status;
   const errorType = record.outcome_summary.error_type;
-  return `- ${record.call_id} ${truncateString(record.method_name, 80)}: ${status}${errorType ? ` (${errorType})` : ""}`;
+  const error = typeof record.error_message === "string" && record.error_message !== "" ? `: ${truncateString(record.error_message.replace(/\s+/g, " "), MAX_PREVIEW_ERROR_CHARS)}` : "";
+  return `- ${record.call_id} ${truncateString(record.method_name, 80)}: ${status}${errorType ? ` (${errorType})` : ""}${error}`;
 }
 
 /** The system prompt depends on the role alone, so it is rendered once per role. */
@@ -64,6 +70,7 @@ export function renderPrompts(input: PromptInput): { system: string; user: strin
     context_keys: keys.length === 0 ? "(none)" : `${keys.join(", ")}${extraKeys > 0 ? `, and ${extraKeys} more` : ""}`,
     history_count: String(input.historyCount),
     history_preview: preview,
+    feedback: input.feedback ?? "",
   };
   return { system: systemPrompt(input.role), user: render(templates.user, values) };
 }

@@ -115,7 +115,7 @@ export function asJsonSafe(value: unknown): JsonValue {
 function convert(value: unknown, depth: number, ancestors: Set<object>, budget: Budget): JsonValue {
   if (budget.left <= 0) return OUTPUT_LIMIT;
   const copy = convertWithin(value, depth, ancestors, budget);
-  if (typeof copy !== "object" || copy === null) budget.left -= typeof copy === "string" ? copy.length + 2 : 8;
+  if (typeof copy !== "object" || copy === null) budget.left -= typeof copy === "string" ? copy.length + 2 : String(copy).length;
   return copy;
 }
 

@@ -2,7 +2,7 @@ import { configure } from "safe-stable-stringify";
 import { toJsonSafe, type JsonValue } from "../history/json-safe.ts";
 import type { HistoryRecord } from "../history/record.ts";
 import type { ErrorType, OutcomeStatus } from "../outcome.ts";
-import type { ParsedProgram } from "../telemetry/parse.ts";
+import type { ParsedProgram } from "../programs/parse.ts";
 import { scanProgram } from "../telemetry/scan.ts";
 
 /** The name of this runtime in log lines, so logs of several runtimes can be told apart. */
@@ -24,6 +24,8 @@ export interface LogLineInput {
   readonly parsed: ParsedProgram | undefined;
   readonly durationMs: number;
   readonly attempts: number;
+  /** Why each failed attempt failed, oldest first. */
+  readonly attemptErrors: readonly { readonly attempt: number; readonly error_type: ErrorType; readonly error_message: string }[];
   readonly status: OutcomeStatus;
   readonly errorType: ErrorType | null;
   readonly traceId: string;
@@ -54,6 +56,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     code: input.code,
     duration_ms: Math.round(input.durationMs * 1000) / 1000,
     generation_attempt: input.attempts,
+    attempt_errors: input.attemptErrors,
     outcome_status: input.status,
     error_type: input.errorType,
     trace_id: input.traceId,

@@ -1,5 +1,6 @@
 import OpenAI, { APIError } from "openai";
 import { readEnv } from "../env.ts";
+import { extractProgram } from "../programs/extract.ts";
 import { ProviderError, type Generation, type GenerationRequest, type Provider } from "./provider.ts";
 
 /** The model used when neither the options nor `IMPROV_MODEL` name one. */
@@ -102,7 +103,7 @@ export class OpenAIProvider implements Provider {
     const content = completion.choices[0]?.message?.content ?? null;
     const usage = completion.usage;
     return {
-      code: extractProgram(content),
+      code: extractProgram(content, request.method),
       model: completion.model ?? model,
       ...(usage
         ? { usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, totalTokens: usage.total_tokens } }
@@ -123,30 +124,4 @@ function describeFailure(error: unknown): string {
   }
   if (error instanceof SyntaxError) return `The model server sent a body that is not valid JSON: ${error.message}`;
   return `The model request failed: ${error instanceof Error ? error.message : String(error)}`;
-}
-
-const FENCED_BLOCK = /```[ \t]*(?:javascript|js|typescript|ts)?[^\n]*\n([\s\S]*?)```/i;
-
-/**
- * The program in a completion's content: the `code` field of a structured reply, else the
- * first fenced code block, else the whole text. Empty content gives `null`.
- */
-export function extractProgram(content: string | null): string | null {
-  if (content === null) return null;
-  const text = content.trim();
-  if (text === "") return null;
-  if (text.startsWith("{")) {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (typeof parsed === "object" && parsed !== null && "code" in parsed) {
-        const code = (parsed as { code: unknown }).code;
-        return typeof code === "string" ? code : null;
-      }
-    } catch {
-      // Not JSON after all: fall through to the plain-text forms.
-    }
-  }
-  const fenced = FENCED_BLOCK.exec(text);
-  if (fenced) return fenced[1] ?? null;
-  return text;
 }

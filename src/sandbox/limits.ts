@@ -16,9 +16,20 @@ export const SANDBOX_LIMITS = {
   maxDelegateOptionChars: 100_000,
   /** Longest error message kept from a program. @unit characters */
   maxErrorMessageChars: 10_000,
+  /**
+   * How many times a value's JSON limit its encoded form may take on its way out of the
+   * isolate (shared parts written once, every reference by index). The encoder stops there;
+   * the host then measures the value as expanded JSON against the limit itself.
+   */
+  encodedCharsPerJsonChar: 6,
 } as const;
 
 export type SandboxLimits = typeof SANDBOX_LIMITS;
+
+/** Longest encoded text accepted for a value whose JSON may take `jsonLimit` characters (the encoder's count, with slack). */
+export function maxEncodedChars(jsonLimit: number): number {
+  return Math.ceil(jsonLimit * SANDBOX_LIMITS.encodedCharsPerJsonChar * 1.25) + 1_024;
+}
 
 /**
  * How long after a call's deadline the host waits for the sandbox process to answer before

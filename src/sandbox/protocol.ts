@@ -51,14 +51,18 @@ export type IsolateResult =
       readonly console: string[];
       /** Set when the value or context is larger than its limit; the host writes the message. */
       readonly limit?: "result" | "context";
+      /** Where in the program (as run) the error was made, when a frame of the program's own code says so. 1-based. */
+      readonly location?: { readonly line: number; readonly column: number };
     };
 
 /** A `delegate(role).method(...args)` request from a program. */
 export interface BridgeRequest {
   readonly role: string;
   readonly method: string;
-  /** Serialised options given to `delegate(role, options)`, or null. */
+  /** Serialised options given to `delegate(role, options)`, or null when none were (or they were too large). */
   readonly options: string | null;
+  /** The options were too large to serialise within their limit. */
+  readonly optionsTooLarge: boolean;
   /** Serialised positional arguments, or null when they were too large to serialise within their limit. */
   readonly args: string | null;
 }

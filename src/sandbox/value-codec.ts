@@ -4,6 +4,7 @@
  * before any value is built (`value-size.ts`), every ref is range-checked, and anything
  * malformed is a {@link MalformedValueError}, never a crash or a prototype change.
  */
+import { maxEncodedChars } from "./limits.ts";
 import { measureExpandedChars, ValueTooLargeError } from "./value-size.ts";
 
 export class MalformedValueError extends Error {
@@ -36,19 +37,13 @@ const TYPED_ARRAYS: Record<string, new (buffer: ArrayBuffer) => ArrayBufferView>
 };
 
 /**
- * Encoded text longer than this many times the limit is refused before it is parsed: the
- * in-isolate encoder stops at four times the limit by its own count, and escapes in strings
- * can make the text up to a few times longer than that count.
- */
-const MAX_ENCODING_OVERHEAD = 16;
-
-/**
  * Decodes one encoded value whose JSON would take at most `maxChars` characters. Throws
  * {@link ValueTooLargeError} past that (before building anything) and
  * {@link MalformedValueError} for anything malformed.
  */
 export function decodeValue(text: string, maxChars: number): unknown {
-  if (text.length > maxChars * MAX_ENCODING_OVERHEAD + 1024) throw new ValueTooLargeError(maxChars);
+  // Longer than the in-isolate encoder ever writes for a value within the limit: refused unread.
+  if (text.length > maxEncodedChars(maxChars)) throw new ValueTooLargeError(maxChars);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -89,16 +89,25 @@ function taggedShape(node: readonly unknown[]): NodeShape {
  * once that passes `limit`. Tolerates malformed input (the decoder rejects it afterwards).
  */
 export function measureExpandedChars(nodes: readonly unknown[], root: unknown, limit: number): number {
-  const shapes = new Array<NodeShape | undefined>(nodes.length);
+  const count = nodes.length;
+  const shapes = new Array<NodeShape | undefined>(count);
   const shape = (index: number) => (shapes[index] ??= shapeOf(nodes[index]));
-  const rootIndex = indexOf(root, nodes.length);
+  const rootIndex = indexOf(root, count);
+  if (rootIndex === undefined) {
+    if (SPECIAL_CHARS > limit) throw new ValueTooLargeError(limit);
+    return SPECIAL_CHARS;
+  }
   // A node on no cycle has one size wherever it is reached (nothing it reaches can be above it),
   // so it is measured once. One on a cycle is measured again where it is reached again: what
   // counts as a cycle's stand-in depends on the path taken to it.
-  const onCycle = rootIndex === undefined ? new Uint8Array(0) : findNodesOnCycles(nodes.length, rootIndex, shape);
-  const knownSize = new Float64Array(nodes.length).fill(-1);
-  const onPath = new Uint8Array(nodes.length);
-  const frames: { index: number; next: number; spentBefore: number }[] = [];
+  const onCycle = findNodesOnCycles(count, rootIndex, shape, limit);
+  const knownSize = new Float64Array(count).fill(-1);
+  const onPath = new Uint8Array(count);
+  // The walk's stack, one entry per node on the current path (a node is on it at most once).
+  const pathNode = new Int32Array(count);
+  const pathNext = new Int32Array(count);
+  const pathSpentBefore = new Float64Array(count);
+  let depth = 0;
   let spent = 0;
 
   const charge = (chars: number) => {
@@ -106,28 +115,33 @@ export function measureExpandedChars(nodes: readonly unknown[], root: unknown, l
     if (spent > limit) throw new ValueTooLargeError(limit);
   };
   const visit = (ref: unknown) => {
-    const index = indexOf(ref, nodes.length);
+    const index = indexOf(ref, count);
     if (index === undefined) return charge(SPECIAL_CHARS);
     const known = knownSize[index] as number;
     if (known >= 0) return charge(known);
     if (onPath[index] === 1) return charge(CIRCULAR_CHARS);
     onPath[index] = 1;
-    frames.push({ index, next: 0, spentBefore: spent });
+    pathNode[depth] = index;
+    pathNext[depth] = 0;
+    pathSpentBefore[depth] = spent;
+    depth += 1;
     return charge(shape(index).chars);
   };
 
-  visit(root);
-  while (frames.length > 0) {
-    const frame = frames[frames.length - 1] as (typeof frames)[number];
-    const { children } = shape(frame.index);
-    if (frame.next < children.length) {
-      visit(children[frame.next]);
-      frame.next += 1;
+  visit(rootIndex);
+  while (depth > 0) {
+    const top = depth - 1;
+    const index = pathNode[top] as number;
+    const { children } = shape(index);
+    const next = pathNext[top] as number;
+    if (next < children.length) {
+      pathNext[top] = next + 1;
+      visit(children[next]);
       continue;
     }
-    frames.pop();
-    onPath[frame.index] = 0;
-    if (onCycle[frame.index] === 0) knownSize[frame.index] = spent - frame.spentBefore;
+    depth -= 1;
+    onPath[index] = 0;
+    if (onCycle[index] === 0) knownSize[index] = spent - (pathSpentBefore[top] as number);
   }
   return spent;
 }
@@ -136,39 +150,51 @@ function indexOf(ref: unknown, count: number): number | undefined {
   return typeof ref === "number" && Number.isInteger(ref) && ref >= 0 && ref < count ? ref : undefined;
 }
 
-/** Marks the nodes reachable from `root` that lie on a cycle (Tarjan's strongly connected components, without recursion). */
-function findNodesOnCycles(count: number, root: number, shape: (index: number) => NodeShape): Uint8Array {
+/**
+ * Marks the nodes reachable from `root` that lie on a cycle (Tarjan's strongly connected
+ * components, without recursion). Each reachable node is at least one character of the
+ * value's JSON, so reaching more than `limit` of them already means the value is too large.
+ */
+function findNodesOnCycles(count: number, root: number, shape: (index: number) => NodeShape, limit: number): Uint8Array {
   const onCycle = new Uint8Array(count);
   const order = new Int32Array(count).fill(-1);
   const low = new Int32Array(count);
   const onStack = new Uint8Array(count);
   const stack: number[] = [];
-  const frames: { index: number; next: number }[] = [];
+  const frameNode = new Int32Array(count);
+  const frameNext = new Int32Array(count);
+  let depth = 0;
   let counter = 0;
   const enter = (index: number) => {
+    if (counter >= limit) throw new ValueTooLargeError(limit);
     order[index] = low[index] = counter++;
     stack.push(index);
     onStack[index] = 1;
-    frames.push({ index, next: 0 });
+    frameNode[depth] = index;
+    frameNext[depth] = 0;
+    depth += 1;
   };
 
   enter(root);
-  while (frames.length > 0) {
-    const frame = frames[frames.length - 1] as (typeof frames)[number];
-    const { index } = frame;
+  while (depth > 0) {
+    const top = depth - 1;
+    const index = frameNode[top] as number;
     const { children } = shape(index);
-    if (frame.next < children.length) {
-      const child = indexOf(children[frame.next], count);
-      frame.next += 1;
+    const next = frameNext[top] as number;
+    if (next < children.length) {
+      frameNext[top] = next + 1;
+      const child = indexOf(children[next], count);
       if (child === undefined) continue;
       if (child === index) onCycle[index] = 1;
       if (order[child] === -1) enter(child);
       else if (onStack[child] === 1) low[index] = Math.min(low[index] as number, order[child] as number);
       continue;
     }
-    frames.pop();
-    const parent = frames[frames.length - 1];
-    if (parent) low[parent.index] = Math.min(low[parent.index] as number, low[index] as number);
+    depth -= 1;
+    if (depth > 0) {
+      const parent = frameNode[depth - 1] as number;
+      low[parent] = Math.min(low[parent] as number, low[index] as number);
+    }
     if (low[index] !== order[index]) continue;
     // `index` roots a component: everything above it on the stack belongs to it.
     const members = stack.splice(stack.lastIndexOf(index));

@@ -1,6 +1,6 @@
 import { ancestor } from "acorn-walk";
 import { analyze, type Reference, type Variable } from "eslint-scope";
-import { parseProgram, type ParsedProgram } from "./parse.ts";
+import { parseProgram, type ParsedProgram } from "../programs/parse.ts";
 import { CALLBACK_METHODS, COLLECTION_RESULTS, METHOD_TAGS, PATTERN_TAGS, RECORD_RESULTS, type PatternTag } from "./patterns.ts";
 import { scanText } from "./text-scan.ts";
 

@@ -9,8 +9,8 @@ import type { BridgeOutcome, IsolateResult, MirrorChunk, RunReport, RunRequestMe
 const RUNTIME_SOURCE = `(${hardenRealm})();
 return (${createRuntime})({ createEncoder: (${createEncoder}), createPrinter: (${createPrinter}), notify: $0, bridge: $1, limits: $2 });`;
 
-/** Forwards a program's `delegate` call to the host; must never reject. */
-export type BridgeHandler = (callId: string, requestText: string) => Promise<BridgeOutcome>;
+/** Forwards a program's `delegate` call (an untrusted copy of its request) to the host; must never reject. */
+export type BridgeHandler = (callId: string, request: unknown) => Promise<BridgeOutcome>;
 
 /** Records copied into the isolate per step of a large mirror sync, bounding the copy's peak memory. */
 const SYNC_CHUNK = 1_000;
@@ -67,9 +67,9 @@ export class AgentIsolate {
       const context = await isolate.createContext();
       const waiters = new Map<string, () => void>();
       const notify = new ivm.Callback((callId: string) => waiters.get(String(callId))?.(), { async: true });
-      const bridge = new ivm.Reference(async (callId: unknown, requestText: unknown): Promise<BridgeOutcome> => {
+      const bridge = new ivm.Reference(async (callId: unknown, request: unknown): Promise<BridgeOutcome> => {
         try {
-          return await onBridge(String(callId), String(requestText));
+          return await onBridge(String(callId), request);
         } catch {
           return { status: "error", ok: false, error_type: "execution", error_message: "The delegated call failed inside the sandbox host.", retriable: false };
         }
@@ -140,22 +140,20 @@ export class AgentIsolate {
     control.cancel = () => abort("cancelled", "The call was cancelled while its program ran.");
 
     onStarted();
+    let threw = false;
     try {
       this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, timeout: timeoutMs });
     } catch {
       // Decided by what happened, never by the error's text: a stray rejection the program left
       // behind is reported on this task with whatever message the program chose.
-      if (this.#isolate.isDisposed) {
-        if (this.#disposedOnPurpose) abort("execution", "The sandbox isolate was lost while the program ran.");
-        else abort("memory_limit", memoryMessage(this.memoryLimitMb));
-      } else if (performance.now() - started >= timeoutMs) {
-        abort("timeout", timeoutMessage(timeoutMs));
-      }
-      // Otherwise it was a stray rejection; the program's own result is in its slot, or still to come.
+      threw = true;
+      if (this.#isolate.isDisposed) abort("memory_limit", memoryMessage(this.memoryLimitMb));
     }
     this.historyEpoch = request.historyEpoch;
     this.historyLength = request.historyStart + payload.history.records.length;
     if (!done) this.#take(callId, settle);
+    // Not settled, and the run was stopped at its time limit (not by a stray rejection): a time-out.
+    if (!done && threw && performance.now() - started >= timeoutMs) abort("timeout", timeoutMessage(timeoutMs));
 
     let deadline: NodeJS.Timeout | undefined;
     let poll: NodeJS.Timeout | undefined;
@@ -215,7 +213,7 @@ export class AgentIsolate {
     if (taken === null) return;
     if (!taken.clean) this.#tainted = true;
     const { result } = taken;
-    // The engine refused an allocation: say so in the words of the limit the program reached.
+    // The engine refused an ArrayBuffer (see the runtime's `fail`): say so in the words of the limit.
     if (result.status === "error" && result.errorType === "memory_limit") {
       settle({ kind: "settled", result: { ...result, name: "Thrown", message: memoryMessage(this.memoryLimitMb, `${result.name}: ${result.message}`) } });
       return;

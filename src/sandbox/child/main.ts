@@ -5,7 +5,7 @@
  */
 import { AgentIsolate } from "./agent-isolate.ts";
 import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
-import { SANDBOX_LIMITS } from "../limits.ts";
+import { maxEncodedChars, SANDBOX_LIMITS } from "../limits.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
@@ -26,25 +26,23 @@ function bridgeError(message: string): BridgeOutcome {
   return { status: "error", ok: false, error_type: "invalid_input", error_message: message, retriable: false };
 }
 
-async function onBridge(callId: string, requestText: string): Promise<BridgeOutcome> {
+/** A program's delegate request, checked for shape and size before it goes to the host. */
+function readBridgeRequest(request: unknown): BridgeRequest | string {
+  if (typeof request !== "object" || request === null) return "The delegate request is malformed.";
+  const { role, method, args, options, optionsTooLarge } = request as Record<string, unknown>;
+  if (typeof role !== "string" || typeof method !== "string" || role.length > 1_000 || method.length > 1_000) return "The delegate request is malformed.";
+  if ((typeof args !== "string" && args !== null) || (typeof options !== "string" && options !== null)) return "The delegate request is malformed.";
+  // Longer text than the encoder writes for a value within the limit: too large, as the host would say.
+  const argsFit = args === null || args.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateArgumentChars);
+  const optionsFit = options === null || options.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateOptionChars);
+  return { role, method, args: argsFit ? args : null, options: optionsFit ? options : null, optionsTooLarge: optionsTooLarge === true || !optionsFit };
+}
+
+async function onBridge(callId: string, untrusted: unknown): Promise<BridgeOutcome> {
   const runId = runIdByCall.get(callId);
   if (runId === undefined) return new Promise<BridgeOutcome>(() => {});
-  if (requestText.length > SANDBOX_LIMITS.maxDelegateArgumentChars + 200_000) return bridgeError("The delegate request is too large.");
-  let request: BridgeRequest;
-  try {
-    const parsed = JSON.parse(requestText) as Record<string, unknown>;
-    if (typeof parsed.role !== "string" || typeof parsed.method !== "string" || (typeof parsed.args !== "string" && parsed.args !== null)) {
-      return bridgeError("The delegate request is malformed.");
-    }
-    request = {
-      role: parsed.role,
-      method: parsed.method,
-      args: parsed.args,
-      options: typeof parsed.options === "string" ? parsed.options : null,
-    };
-  } catch {
-    return bridgeError("The delegate request is malformed.");
-  }
+  const request = readBridgeRequest(untrusted);
+  if (typeof request === "string") return bridgeError(request);
   const requestId = nextRequestId++;
   return new Promise<BridgeOutcome>((resolve) => {
     bridgeWaiters.set(requestId, resolve);

@@ -22,7 +22,17 @@ export type ProgramResult =
       readonly console: string[];
       /** Set when the failure was not the program's doing (the sandbox process was lost), so calling again may work. */
       readonly retriable?: boolean;
+      /** The name of what the program threw (`TypeError`, …), when it threw something. */
+      readonly thrownName?: string;
+      /** Where in the program as run the error was made, when known. 1-based. */
+      readonly location?: ProgramLocation;
     };
+
+/** A line and column in a program's text, 1-based. */
+export interface ProgramLocation {
+  readonly line: number;
+  readonly column: number;
+}
 
 /** Why limits count what they count, in every message that names one. */
 const SHARED_PARTS = "as JSON (shared parts count each time they appear)";
@@ -55,11 +65,19 @@ export function readRunReport(report: RunReport): ProgramResult {
 function readIsolateResult(result: IsolateResult): ProgramResult {
   const console = readConsole(result.console);
   if (result.status === "error") {
-    if (result.limit !== undefined) return { status: "error", errorType: "execution", message: LIMIT_MESSAGES[result.limit], console };
+    if (result.limit === "result" || result.limit === "context") return { status: "error", errorType: "execution", message: LIMIT_MESSAGES[result.limit], console };
     const errorType = ISOLATE_ERROR_TYPES.has(result.errorType) ? result.errorType : "execution";
     const name = bounded(result.name, 200);
     const message = bounded(result.message, SANDBOX_LIMITS.maxErrorMessageChars + 100);
-    return { status: "error", errorType, message: name === "Thrown" ? message : `${name}: ${message}`, console };
+    const location = readLocation(result.location);
+    return {
+      status: "error",
+      errorType,
+      message: name === "Thrown" ? message : `${name}: ${message}`,
+      console,
+      ...(name === "Thrown" ? {} : { thrownName: name }),
+      ...(location === undefined ? {} : { location }),
+    };
   }
   let value: unknown;
   try {
@@ -100,6 +118,7 @@ export function readDelegateInput(request: BridgeRequest): DelegateInput {
     return { ok: false, message: error instanceof ValueTooLargeError ? LIMIT_MESSAGES.delegateArguments(role, method) : `The arguments to ${role}.${method}() could not be read.` };
   }
   if (!Array.isArray(args)) return { ok: false, message: `The arguments to ${role}.${method}() must be a list.` };
+  if (request.optionsTooLarge) return { ok: false, message: LIMIT_MESSAGES.delegateOptions };
   if (request.options === null) return { ok: true, args, options: undefined };
   let options: unknown;
   try {
@@ -125,6 +144,13 @@ function readConsole(lines: unknown): string[] {
     kept.push(line);
   }
   return kept;
+}
+
+function readLocation(location: unknown): ProgramLocation | undefined {
+  if (typeof location !== "object" || location === null) return undefined;
+  const { line, column } = location as Record<string, unknown>;
+  const valid = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 1;
+  return valid(line) && valid(column) ? { line, column } : undefined;
 }
 
 function bounded(text: unknown, limit: number): string {

@@ -322,12 +322,13 @@ function lostRunReport(pending: PendingRun, ceiling: CeilingReport | undefined, 
   if (pending.cancelled) {
     return { kind: "failed", errorType: "cancelled", message: "The call was cancelled while its program ran; the sandbox process was restarted to stop it." };
   }
-  if (ceiling && (ceiling.runId === pending.message.runId || ceiling.runId === 0)) {
-    return {
-      kind: "failed",
-      errorType: "memory_limit",
-      message: `The sandbox process grew to ${ceiling.rssMb} MiB, past its ${ceiling.ceilingMb} MiB memory ceiling, while this program ran; the program was stopped and the process restarted.`,
-    };
+  const grew = ceiling && `The sandbox process grew to ${ceiling.rssMb} MiB, past its ${ceiling.ceilingMb} MiB memory ceiling, while this program ran`;
+  if (ceiling && ceiling.runId === pending.message.runId) {
+    return { kind: "failed", errorType: "memory_limit", message: `${grew}; the program was stopped and the process restarted.` };
+  }
+  if (ceiling && ceiling.runId === 0) {
+    // No program held the process at that moment, so which one grew it is not known.
+    return { kind: "failed", errorType: "memory_limit", message: `${grew}, which may not have been this program's doing; the process was restarted. Call again.`, retriable: true };
   }
   if (pending.overran) {
     return {

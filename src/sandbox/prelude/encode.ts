@@ -14,8 +14,9 @@
  * Every object is visited once, so cycles and shared references cost nothing extra (no
  * "billion laughs" blow-up). Functions, symbols, promises and weak collections become
  * descriptive strings; `__proto__` keys are dropped; reading a throwing getter or proxy trap
- * gives a stand-in string for that field. The output is bounded by `maxChars`: past it,
- * encoding throws an error named `ResultTooLarge`.
+ * gives a stand-in string for that field. The output is bounded by `maxChars`, counted as the
+ * text it writes (each node, each reference, escapes included): past it, encoding throws an
+ * error named `ResultTooLarge`.
  */
 export function createEncoder(): (value: unknown, maxChars: number) => string {
   "use strict";
@@ -50,6 +51,14 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
   const mapIteratorNext = getPrototypeOf(new Map().entries()).next as () => IteratorResult<[unknown, unknown]>;
   const setIteratorNext = getPrototypeOf(new Set().values()).next as () => IteratorResult<unknown>;
   const HEX = "0123456789abcdef";
+  const regexpTest = RegExp.prototype.test;
+  // Characters JSON writes as more than one character: quotes, backslashes, controls, lone surrogates.
+  const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+  /** What a string takes as JSON text. */
+  function jsonChars(text: string): number {
+    return apply(regexpTest, ESCAPED, [text]) ? stringify(text).length : text.length + 2;
+  }
 
   function tooLarge(): Error {
     const error = new ErrorCtor("value too large");
@@ -90,6 +99,12 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       nodes.push(node);
       return nodes.length - 1;
     }
+    /** A reference written into a container node: its digits, and a separator. */
+    function link(value: unknown): number {
+      const index = ref(value);
+      charge(index < 0 ? 3 : StringCtor(index).length + 1);
+      return index;
+    }
     function ref(value: unknown): number {
       switch (typeof value) {
         case "undefined":
@@ -101,12 +116,12 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
           if (value === 0 && 1 / value < 0) return -6;
           return push(value, StringCtor(value).length + 1);
         case "string":
-          return push(value, value.length + 2);
+          return push(value, jsonChars(value) + 1);
         case "boolean":
           return push(value, 5);
         case "bigint": {
           const digits = apply(bigintToString, value, []) as string;
-          return push(["BigInt", digits], digits.length + 12);
+          return push(["BigInt", digits], digits.length + 13);
         }
         case "symbol": {
           let description = "";
@@ -115,7 +130,8 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
           } catch {
             // Leave it blank.
           }
-          return push(`[Symbol(${textOf(description, 200)})]`, description.length + 12);
+          const text = `[Symbol(${textOf(description, 200)})]`;
+          return push(text, jsonChars(text) + 1);
         }
         case "function": {
           let name = "";
@@ -125,14 +141,15 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
           } catch {
             // A revoked proxy: leave the name blank.
           }
-          return push(name ? `[Function: ${textOf(name, 200)}]` : "[Function]", name.length + 14);
+          const text = name ? `[Function: ${textOf(name, 200)}]` : "[Function]";
+          return push(text, jsonChars(text) + 1);
         }
         default: {
-          if (value === null) return push(null, 4);
+          if (value === null) return push(null, 5);
           const object = value as object;
           const known = apply(mapGet, seen, [object]) as number | undefined;
           if (known !== undefined) return known;
-          const index = push(0, 2);
+          const index = push(0, 3);
           apply(mapSet, seen, [object, index]);
           work.push([object, index]);
           return index;
@@ -169,30 +186,32 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       if (prototype === ObjectPrototype || prototype === null) return describeObject(object);
       if (brand(dateGetTime, object)) {
         const time = apply(dateGetTime, object, []) as number;
+        charge(36);
         return ["Date", time === time ? apply(dateToISOString, object, []) : null];
       }
       if (brand(mapSize, object)) {
         const node: unknown[] = ["Map"];
+        charge(6);
         const iterator = apply(mapEntries, object, []) as Iterator<[unknown, unknown]>;
         for (let step = apply(mapIteratorNext, iterator, []); !step.done; step = apply(mapIteratorNext, iterator, [])) {
-          charge(4);
-          node.push(ref(step.value[0]), ref(step.value[1]));
+          node.push(link(step.value[0]), link(step.value[1]));
         }
         return node;
       }
       if (brand(setSize, object)) {
         const node: unknown[] = ["Set"];
+        charge(6);
         const iterator = apply(setValues, object, []) as Iterator<unknown>;
         for (let step = apply(setIteratorNext, iterator, []); !step.done; step = apply(setIteratorNext, iterator, [])) {
-          charge(2);
-          node.push(ref(step.value));
+          node.push(link(step.value));
         }
         return node;
       }
       if (brand(regexpSource, object) && brand(regexpFlags, object)) {
         const source = apply(regexpSource, object, []) as string;
-        charge(source.length);
-        return ["RegExp", source, apply(regexpFlags, object, [])];
+        const flags = apply(regexpFlags, object, []) as string;
+        charge(jsonChars(source) + flags.length + 14);
+        return ["RegExp", source, flags];
       }
       if (isView(object) || brand(arrayBufferByteLength, object)) return bytes(object);
       // instanceof, not a brand check: calling then() on a rejected promise would leave a stray rejection.
@@ -200,7 +219,10 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       if (brand(weakMapHas, object)) return "[WeakMap]";
       if (brand(weakSetHas, object)) return "[WeakSet]";
       if (object instanceof ErrorCtor) {
-        return ["Error", textOf(readInherited(object, "name") ?? "Error", 200), textOf(readInherited(object, "message"), 10_000)];
+        const name = textOf(readInherited(object, "name") ?? "Error", 200);
+        const message = textOf(readInherited(object, "message"), 10_000);
+        charge(jsonChars(name) + jsonChars(message) + 11);
+        return ["Error", name, message];
       }
       return describeObject(object);
     }
@@ -214,7 +236,8 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
     function describeArray(array: unknown[]): number[] {
       const length = read(array, "length");
       const count = typeof length === "number" ? length : 0;
-      charge(count * 2);
+      // Commas first: a huge sparse array is refused before it is walked.
+      charge(count);
       const node = new Array<number>(count);
       for (let index = 0; index < count; index += 1) {
         const key = StringCtor(index);
@@ -224,7 +247,11 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
         } catch {
           present = false;
         }
-        node[index] = present ? ref(read(array, key)) : -2;
+        if (present) node[index] = link(read(array, key));
+        else {
+          charge(3);
+          node[index] = -2;
+        }
       }
       return node;
     }
@@ -238,8 +265,8 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       const node = create(null) as Record<string, number>;
       for (const key of names) {
         if (key === "__proto__") continue;
-        charge(key.length + 4);
-        node[key] = ref(read(object, key));
+        charge(jsonChars(key) + 1);
+        node[key] = link(read(object, key));
       }
       return node;
     }
@@ -262,6 +289,7 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       return ["Bytes", kind, hex];
     }
 
+    charge(20);
     const rootRef = ref(root);
     while (work.length > 0) {
       const [object, index] = work.pop() as [object, number];

@@ -15,7 +15,18 @@ export function createPrinter(): (value: unknown, maxChars: number) => string {
   const StringCtor = String;
   const dateGetTime = Date.prototype.getTime;
   const dateToISOString = Date.prototype.toISOString;
+  const ErrorCtor = Error;
   const MAX_DEPTH = 16;
+
+  /** An error's name or message, if it is a string that can be read. */
+  function errorField(error: object, key: "name" | "message"): string {
+    try {
+      const value = (error as Record<string, unknown>)[key];
+      return typeof value === "string" ? value : "";
+    } catch {
+      return "";
+    }
+  }
 
   function read(object: object, key: string): unknown {
     try {
@@ -80,6 +91,10 @@ export function createPrinter(): (value: unknown, maxChars: number) => string {
       const date = dateText(value);
       if (date !== undefined) {
         emit(stringify(date));
+        return;
+      }
+      if (value instanceof ErrorCtor) {
+        emit(stringify(`${errorField(value, "name") || "Error"}: ${errorField(value, "message")}`.slice(0, maxChars)));
         return;
       }
       if (ancestors.length >= MAX_DEPTH || ancestors.includes(value)) {

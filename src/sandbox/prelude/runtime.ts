@@ -46,11 +46,12 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   const { freeze, create, defineProperty, getPrototypeOf, isFrozen, keys, getOwnPropertyDescriptor } = Object;
   const apply = Reflect.apply;
   const ownKeys = Reflect.ownKeys;
-  const stringify = JSON.stringify;
+  const deleteProperty = Reflect.deleteProperty;
   const StringCtor = String;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
   const isArray = Array.isArray;
+  const arrayToString = Array.prototype.toString;
   const ProxyCtor = Proxy;
   const MapCtor = Map;
   const PromiseCtor = Promise;
@@ -65,11 +66,10 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   const bridgeApply = bridge.apply;
   const encode = createEncoder();
   const print = createPrinter();
-  // The encoder's count is of its own compact text (a shared part once), which is at most about
-  // twice the value's JSON; refusing past four times the limit here never refuses a value within
-  // it. The host measures the value as expanded JSON against the limit itself.
-  const ENCODED_PER_JSON_CHAR = 4;
-  const encodeWithin = (value: unknown, jsonLimit: number) => encode(value, jsonLimit * ENCODED_PER_JSON_CHAR);
+  // The encoder counts its own compact text (a shared part once, a reference by index), which
+  // is rarely more than a few times the value's JSON; stopping at `encodedCharsPerJsonChar`
+  // times the limit bounds the work here, and the host measures the value itself.
+  const encodeWithin = (value: unknown, jsonLimit: number) => encode(value, jsonLimit * limits.encodedCharsPerJsonChar);
   const global = globalThis as Record<PropertyKey, unknown>;
   const baselineGlobals = new Set(ownKeys(global));
 
@@ -87,6 +87,12 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     readonly console: string[];
     consoleChars: number;
     consoleTruncated: boolean;
+  }
+
+  /** Options given to `delegate(role, options)`, encoded once for every call made through that agent. */
+  interface DelegateOptions {
+    readonly text: string | null;
+    readonly tooLarge: boolean;
   }
 
   const calls = new MapCtor<string, CallState>();
@@ -126,11 +132,16 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     }
   }
 
+  function convertsAsArray(value: unknown): boolean {
+    return typeof value === "object" && value !== null && (isArray(value) || (value as { toString?: unknown }).toString === arrayToString);
+  }
+
   function capText(value: unknown, limit: number): string {
     let text: string;
     try {
-      // An array's own string conversion expands shared elements without bound; the printer stops at the limit.
-      text = typeof value === "string" ? value : value === undefined || value === null ? "" : isArray(value) ? print(value, limit) : StringCtor(value);
+      // An array's own string conversion expands every shared element without bound (so does
+      // an array-like's that inherits it); the printer stops at the limit.
+      text = typeof value === "string" ? value : value === undefined || value === null ? "" : convertsAsArray(value) ? print(value, limit) : StringCtor(value);
     } catch {
       return "[unprintable]";
     }
@@ -169,7 +180,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     notify(call.id);
   }
 
-  function failure(call: CallState, errorType: ErrorType, name: string, message: string): IsolateResult {
+  function failure(call: CallState, errorType: ErrorType, name: string, message: string): Extract<IsolateResult, { status: "error" }> {
     return { status: "error", errorType, name, message, console: call.console };
   }
 
@@ -209,8 +220,35 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     const { name, message } = describeThrown(thrown);
     const isBudget = typeof thrown === "object" && thrown !== null && apply(weakSetHas, budgetErrors, [thrown]);
     // The engine's answer when the isolate's allocator refuses an ArrayBuffer: the memory limit.
+    // Only here is an outcome read from an error's text; a program that throws this error
+    // itself changes nothing but its own outcome's type.
     const isOutOfMemory = name === "RangeError" && message === "Array buffer allocation failed";
-    return failure(call, isBudget ? "budget_exceeded" : isOutOfMemory ? "memory_limit" : "execution", name, message);
+    const result = failure(call, isBudget ? "budget_exceeded" : isOutOfMemory ? "memory_limit" : "execution", name, message);
+    const location = programLocation(thrown);
+    return location === undefined ? result : { ...result, location };
+  }
+
+  // A frame in the program's own code: `(eval at …, <anonymous>:LINE:COLUMN)`. The program is the
+  // body of a function made by the AsyncFunction constructor, whose header takes two lines.
+  const PROGRAM_FRAME = /\), <anonymous>:(\d+):(\d+)\)/;
+  const regexpExec = RegExp.prototype.exec;
+  const NumberCtor = Number;
+
+  /** Where in the program an error was made: the innermost frame of the program's own code. */
+  function programLocation(thrown: unknown): { line: number; column: number } | undefined {
+    if (typeof thrown !== "object" || thrown === null) return undefined;
+    let stack: unknown;
+    try {
+      const descriptor = getOwnPropertyDescriptor(thrown, "stack");
+      stack = descriptor === undefined ? undefined : "value" in descriptor ? descriptor.value : descriptor.get ? apply(descriptor.get, thrown, []) : undefined;
+    } catch {
+      return undefined;
+    }
+    if (typeof stack !== "string") return undefined;
+    const match = apply(regexpExec, PROGRAM_FRAME, [stack.length > 4_000 ? stack.slice(0, 4_000) : stack]) as string[] | null;
+    if (match === null) return undefined;
+    const line = NumberCtor(match[1]) - 2;
+    return line >= 1 ? { line, column: NumberCtor(match[2]) } : undefined;
   }
 
   function makeConsole(call: CallState): object {
@@ -265,7 +303,22 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     return outcome;
   }
 
-  async function callDelegate(call: CallState, role: string, optionsText: string | null, method: string, args: unknown[]): Promise<object> {
+  /**
+   * A delegate call's value, encoded; null when it is too large to encode within its limit
+   * (the host answers that with an invalid_input outcome). Any other failure to read it is the
+   * program's mistake, thrown as a TypeError.
+   */
+  function encodeArgument(value: unknown, jsonLimit: number, what: string): string | null {
+    try {
+      return encodeWithin(value, jsonLimit);
+    } catch (error) {
+      const { name, message } = describeThrown(error);
+      if (name === "ResultTooLarge") return null;
+      throw new TypeErrorCtor(`${what} could not be read: ${message}`);
+    }
+  }
+
+  async function callDelegate(call: CallState, role: string, options: DelegateOptions, method: string, args: unknown[]): Promise<object> {
     if (call.ended) return new PromiseCtor<object>(() => {});
     if (call.delegateCalls >= limits.maxDelegateCalls) {
       throw budgetError(`This program made more than ${limits.maxDelegateCalls} delegate calls, the per-call limit.`);
@@ -273,18 +326,13 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     if (call.delegatesInFlight >= limits.maxConcurrentDelegates) {
       throw budgetError(`This program has ${limits.maxConcurrentDelegates} delegate calls in flight, the limit; await some before starting more.`);
     }
-    // Arguments too large to encode go as null: the host answers with an invalid_input outcome.
-    let argsText: string | null;
-    try {
-      argsText = encodeWithin(args, limits.maxDelegateArgumentChars);
-    } catch {
-      argsText = null;
-    }
+    const argsText = encodeArgument(args, limits.maxDelegateArgumentChars, `The arguments to ${capText(role, 200)}.${capText(method, 200)}()`);
     call.delegateCalls += 1;
     call.delegatesInFlight += 1;
     let envelope: unknown;
     try {
-      envelope = await apply(bridgeApply, bridge, [undefined, [call.id, stringify({ role, method, options: optionsText, args: argsText })], BRIDGE_OPTIONS]);
+      const request = { role, method, args: argsText, options: options.text, optionsTooLarge: options.tooLarge };
+      envelope = await apply(bridgeApply, bridge, [undefined, [call.id, request], BRIDGE_OPTIONS]);
     } catch {
       envelope = null;
     } finally {
@@ -302,13 +350,10 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       if (call.depth + 1 > call.maxDepth) {
         throw budgetError(`delegate("${capText(role, 200)}") would reach delegation depth ${call.depth + 1}, beyond maxDelegationDepth ${call.maxDepth}.`);
       }
-      let optionsText: string | null = null;
+      let encodedOptions: DelegateOptions = { text: null, tooLarge: false };
       if (options !== undefined) {
-        try {
-          optionsText = encodeWithin(options, limits.maxDelegateOptionChars);
-        } catch {
-          throw new TypeErrorCtor("delegate(role, options): options must be a small plain object.");
-        }
+        const text = encodeArgument(options, limits.maxDelegateOptionChars, "delegate(role, options): the options");
+        encodedOptions = { text, tooLarge: text === null };
       }
       const methods = new MapCtor<string, (...args: unknown[]) => Promise<object>>();
       const label = `[Agent ${role}]`;
@@ -320,7 +365,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
           if (name === "toJSON") return () => ({ role });
           let method = methods.get(name);
           if (!method) {
-            method = (...args: unknown[]) => callDelegate(call, role, optionsText, name, args);
+            method = (...args: unknown[]) => callDelegate(call, role, encodedOptions, name, args);
             methods.set(name, method);
           }
           return method;
@@ -332,11 +377,17 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     };
   }
 
+  /** Removes the globals a program added; false when one cannot be removed (the isolate is then replaced). Never throws. */
   function cleanGlobals(): boolean {
     let clean = true;
-    for (const key of ownKeys(global)) {
-      if (baselineGlobals.has(key)) continue;
-      if (!delete global[key]) clean = false;
+    try {
+      for (const key of ownKeys(global)) {
+        if (baselineGlobals.has(key)) continue;
+        // Not the `delete` operator: in this strict-mode code it throws on a non-configurable property.
+        if (!deleteProperty(global, key)) clean = false;
+      }
+    } catch {
+      clean = false;
     }
     return clean;
   }
@@ -383,9 +434,9 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       if (result === undefined) return null;
       const call = calls.get(callId);
       if (call) call.ended = true;
+      handedOut = { callId, taken: { result, clean: cleanGlobals() } };
       calls.delete(callId);
       slots.delete(callId);
-      handedOut = { callId, taken: { result, clean: cleanGlobals() } };
       return handedOut.taken;
     },
   });

@@ -1,0 +1,166 @@
+/**
+ * Taking the program a model meant out of the text of its reply. Chat models asked for "the
+ * body of a JavaScript method" answer in many ways: a structured `{ "code" }` object, code in
+ * one or several fenced blocks (with a plan, a usage example or shell commands beside it),
+ * reasoning in `<think>` tags first, prose before and after, a fence never closed. The rules
+ * are documented in docs/programs.md.
+ */
+import { parseProgram } from "./parse.ts";
+
+/** Fence tags of blocks that may hold the program. Blocks with any other tag (text, json, bash, …) are prose, data or shell. */
+const CODE_TAGS: ReadonlySet<string> = new Set(["", "js", "javascript", "mjs", "cjs", "jsx", "ts", "typescript", "tsx", "node", "es6", "ecmascript"]);
+/** Tags of blocks that may hold a structured `{ "code" }` object. */
+const DATA_TAGS: ReadonlySet<string> = new Set(["json", "jsonc", "json5"]);
+/** Reasoning some models write before their answer. */
+const REASONING = /<(think|thinking|reasoning|reflection)>[\s\S]*?(?:<\/\1>|$)/gi;
+/** Longest text searched line by line for code among prose. */
+const MAX_PROSE_LINES = 400;
+
+interface FencedBlock {
+  readonly tag: string;
+  readonly body: string;
+  /** Line indexes of the opening and closing fences (the closing one is past the end when never closed). */
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * The program in a model's reply, or `null` when it holds none (empty content, a JSON object
+ * whose `code` is not a string). Text that holds no recognisable code comes back as it is, for
+ * the sandbox's compiler to reject with a clear message.
+ *
+ * @param method The method the program is for: among several code blocks, one that is a body
+ *   for it is preferred over a usage example that calls it.
+ * @example
+ * extractProgram('Here you go:\n```js\nreturn args[0] + args[1];\n```', "add"); // "return args[0] + args[1];"
+ */
+export function extractProgram(content: string | null | undefined, method?: string): string | null {
+  if (typeof content !== "string") return null;
+  const text = withoutReasoning(content.replace(/\r\n?/g, "\n")).trim();
+  if (text === "") return null;
+  const structured = structuredCode(text);
+  if (structured !== undefined) return structured === null ? null : nonEmpty(fromText(structured, method));
+  return nonEmpty(fromText(text, method));
+}
+
+function nonEmpty(code: string): string | null {
+  return code.trim() === "" ? null : code;
+}
+
+function withoutReasoning(text: string): string {
+  const stripped = text.replace(REASONING, "");
+  // A closing tag with no opening one: the reasoning began in the prompt's own template.
+  const close = /<\/(think|thinking|reasoning)>/i.exec(stripped);
+  return close ? stripped.slice(close.index + close[0].length) : stripped;
+}
+
+/** The `code` of a JSON object reply (`undefined`: not one; `null`: one whose `code` is not a string). */
+function structuredCode(text: string): string | null | undefined {
+  const fromObject = (candidate: string): string | null | undefined => {
+    if (!candidate.startsWith("{")) return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(candidate);
+    } catch {
+      return undefined;
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed) || !("code" in parsed)) return undefined;
+    const { code } = parsed as { code: unknown };
+    return typeof code === "string" ? code : null;
+  };
+  const whole = fromObject(text);
+  if (whole !== undefined) return whole;
+  for (const block of fencedBlocks(text)) {
+    if (DATA_TAGS.has(block.tag) || block.tag === "") {
+      const inFence = fromObject(block.body.trim());
+      if (inFence !== undefined) return inFence;
+    }
+  }
+  return undefined;
+}
+
+/** The program among fenced blocks, or among prose when there are none. */
+function fromText(text: string, method: string | undefined): string {
+  const blocks = fencedBlocks(text);
+  const candidates = blocks.filter((block) => CODE_TAGS.has(block.tag) && block.body.trim() !== "");
+  if (candidates.length > 0) return bestBlock(candidates, method).body.trim();
+  if (blocks.length === 0) return codeAmongProse(text);
+  // Only prose, data or shell blocks: whatever code there is lies outside them.
+  const lines = text.split("\n");
+  const outside = lines.filter((_, index) => !blocks.some((block) => index >= block.from && index <= block.to));
+  return codeAmongProse(outside.join("\n").trim());
+}
+
+function fencedBlocks(text: string): FencedBlock[] {
+  const lines = text.split("\n");
+  const blocks: FencedBlock[] = [];
+  for (let index = 0; index < lines.length; index += 1) {
+    const open = /^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/.exec(lines[index] as string);
+    if (!open) continue;
+    const fence = open[1] as string;
+    let end = index + 1;
+    while (end < lines.length && !new RegExp(`^\\s{0,3}${fence[0] === "`" ? "`" : "~"}{${fence.length},}\\s*$`).test(lines[end] as string)) end += 1;
+    blocks.push({ tag: (open[2] ?? "").toLowerCase(), body: lines.slice(index + 1, end).join("\n"), from: index, to: end });
+    index = end;
+  }
+  return blocks;
+}
+
+/** Among code blocks, the one most like a body for `method`, the first on a tie. */
+function bestBlock(blocks: readonly FencedBlock[], method: string | undefined): FencedBlock {
+  let best = blocks[0] as FencedBlock;
+  let bestScore = Number.NEGATIVE_INFINITY;
+  for (const block of blocks) {
+    const score = bodyScore(block.body, method);
+    if (score > bestScore) {
+      best = block;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+function bodyScore(code: string, method: string | undefined): number {
+  let score = 0;
+  if (/\b(?:args|kwargs|context)\b/.test(code)) score += 2;
+  if (/\breturn\b/.test(code)) score += 1;
+  if (method !== undefined && /^[\w$]+$/.test(method)) {
+    if (new RegExp(`\\b(?:function\\s*\\*?\\s*${escape(method)}\\b|(?:const|let|var)\\s+${escape(method)}\\s*=)|^\\s*(?:async\\s+)?${escape(method)}\\s*\\([^)]*\\)\\s*\\{`, "m").test(code)) score += 2;
+    // `calc.add(2, 3)`: a call of the method on some object is how a usage example looks.
+    if (new RegExp(`[\\w$)\\]]\\s*\\.\\s*${escape(method)}\\s*\\(`).test(code)) score -= 3;
+  }
+  return score;
+}
+
+function escape(name: string): string {
+  return name.replace(/\$/g, "\\$");
+}
+
+/**
+ * The code in text that may have prose around it: the whole text when it parses, else the text
+ * with prose-like lines taken off its start and end (and any "Explanation:" section after the
+ * code) until it parses. When nothing parses, the text as it is.
+ */
+function codeAmongProse(text: string): string {
+  if (parseProgram(text).ok) return text;
+  let lines = text.split("\n");
+  if (lines.length > MAX_PROSE_LINES) return text;
+  const section = lines.findIndex((line, index) => index > 0 && /^\s*(?:\*\*|#+\s*)?(?:explanation|notes?|how it works|usage|example|this (?:code|function|body)\b)[^`]*$/i.test(line));
+  if (section > 0 && parseProgram(lines.slice(0, section).join("\n")).ok) lines = lines.slice(0, section);
+  while (lines.length > 0) {
+    const candidate = lines.join("\n").trim();
+    if (candidate !== "" && parseProgram(candidate).ok) return candidate;
+    if (isProse(lines[0] as string)) lines = lines.slice(1);
+    else if (isProse(lines[lines.length - 1] as string)) lines = lines.slice(0, -1);
+    else break;
+  }
+  return text;
+}
+
+function isProse(line: string): boolean {
+  const trimmed = line.trim();
+  if (trimmed === "") return true;
+  if (/^(?:[-*+]\s|\d+\.\s|#{1,6}\s|>\s|\*\*)/.test(trimmed)) return true;
+  if (/[;{}]$/.test(trimmed) || /^(?:return|const|let|var|if|for|while|throw|await|function|class|\/\/|\/\*)\b/.test(trimmed)) return false;
+  return /^[A-Za-z][A-Za-z'’,]*(?:\s+\S+){2,}/.test(trimmed) || trimmed.endsWith(":");
+}

@@ -1,0 +1,175 @@
+/**
+ * Running a program as its model meant it. Asked for a method body, models often write
+ * something else: a bare expression, a function (declared, or as an arrow) that is never
+ * called, a class, TypeScript. These shapes are recognised on the program's syntax tree and
+ * turned into a body by small insertions (no text is removed, so a position in the result maps
+ * back to the model's own text); a reply that only declares things no rule can call is an
+ * `invalid_code` outcome that says what it held. The rules are documented in docs/programs.md.
+ */
+import type { Node, Program } from "acorn";
+import { recursive } from "acorn-walk";
+import { parseProgram, type ParsedProgram } from "./parse.ts";
+import { stripTypes } from "./typescript.ts";
+
+/** How a program was taken. */
+export type ProgramShape = "body" | "expression" | "function" | "class";
+
+/** A program ready to run, or why it cannot be. */
+export type PreparedProgram =
+  | {
+      readonly ok: true;
+      /** What the sandbox runs. */
+      readonly source: string;
+      readonly shape: ProgramShape;
+      /** True when TypeScript types were stripped. */
+      readonly stripped: boolean;
+      /** The model's program parsed (types stripped when `stripped`); not ok when it does not parse, and the sandbox's compiler is the judge. */
+      readonly parsed: ParsedProgram;
+      /** Maps an offset in `source` back to the model's program. */
+      readonly toOriginal: (offset: number) => number;
+    }
+  | { readonly ok: false; readonly message: string; readonly parsed: ParsedProgram };
+
+// ESTree nodes from acorn, read generically: each use checks `type` first.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyNode = Node & { readonly [field: string]: any };
+
+/** The arguments a called function or method receives: the positional ones, then `kwargs` when any were given. */
+const CALL_ARGUMENTS = "(...args, ...(Object.keys(kwargs).length > 0 ? [kwargs] : []))";
+
+/**
+ * Prepares the model's program for the sandbox.
+ *
+ * @param method The called method's name: a function or class method of that name is the one called.
+ */
+export function prepareProgram(code: string, method: string): PreparedProgram {
+  let parsed = parseProgram(code);
+  let base = code;
+  let stripped = false;
+  if (!parsed.ok) {
+    const withoutTypes = stripTypes(code);
+    const reparsed = withoutTypes === undefined ? undefined : parseProgram(withoutTypes);
+    if (withoutTypes !== undefined && reparsed?.ok) {
+      base = withoutTypes;
+      parsed = reparsed;
+      stripped = true;
+    }
+  }
+  if (!parsed.ok) return { ok: true, source: code, shape: "body", stripped: false, parsed, toOriginal: (offset) => offset };
+  const plan = planShape(parsed.ast, method);
+  if ("invalid" in plan) return { ok: false, message: plan.invalid, parsed };
+  return { ok: true, shape: plan.shape, stripped, parsed, ...applyInsertions(base, plan.insertions) };
+}
+
+interface Insertion {
+  readonly at: number;
+  readonly text: string;
+}
+
+type Plan = { readonly shape: ProgramShape; readonly insertions: readonly Insertion[] } | { readonly invalid: string };
+
+function planShape(ast: Program, method: string): Plan {
+  const body = (ast.body as AnyNode[]).filter((statement) => statement.type !== "EmptyStatement");
+  if (body.length === 0 || hasTopLevelReturn(ast)) return { shape: "body", insertions: [] };
+  const end = ast.end;
+  const last = body[body.length - 1] as AnyNode;
+  const callables = declaredCallables(body);
+
+  if (last.type === "ExpressionStatement" && last.directive === undefined) {
+    const expression = last.expression as AnyNode;
+    const isFunction = expression.type === "ArrowFunctionExpression" || expression.type === "FunctionExpression";
+    const namesFunction = expression.type === "Identifier" && callables.functions.has(expression.name);
+    if (isFunction || namesFunction) {
+      return { shape: "function", insertions: [{ at: expression.start, text: "return await (" }, { at: expression.end, text: `)${CALL_ARGUMENTS}` }] };
+    }
+    return { shape: "expression", insertions: [{ at: expression.start, text: "return (" }, { at: expression.end, text: ")" }] };
+  }
+
+  const onlyDeclarations = body.every((statement) => ["FunctionDeclaration", "ClassDeclaration", "VariableDeclaration"].includes(statement.type));
+  if (!onlyDeclarations) return { shape: "body", insertions: [] };
+
+  const call = (text: string, shape: ProgramShape): Plan => ({ shape, insertions: [{ at: end, text: `\n;return await ${text}${CALL_ARGUMENTS};` }] });
+  if (callables.functions.has(method)) return call(method, "function");
+  const withMethod = [...callables.classes].filter(([, methods]) => methods.has(method));
+  if (withMethod.length === 1) {
+    const [name, methods] = withMethod[0] as [string, Map<string, boolean>];
+    const target = methods.get(method) ? name : `new ${name}()`;
+    return call(`${target}[${JSON.stringify(method)}]`, "class");
+  }
+  if (callables.functions.size === 1 && callables.classes.size === 0) return call([...callables.functions][0] as string, "function");
+  if (callables.classes.size === 1 && callables.functions.size === 0) {
+    const [name] = [...callables.classes.keys()];
+    return { invalid: `The reply is a class \`${name}\` with no method \`${method}\`. Write the body of \`${method}\`, or a class with a method of that name.` };
+  }
+  const names = [...callables.declared].slice(0, 8).map((name) => `\`${name}\``).join(", ");
+  return { invalid: `The reply only declares ${names || "names"} and never returns a value or calls anything. Write the body of \`${method}\`: statements that end with \`return\`.` };
+}
+
+/** Functions (declarations, or variables whose value is a function) and classes (with their methods: true when static) declared at the top level. */
+function declaredCallables(body: readonly AnyNode[]): { functions: Set<string>; classes: Map<string, Map<string, boolean>>; declared: Set<string> } {
+  const functions = new Set<string>();
+  const classes = new Map<string, Map<string, boolean>>();
+  const declared = new Set<string>();
+  for (const statement of body) {
+    if (statement.type === "FunctionDeclaration" && statement.id) {
+      functions.add(statement.id.name);
+      declared.add(statement.id.name);
+    } else if (statement.type === "ClassDeclaration" && statement.id) {
+      const methods = new Map<string, boolean>();
+      for (const member of statement.body.body as AnyNode[]) {
+        if (member.type !== "MethodDefinition" || member.kind !== "method" || member.computed) continue;
+        const key = member.key as AnyNode;
+        const name = key.type === "Identifier" ? key.name : key.type === "Literal" ? String(key.value) : undefined;
+        if (name !== undefined) methods.set(name, member.static === true);
+      }
+      classes.set(statement.id.name, methods);
+      declared.add(statement.id.name);
+    } else if (statement.type === "VariableDeclaration") {
+      for (const declarator of statement.declarations as AnyNode[]) {
+        if (declarator.id.type !== "Identifier") continue;
+        declared.add(declarator.id.name);
+        const init = declarator.init as AnyNode | null;
+        if (init && (init.type === "ArrowFunctionExpression" || init.type === "FunctionExpression")) functions.add(declarator.id.name);
+      }
+    }
+  }
+  return { functions, classes, declared };
+}
+
+/** Whether the program returns from its own top level (a `return` not inside a nested function or class). */
+function hasTopLevelReturn(ast: Program): boolean {
+  let found = false;
+  const skip = () => {};
+  recursive(ast, undefined, {
+    ReturnStatement: () => {
+      found = true;
+    },
+    Function: skip,
+    Class: skip,
+  });
+  return found;
+}
+
+/** Applies insertions (sorted by position), with the map from an offset in the result back to the original. */
+function applyInsertions(code: string, insertions: readonly Insertion[]): { source: string; toOriginal: (offset: number) => number } {
+  const sorted = [...insertions].sort((a, b) => a.at - b.at);
+  let source = "";
+  let from = 0;
+  const shifts: { at: number; length: number }[] = [];
+  for (const insertion of sorted) {
+    source += code.slice(from, insertion.at);
+    shifts.push({ at: source.length, length: insertion.text.length });
+    source += insertion.text;
+    from = insertion.at;
+  }
+  source += code.slice(from);
+  const toOriginal = (offset: number) => {
+    let original = offset;
+    for (const shift of shifts) {
+      if (offset >= shift.at + shift.length) original -= shift.length;
+      else if (offset >= shift.at) return shift.at - shifts.filter((earlier) => earlier.at < shift.at).reduce((sum, earlier) => sum + earlier.length, 0);
+    }
+    return original;
+  };
+  return { source, toOriginal };
+}
