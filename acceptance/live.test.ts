@@ -18,7 +18,7 @@ const validateRecord = new Ajv2020({ strict: true }).compile(
 describe.skipIf(!live)("acceptance against a live model", () => {
   test("calls, a follow-up from history, and a delegation give typed outcomes, one record each, and valid logs", async () => {
     const log = join(mkdtempSync(join(tmpdir(), "improv-live-")), "calls.jsonl");
-    const calc = Agent.for("calculator", { provider: new OpenAIProvider(), log, providerTimeoutMs: 60_000, maxGenerationAttempts: 3 });
+    const calc = Agent.for<{ value: number }>("calculator", { provider: new OpenAIProvider(), log, providerTimeoutMs: 60_000, maxGenerationAttempts: 3 });
     calc.value = 5;
     const outcomes = [
       await calc.add(3),

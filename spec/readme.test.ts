@@ -18,7 +18,7 @@ test("the README quick start does what it says", async () => {
   for (const program of ["context.value = (context.value ?? 0) + args[0]; return context.value", "return context.conversation_history.map((r) => r.method_name)"]) {
     expect(readme).toContain(program);
   }
-  const calc = Agent.for("calculator", { provider, log });
+  const calc = Agent.for<{ value: number }>("calculator", { provider, log });
   calc.value = 5;
   const r = await calc.add(3);
   expect(r.value).toBe(8);

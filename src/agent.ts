@@ -10,17 +10,16 @@ import { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
 export type DynamicMethod = (...args: unknown[]) => Promise<Outcome>;
 
 /**
- * What an agent offers to TypeScript: its reserved members, plus any other name as a
- * dynamic method. Values the application wrote read back at runtime; type them by
- * intersecting, e.g. `Agent.for("calculator") as AgentProxy & { value: number }`.
+ * What an agent offers to TypeScript besides its dynamic methods: the reserved members.
+ * `Values` types the entries the application writes (setters and `remember`).
  */
-export interface AgentMembers {
+export interface AgentMembers<Values extends object = {}> {
   /** Writes context entries (as the application's own values) and returns the same agent. */
-  remember(entries: Record<string, unknown>): AgentProxy;
+  remember(entries: Partial<Values> & Record<string, unknown>): AgentProxy<Values>;
   /** The live, mutable context object. */
   readonly runtimeContext: Record<string, unknown>;
   /** A child agent of `role` that inherits this agent's options (depth + 1). */
-  delegate(role: string, options?: AgentOptions): AgentProxy;
+  delegate<ChildValues extends object = {}>(role: string, options?: AgentOptions): AgentProxy<ChildValues>;
   /** Always `undefined`: an agent is never taken for a promise. */
   readonly then: undefined;
   toJSON(): { role: string };
@@ -28,12 +27,23 @@ export interface AgentMembers {
 }
 
 /**
- * An agent as application code sees it. Any other name is a {@link DynamicMethod} when read
- * (or a value the application wrote) and accepts plain data when assigned, so the index
- * signature is `any`; narrow it with an intersection where types matter.
+ * An agent as application code sees it: any name not reserved is a {@link DynamicMethod}, so
+ * `await calc.add(3)` is an `Outcome` and a forgotten `await` (`calc.add(3).ok`) does not
+ * compile. Values the application writes are declared by the type parameter, which makes
+ * them readable and writable with their types:
+ *
+ * With `noUncheckedIndexedAccess`, TypeScript takes every name of an index signature to be
+ * possibly undefined; name the methods you call in the second type parameter to have them
+ * typed as present (`Agent.for<{ value: number }, "add" | "multiply">("calculator")`).
+ *
+ * @example
+ * const calc = Agent.for<{ value: number }>("calculator");
+ * calc.value = 5;                  // typed: a number
+ * const r = await calc.add(3);     // Outcome
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AgentProxy = Agent & AgentMembers & { [name: string]: any };
+export type AgentProxy<Values extends object = {}, Methods extends string = never> = Agent &
+  AgentMembers<Values> &
+  Values & { readonly [Name in Methods]: DynamicMethod } & { readonly [name: string]: DynamicMethod };
 
 const states = new WeakMap<object, AgentState>();
 const proxies = new WeakMap<AgentState, AgentProxy>();
@@ -72,12 +82,13 @@ export class Agent {
 
   /**
    * Returns a new agent of `role`. Unknown option names throw a `TypeError` listing the valid ones.
+   * The type parameter declares the values the application will write on it.
    *
    * @example
-   * const calc = Agent.for("calculator", { log: "logs/calls.jsonl" });
+   * const calc = Agent.for<{ value: number }>("calculator", { log: "logs/calls.jsonl" });
    */
-  static for(role: string, options?: AgentOptions): AgentProxy {
-    return proxyFor(new AgentState(validateRole(role), resolveOptions(options), 0));
+  static for<Values extends object = {}, Methods extends string = never>(role: string, options?: AgentOptions): AgentProxy<Values, Methods> {
+    return proxyFor(new AgentState(validateRole(role), resolveOptions(options), 0)) as AgentProxy<Values, Methods>;
   }
 
   /** The agent's role. */

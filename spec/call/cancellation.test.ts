@@ -4,7 +4,7 @@ import { Agent, ScriptedProvider } from "../../src/index.ts";
 describe("cancellation through options.signal", () => {
   test("aborting while the provider works cancels the call", async () => {
     const controller = new AbortController();
-    const agent = Agent.for("worker", {
+    const agent = Agent.for<{ kept: number }>("worker", {
       provider: new ScriptedProvider({ programs: { slow: { delayMs: 10_000, code: "return 1" } } }),
       signal: controller.signal,
     });
@@ -16,7 +16,7 @@ describe("cancellation through options.signal", () => {
 
   test("aborting while the program runs cancels it and keeps the context as it was", async () => {
     const controller = new AbortController();
-    const agent = Agent.for("worker", {
+    const agent = Agent.for<{ kept: number }>("worker", {
       provider: new ScriptedProvider({ programs: { spin: "context.touched = true; while (true) {}", ping: "return 'pong'" } }),
       signal: controller.signal,
       executionTimeoutMs: 20_000,

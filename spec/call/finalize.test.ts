@@ -30,7 +30,7 @@ describe("finalize runs exactly once per call", () => {
   });
 
   test("setters and readers add no record", () => {
-    const agent = Agent.for("finalizer", { provider: new ScriptedProvider({ programs: {} }) });
+    const agent = Agent.for<{ x: number }>("finalizer", { provider: new ScriptedProvider({ programs: {} }) });
     agent.x = 1;
     void agent.x;
     agent.remember({ y: 2 });

@@ -134,7 +134,7 @@ describe("application-supplied history", () => {
     const warnings = collectWarnings();
     const quiet = agentWith({});
     quiet.remember({ conversation_history: "not an array" });
-    const loud = Agent.for("historian", { provider: new ScriptedProvider({ programs: {} }), debug: true });
+    const loud = Agent.for<{ conversation_history: unknown }>("historian", { provider: new ScriptedProvider({ programs: {} }), debug: true });
     loud.conversation_history = { nope: true };
     await new Promise((resolve) => setImmediate(resolve));
     warnings.stop();

@@ -51,7 +51,7 @@ export function watchHost(): void {
  * everything the hostile suite promises.
  */
 export async function runHostile(testCase: HostileCase): Promise<void> {
-  const agent = Agent.for("target", {
+  const agent = Agent.for<{ kept: string }>("target", {
     provider: new ScriptedProvider({
       programs: {
         ...HELPER_PROGRAMS,

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
 
 function agentWith(programs: Record<string, string>) {
-  return Agent.for("sandboxed", {
+  return Agent.for<{ kept: string }>("sandboxed", {
     provider: new ScriptedProvider({ programs: { ...programs, ping: "return 'pong:' + context.kept" } }),
     executionTimeoutMs: 2_000,
   });

@@ -25,7 +25,7 @@ const hostile: [string, string, string][] = [
 
 describe("every hostile program ends in a typed outcome within the limits", () => {
   test.each(hostile)("%s", async (_name, program, expected) => {
-    const agent = Agent.for("hostile", {
+    const agent = Agent.for<{ kept: string }>("hostile", {
       provider: new ScriptedProvider({ programs: { attack: `context.dirty = true;\n${program}`, ping: "return context.kept" } }),
       executionTimeoutMs: TIMEOUT_MS,
       memoryLimitMb: 32,

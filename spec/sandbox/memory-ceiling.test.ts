@@ -11,7 +11,7 @@ const LIMIT_MS = 20_000;
 
 describe("the sandbox process memory ceiling", () => {
   test("a program that takes the process past its ceiling ends memory_limit; the process is replaced and the next call is served", async () => {
-    const agent = Agent.for("filler", {
+    const agent = Agent.for<{ kept: string }>("filler", {
       provider: new ScriptedProvider({ programs: { fill: FILL, ping: "return 'pong:' + context.kept" } }),
       executionTimeoutMs: LIMIT_MS,
       memoryLimitMb: 32,

@@ -13,7 +13,7 @@ describe("the supervised sandbox process", () => {
   });
 
   test("a sandbox process that stops answering is killed and replaced; the call ends as a timeout", async () => {
-    const agent = Agent.for("frozen", {
+    const agent = Agent.for<{ kept: string }>("frozen", {
       provider: new ScriptedProvider({ programs: { wait: "await new Promise(() => {})", ping: "return 'pong:' + context.kept" } }),
       executionTimeoutMs: 300,
     });

@@ -97,7 +97,7 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   const show = async (label: string, call: Promise<Outcome>) => write(`  ${label.padEnd(34)} ${describeOutcome(await call)}`);
 
   write("1. A calculator");
-  const calc = Agent.for("calculator", common);
+  const calc = Agent.for<{ value: number }, "add" | "multiply" | "convert" | "divide" | "summary">("calculator", common);
   calc.value = 5;
   write(`  calc.value = 5; calc.value          → ${calc.value} (a setter: no model call)`);
   await show("calc.add(3)", calc.add(3));
@@ -107,12 +107,12 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   await show("calc.summary()  [reads history]", calc.summary());
 
   write("\n2. An assistant answering a follow-up from history");
-  const assistant = Agent.for("assistant", common);
+  const assistant = Agent.for<{}, "lookup" | "source">("assistant", common);
   await show("assistant.lookup('boiling point…')", assistant.lookup("boiling point of water"));
   await show("assistant.source()  [follow-up]", assistant.source());
 
   write("\n3. A tool builder that delegates");
-  const builder = Agent.for("toolbuilder", common);
+  const builder = Agent.for<{}, "build">("toolbuilder", common);
   await show("builder.build([2, 4, 9])", builder.build([2, 4, 9]));
   const stats = builder.delegate("statistician");
 

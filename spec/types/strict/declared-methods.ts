@@ -1,0 +1,16 @@
+/**
+ * Checked by `npm run typecheck` with `noUncheckedIndexedAccess` on (tsconfig.json): there,
+ * names read through an index signature are "possibly undefined", and methods named in the
+ * second type parameter are not. Not a test file: it only has to compile.
+ */
+import { Agent } from "../../../src/index.ts";
+
+export async function strictUsage(): Promise<number | undefined> {
+  const calc = Agent.for<{ value: number }, "add" | "multiply">("calculator");
+  calc.value = 5;
+  const sum = await calc.add(3);
+  await calc.multiply(2);
+  // @ts-expect-error an undeclared method is possibly undefined under noUncheckedIndexedAccess
+  await calc.divide(2);
+  return sum.ok ? (sum.value as number) : undefined;
+}
