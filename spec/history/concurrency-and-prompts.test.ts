@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { Agent, kw, ScriptedProvider } from "../../src/index.ts";
 
 describe("concurrency", () => {
   test("200 concurrent calls on one agent give 200 records, unique call ids and no lost update", async () => {
@@ -52,5 +52,21 @@ describe("prompts", () => {
     const fourHundredth = provider.calls[399]?.user.length ?? 0;
     expect(fourHundredth / tenth).toBeGreaterThan(0.95);
     expect(fourHundredth / tenth).toBeLessThan(1.05);
+  });
+
+  test("the prompt shows a class instance as the program receives it: its own fields, with its class named", async () => {
+    class Point {
+      x = 1;
+      y = 2;
+      norm(): number {
+        return Math.hypot(this.x, this.y);
+      }
+    }
+    const provider = new ScriptedProvider({ programs: { echo: "return [args[0], typeof args[0].norm]" } });
+    const r = await Agent.for("geometry", { provider }).echo(new Point(), kw({ origin: new Point() }));
+    expect(r.value).toEqual([{ x: 1, y: 2 }, "undefined"]);
+    const user = provider.calls[0]?.user ?? "";
+    expect(user).toContain('Positional arguments (args): [{"x":1,"y":2}] (args[0] is a Point, passed as a plain object of its own fields)');
+    expect(user).toContain('Named arguments (kwargs): {"origin":{"x":1,"y":2}} (kwargs.origin is a Point, passed as a plain object of its own fields)');
   });
 });

@@ -107,6 +107,39 @@ describe("OpenAIProvider over HTTP", () => {
     }
   });
 
+  test("a blank apiKey gets improv's own message, not the SDK's", () => {
+    const saved = process.env.OPENAI_API_KEY;
+    delete process.env.OPENAI_API_KEY;
+    try {
+      expect(() => new OpenAIProvider({ apiKey: "  " })).toThrow(
+        "OpenAIProvider has no API key (the apiKey given is blank). Pass { apiKey } or set the OPENAI_API_KEY environment variable.",
+      );
+    } finally {
+      if (saved !== undefined) process.env.OPENAI_API_KEY = saved;
+    }
+  });
+
+  test("options are validated as Agent.for() validates its own", () => {
+    expect(() => new OpenAIProvider({ apiKey: "k", baseUrl: "http://x" } as never)).toThrow(
+      'Unknown option "baseUrl" for new OpenAIProvider() (it is spelled "baseURL"). Valid options: apiKey, baseURL, model, maxRetries, structuredOutput, client.',
+    );
+    expect(() => new OpenAIProvider({ apiKey: "k", maxRetries: -1 })).toThrow(RangeError);
+    expect(() => new OpenAIProvider({ apiKey: "k", baseURL: "not a url" })).toThrow('OpenAIProvider option "baseURL" must be a URL such as http://127.0.0.1:11434/v1, got the string "not a url".');
+    expect(() => new OpenAIProvider({ apiKey: 5 } as never)).toThrow('OpenAIProvider option "apiKey" must be a string, got the number 5.');
+  });
+
+  test("a server that cannot be reached is named, with the cause", async () => {
+    // A port that was free a moment ago: nothing listens there.
+    const probe = await OpenAITestServer.start([]);
+    const baseURL = probe.baseURL;
+    await probe.close();
+    const provider = new OpenAIProvider({ apiKey: "k", baseURL, maxRetries: 0 });
+    const r = await Agent.for("calculator", { provider, maxGenerationAttempts: 1 }).add(1);
+    expect(r.errorType).toBe("provider");
+    expect(r.errorMessage).toContain(`The model server at ${baseURL} could not be reached (ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:`);
+    expect(r.errorMessage).toContain("Check that it runs and that baseURL / OPENAI_BASE_URL points to it.");
+  });
+
   test("the default provider is configured from OPENAI_API_KEY, OPENAI_BASE_URL and IMPROV_MODEL", async () => {
     server = await OpenAITestServer.start([{ kind: "structured", code: "return 'from env'" }]);
     const saved = { ...process.env };

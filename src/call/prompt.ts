@@ -43,6 +43,30 @@ function previewLine(record: HistoryRecord): string {
   return `- ${record.call_id} ${truncateString(record.method_name, 80)}: ${status}${errorType ? ` (${errorType})` : ""}${error}`;
 }
 
+/**
+ * Arguments as the program receives them: a class instance arrives as a plain object of its
+ * own fields (structured clone), so those are shown, with a note naming its class.
+ */
+function argumentsText(values: readonly unknown[] | Readonly<Record<string, unknown>>, name: "args" | "kwargs"): string {
+  const text = truncateString(JSON.stringify(toJsonSafe(values, MAX_ARGUMENT_CHARS * 2, { instanceFields: true })), MAX_ARGUMENT_CHARS);
+  const notes: string[] = [];
+  for (const [key, value] of Object.entries(values).slice(0, MAX_CONTEXT_KEYS)) {
+    const className = instanceClass(value);
+    if (className !== undefined) notes.push(`${name}${Array.isArray(values) ? `[${key}]` : `.${key}`} is a ${truncateString(className, 80)}, passed as a plain object of its own fields`);
+  }
+  return notes.length === 0 ? text : `${text} (${notes.join("; ")})`;
+}
+
+function instanceClass(value: unknown): string | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const prototype = Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null;
+  if (prototype === null || prototype === Object.prototype) return undefined;
+  // Built-ins that cross as themselves (Date, Map, Set, typed arrays…) are not class instances here.
+  if (value instanceof Date || value instanceof Map || value instanceof Set || value instanceof RegExp || value instanceof Error || ArrayBuffer.isView(value)) return undefined;
+  const name = prototype.constructor?.name;
+  return typeof name === "string" && name !== "" ? name : "class instance";
+}
+
 /** The system prompt depends on the role alone, so it is rendered once per role. */
 const systemPrompts = new Map<string, string>();
 const MAX_CACHED_ROLES = 1_000;
@@ -65,8 +89,8 @@ export function renderPrompts(input: PromptInput): { system: string; user: strin
   const values = {
     role: input.role,
     method: input.method,
-    args: truncateString(JSON.stringify(toJsonSafe(input.args, MAX_ARGUMENT_CHARS * 2)), MAX_ARGUMENT_CHARS),
-    kwargs: truncateString(JSON.stringify(toJsonSafe(input.kwargs, MAX_ARGUMENT_CHARS * 2)), MAX_ARGUMENT_CHARS),
+    args: argumentsText(input.args, "args"),
+    kwargs: argumentsText(input.kwargs, "kwargs"),
     context_keys: keys.length === 0 ? "(none)" : `${keys.join(", ")}${extraKeys > 0 ? `, and ${extraKeys} more` : ""}`,
     history_count: String(input.historyCount),
     history_preview: preview,

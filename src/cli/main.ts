@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { Command } from "commander";
 import { runDemo } from "./demo.ts";
 import { runTelemetry, UsageError } from "./telemetry-command.ts";
@@ -10,8 +10,11 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
+/** The package's own version, read beside `src/` and `dist/` alike. */
+const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+
 const program = new Command();
-program.name("improv").description("LLM-backed objects whose methods are written at call time.");
+program.name("improv").description("LLM-backed objects whose methods are written at call time.").version(version, "-V, --version", "print the version");
 
 program
   .command("demo")

@@ -35,9 +35,11 @@ const MAX_ITEMS = 1_000;
 export const MAX_JSON_SAFE_CHARS = 1_000_000;
 const OUTPUT_LIMIT = "[output limit reached]";
 
-/** Characters a copy may still add. */
+/** Characters a copy may still add, and how it treats class instances. */
 interface Budget {
   left: number;
+  /** Copy a class instance's own fields (as structured clone does) instead of naming its class. */
+  readonly instanceFields?: boolean;
 }
 
 /** Cuts `text` to `limit` characters, saying how many were dropped. */
@@ -54,9 +56,13 @@ function describeError(error: unknown): string {
   }
 }
 
-/** A JSON-safe copy of `value` (see the table above), of at most about `maxChars` characters as JSON. Never throws. */
-export function toJsonSafe(value: unknown, maxChars = MAX_JSON_SAFE_CHARS): JsonValue {
-  return convert(value, 0, new Set(), { left: maxChars });
+/**
+ * A JSON-safe copy of `value` (see the table above), of at most about `maxChars` characters as
+ * JSON. With `instanceFields`, a class instance is copied as its own fields, as it reaches a
+ * program, instead of as its class name. Never throws.
+ */
+export function toJsonSafe(value: unknown, maxChars = MAX_JSON_SAFE_CHARS, options: { instanceFields?: boolean } = {}): JsonValue {
+  return convert(value, 0, new Set(), { left: maxChars, instanceFields: options.instanceFields === true });
 }
 
 /**
@@ -156,7 +162,7 @@ function convertWithin(value: unknown, depth: number, ancestors: Set<object>, bu
       budget.left -= 2;
       if (Array.isArray(object)) return convertArray(object, depth, ancestors, budget);
       const prototype = Object.getPrototypeOf(object);
-      if (prototype !== null && prototype !== Object.prototype) {
+      if (prototype !== null && prototype !== Object.prototype && !budget.instanceFields) {
         return `[${(prototype as { constructor?: { name?: string } }).constructor?.name || "Object"}]`;
       }
       return convertObject(object as Record<string, unknown>, depth, ancestors, budget);

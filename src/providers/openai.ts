@@ -1,5 +1,6 @@
-import OpenAI, { APIError } from "openai";
+import OpenAI, { APIConnectionError, APIError } from "openai";
 import { readEnv } from "../env.ts";
+import { describeType } from "../options.ts";
 import { extractProgram } from "../programs/extract.ts";
 import { ProviderError, type Generation, type GenerationRequest, type Provider } from "./provider.ts";
 
@@ -23,6 +24,51 @@ export interface OpenAIProviderOptions {
   readonly structuredOutput?: boolean;
   /** A ready client, for full control over the SDK. */
   readonly client?: OpenAI;
+}
+
+const OPTION_NAMES: { readonly [K in keyof OpenAIProviderOptions]-?: true } = {
+  apiKey: true,
+  baseURL: true,
+  model: true,
+  maxRetries: true,
+  structuredOutput: true,
+  client: true,
+};
+
+/** The names `new OpenAIProvider()` accepts. */
+export const OPENAI_PROVIDER_OPTION_NAMES = Object.keys(OPTION_NAMES) as (keyof OpenAIProviderOptions)[];
+
+/** Checks options as `Agent.for()` does: unknown names and wrong types are a `TypeError` / `RangeError` at once. */
+function validateOptions(options: unknown): OpenAIProviderOptions {
+  if (options === undefined) return {};
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new TypeError(`OpenAIProvider options must be an object, got ${describeType(options)}.`);
+  }
+  for (const name of Object.keys(options)) {
+    if (!Object.hasOwn(OPTION_NAMES, name)) {
+      const hint = name.toLowerCase() === "baseurl" ? ' (it is spelled "baseURL")' : "";
+      throw new TypeError(`Unknown option "${name}" for new OpenAIProvider()${hint}. Valid options: ${OPENAI_PROVIDER_OPTION_NAMES.join(", ")}.`);
+    }
+  }
+  const given = options as Record<string, unknown>;
+  for (const name of ["apiKey", "baseURL", "model"] as const) {
+    if (given[name] !== undefined && typeof given[name] !== "string") {
+      throw new TypeError(`OpenAIProvider option "${name}" must be a string, got ${describeType(given[name])}.`);
+    }
+  }
+  if (given.baseURL !== undefined && !URL.canParse(given.baseURL as string)) {
+    throw new TypeError(`OpenAIProvider option "baseURL" must be a URL such as http://127.0.0.1:11434/v1, got ${describeType(given.baseURL)}.`);
+  }
+  if (given.maxRetries !== undefined && (typeof given.maxRetries !== "number" || !Number.isInteger(given.maxRetries) || given.maxRetries < 0)) {
+    throw new RangeError(`OpenAIProvider option "maxRetries" must be an integer of at least 0, got ${describeType(given.maxRetries)}.`);
+  }
+  if (given.structuredOutput !== undefined && typeof given.structuredOutput !== "boolean") {
+    throw new TypeError(`OpenAIProvider option "structuredOutput" must be true or false, got ${describeType(given.structuredOutput)}.`);
+  }
+  if (given.client !== undefined && (typeof given.client !== "object" || given.client === null)) {
+    throw new TypeError(`OpenAIProvider option "client" must be an OpenAI client, got ${describeType(given.client)}.`);
+  }
+  return options as OpenAIProviderOptions;
 }
 
 const PROGRAM_SCHEMA = {
@@ -50,15 +96,17 @@ export class OpenAIProvider implements Provider {
   #structuredOutput: boolean;
 
   constructor(options: OpenAIProviderOptions = {}) {
+    options = validateOptions(options);
     this.model = options.model ?? readEnv("IMPROV_MODEL") ?? DEFAULT_OPENAI_MODEL;
     this.#structuredOutput = options.structuredOutput ?? true;
     if (options.client) {
       this.#client = options.client;
       return;
     }
-    const apiKey = options.apiKey ?? readEnv("OPENAI_API_KEY");
+    const apiKey = options.apiKey?.trim() || readEnv("OPENAI_API_KEY");
     if (apiKey === undefined) {
-      throw new TypeError("OpenAIProvider has no API key. Pass { apiKey } or set the OPENAI_API_KEY environment variable.");
+      const given = options.apiKey === undefined ? "" : " (the apiKey given is blank)";
+      throw new TypeError(`OpenAIProvider has no API key${given}. Pass { apiKey } or set the OPENAI_API_KEY environment variable.`);
     }
     const baseURL = options.baseURL ?? readEnv("OPENAI_BASE_URL");
     this.#client = new OpenAI({
@@ -95,7 +143,7 @@ export class OpenAIProvider implements Provider {
       completion = await this.#complete(request, model, signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw new ProviderError(describeFailure(error), { cause: error });
+      throw new ProviderError(describeFailure(error, this.#client.baseURL), { cause: error });
     }
     if (!completion || !Array.isArray(completion.choices)) {
       throw new ProviderError("The server's reply has no choices; it does not look like an OpenAI chat completion.");
@@ -117,11 +165,28 @@ function rejectsResponseFormat(error: unknown): boolean {
   return error instanceof APIError && error.status === 400 && /response_format|json_schema|structured output/i.test(error.message);
 }
 
-function describeFailure(error: unknown): string {
+function describeFailure(error: unknown, baseURL: string): string {
+  if (error instanceof APIConnectionError) {
+    const cause = rootCause(error);
+    const detail = cause === undefined ? "" : ` (${cause})`;
+    return `The model server at ${baseURL} could not be reached${detail}. Check that it runs and that baseURL / OPENAI_BASE_URL points to it.`;
+  }
   if (error instanceof APIError) {
     const status = error.status === undefined ? "" : ` (HTTP ${error.status})`;
     return `The model server failed${status}: ${error.message}`;
   }
   if (error instanceof SyntaxError) return `The model server sent a body that is not valid JSON: ${error.message}`;
   return `The model request failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/** The innermost cause of a connection failure, as "CODE: message" (e.g. ECONNREFUSED). */
+function rootCause(error: Error): string | undefined {
+  let current: unknown = error.cause;
+  let found: string | undefined;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    found = typeof code === "string" ? `${code}: ${current.message}` : current.message;
+    current = current.cause;
+  }
+  return found;
 }

@@ -1,0 +1,50 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+
+const root = new URL("..", import.meta.url).pathname;
+const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+const npm = (args: string[], cwd: string) =>
+  spawnSync("npm", args, { cwd, encoding: "utf8", timeout: 240_000, env: { ...process.env, npm_config_loglevel: "warn", npm_config_fund: "false", npm_config_audit: "false" } });
+
+describe("the package as users get it", () => {
+  test("improv --version prints the package's version", () => {
+    const out = execFileSync(process.execPath, [join(root, "bin/improv.js"), "--version"], { encoding: "utf8" });
+    expect(out.trim()).toBe(version);
+  });
+
+  test("the packed tarball installs without warnings about its own scripts; import, require and the CLI work; source maps carry their sources", () => {
+    const where = mkdtempSync(join(tmpdir(), "improv-package-"));
+    const packed = npm(["pack", "--pack-destination", where, "--json"], root);
+    expect(packed.status, packed.stderr).toBe(0);
+    const [{ filename }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as { filename: string }[];
+    const app = join(where, "app");
+    execFileSync("mkdir", ["-p", app]);
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", version: "1.0.0", type: "module" }));
+    const installed = npm(["install", "--prefer-offline", join(where, filename)], app);
+    expect(installed.status, installed.stderr).toBe(0);
+    expect(installed.stderr).not.toMatch(/improv@/);
+
+    const program = `const { Agent, ScriptedProvider } = MODULE;
+      const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { add: "args[0] + args[1]" } }) });
+      calc.add(2, 3).then((r) => console.log(r.value));`;
+    const run = (type: string, code: string) => spawnSync(process.execPath, [`--input-type=${type}`, "-e", code], { cwd: app, encoding: "utf8", timeout: 60_000 });
+    const viaImport = run("module", `import * as m from "improv"; ${program.replace("MODULE", "m")}`);
+    expect(viaImport.stdout.trim(), viaImport.stderr).toBe("5");
+    const viaRequire = run("commonjs", program.replace("MODULE", 'require("improv")'));
+    expect(viaRequire.stdout.trim(), viaRequire.stderr).toBe("5");
+    expect(viaRequire.stderr).toBe("");
+    const cli = spawnSync(join(app, "node_modules/.bin/improv"), ["--version"], { encoding: "utf8" });
+    expect(cli.stdout.trim()).toBe(version);
+
+    const dist = join(app, "node_modules/improv/dist");
+    const maps = (readdirSync(dist, { recursive: true, encoding: "utf8" }) as string[]).filter((file) => file.endsWith(".map"));
+    expect(maps.length).toBeGreaterThan(10);
+    for (const file of maps) {
+      const map = JSON.parse(readFileSync(join(dist, file), "utf8")) as { sources: string[]; sourcesContent?: string[] };
+      expect(map.sourcesContent?.length, file).toBe(map.sources.length);
+    }
+  }, 300_000);
+});
