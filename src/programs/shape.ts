@@ -43,6 +43,24 @@ const CALL_ARGUMENTS = "(...args, ...(Object.keys(kwargs).length > 0 ? [kwargs] 
  * @param method The called method's name: a function or class method of that name is the one called.
  */
 export function prepareProgram(code: string, method: string): PreparedProgram {
+  if (code.length > MAX_CACHED_PROGRAM_CHARS) return prepare(code, method);
+  const key = `${method}\u0000${code}`;
+  let prepared = preparedPrograms.get(key);
+  if (prepared === undefined) {
+    prepared = prepare(code, method);
+    if (preparedPrograms.size >= MAX_CACHED_PROGRAMS) preparedPrograms.delete(preparedPrograms.keys().next().value as string);
+    preparedPrograms.set(key, prepared);
+  }
+  return prepared;
+}
+
+// A program run again (a scripted provider, a model that answers alike) is parsed once: parsing
+// costs more than the rest of a call's host work. Bounded, oldest first out; long programs skip it.
+const MAX_CACHED_PROGRAMS = 64;
+const MAX_CACHED_PROGRAM_CHARS = 4_096;
+const preparedPrograms = new Map<string, PreparedProgram>();
+
+function prepare(code: string, method: string): PreparedProgram {
   let parsed = parseProgram(code);
   let base = code;
   let stripped = false;
