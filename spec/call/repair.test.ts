@@ -39,7 +39,8 @@ describe("repair with feedback", () => {
   test("a program that does not parse is retried, with the parser's line and column", async () => {
     const { agent, provider } = scriptedAgent("calculator", { add: ["const a = 1;\nreturn (a +;", "return 1"] });
     expect((await agent.add()).value).toBe(1);
-    expect(provider.calls[1]?.user).toMatch(/It failed with: SyntaxError: Unexpected token \(2:\d+\)\./);
+    // acorn counts columns from 0; the feedback, like every position improv reports, from 1.
+    expect(provider.calls[1]?.user).toContain("It failed with: SyntaxError: Unexpected token (line 2, column 12 of that program).");
   });
 
   test.each([
@@ -53,6 +54,15 @@ describe("repair with feedback", () => {
     const r = await agent.add("x");
     expect(r).toMatchObject({ errorType: "execution", errorMessage: message });
     expect(provider.calls).toHaveLength(1);
+  });
+
+  test.each([
+    ["a class used before its declaration", "const c = new Calc();\nreturn c.add(1, 2);\nclass Calc { add(a, b) { return a + b } }", "ReferenceError"],
+    ["a class called without new", "class Calc { add(a, b) { return a + b } }\nreturn Calc().add(1, 2)", "TypeError"],
+  ])("an engine error at a class of the program's own (%s) is a mistake, retried", async (_name, program, name) => {
+    const { agent, provider } = scriptedAgent("calculator", { add: [program, "return 3"] });
+    expect((await agent.add()).value).toBe(3);
+    expect(provider.calls[1]?.user).toContain(`It failed with: ${name}: `);
   });
 
   test("a failed attempt's context changes are discarded, and the call leaves one record", async () => {

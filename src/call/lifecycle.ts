@@ -89,9 +89,11 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
   let last = fail("invalid_code", "The provider produced no usable program.");
   for (let attempt = 1; attempt <= state.options.maxGenerationAttempts; attempt += 1) {
     draft.attempts = attempt;
-    const failed = draft.failures.at(-1);
+    // The latest failure that had a program to show (a provider failure after it has none).
+    const failed = draft.failures.findLast((failure) => failure.code !== undefined);
     const feedback = failed === undefined ? "" : feedbackBlock(failed);
     const user = feedback === "" ? prompts.user : renderPrompts({ ...promptInput, feedback }).user;
+    draft.user = user;
     const request: GenerationRequest = {
       role: state.role,
       method: draft.method,
@@ -137,8 +139,14 @@ async function runAttempt(
   if (failure === undefined || !isOwnMistake(prepared, failure)) return { outcome };
   if (outcome.errorType === "invalid_code") {
     // The sandbox's compiler is the judge of what parses; the host's parser says where it failed.
-    const message = prepared.parsed.ok ? (outcome.errorMessage ?? "") : `SyntaxError: ${prepared.parsed.message}`;
-    return { outcome: fail("invalid_code", `The program does not parse (attempt ${attempt}): ${message}`), mistake: { attempt, errorType: "invalid_code", message, code } };
+    const { parsed } = prepared;
+    const position = !parsed.ok && parsed.line !== undefined && parsed.column !== undefined ? { line: parsed.line, column: parsed.column } : undefined;
+    const message = parsed.ok ? (outcome.errorMessage ?? "") : `SyntaxError: ${parsed.message}`;
+    const where = position === undefined ? "" : ` (line ${position.line}, column ${position.column})`;
+    return {
+      outcome: fail("invalid_code", `The program does not parse (attempt ${attempt}): ${message}${where}`),
+      mistake: { attempt, errorType: "invalid_code", message, code, ...(position ? { position } : {}) },
+    };
   }
   const position = failure.location === undefined ? undefined : positionInProgram(prepared, code, failure.location);
   return { outcome, mistake: { attempt, errorType: outcome.errorType ?? "execution", message: outcome.errorMessage ?? "", code, ...(position ? { position } : {}) } };

@@ -154,7 +154,8 @@ function convertWithin(value: unknown, depth: number, ancestors: Set<object>, bu
     if (object instanceof Map) return `[Map(${object.size})]`;
     if (object instanceof Set) return `[Set(${object.size})]`;
     if (object instanceof Error) return truncateString(`[${object.name}: ${object.message}]`);
-    if (typeof (object as { toJSON?: unknown }).toJSON === "function") {
+    // A class instance copied as its fields crosses by structured clone, which never calls toJSON.
+    if (!budget.instanceFields && typeof (object as { toJSON?: unknown }).toJSON === "function") {
       return convert((object as { toJSON(): unknown }).toJSON(), depth + 1, ancestors, budget);
     }
     ancestors.add(object);

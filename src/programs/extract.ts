@@ -50,7 +50,7 @@ function nonEmpty(code: string): string | null {
 function withoutReasoning(text: string): string {
   const stripped = text.replace(REASONING, "");
   // A closing tag with no opening one: the reasoning began in the prompt's own template.
-  const close = /<\/(think|thinking|reasoning)>/i.exec(stripped);
+  const close = /<\/(think|thinking|reasoning|reflection)>/i.exec(stripped);
   return close ? stripped.slice(close.index + close[0].length) : stripped;
 }
 
@@ -95,24 +95,28 @@ function fencedBlocks(text: string): FencedBlock[] {
   const lines = text.split("\n");
   const blocks: FencedBlock[] = [];
   for (let index = 0; index < lines.length; index += 1) {
-    const open = /^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/.exec(lines[index] as string);
+    // Any indentation: a fence inside a list item is indented too, and so is its code.
+    const open = /^(\s*)(`{3,}|~{3,})\s*([\w+#.-]*)/.exec(lines[index] as string);
     if (!open) continue;
-    const fence = open[1] as string;
+    const indent = (open[1] as string).length;
+    const fence = open[2] as string;
+    const closing = new RegExp(`^\\s*${fence[0] === "`" ? "`" : "~"}{${fence.length},}\\s*$`);
     let end = index + 1;
-    while (end < lines.length && !new RegExp(`^\\s{0,3}${fence[0] === "`" ? "`" : "~"}{${fence.length},}\\s*$`).test(lines[end] as string)) end += 1;
-    blocks.push({ tag: (open[2] ?? "").toLowerCase(), body: lines.slice(index + 1, end).join("\n"), from: index, to: end });
+    while (end < lines.length && !closing.test(lines[end] as string)) end += 1;
+    const body = lines.slice(index + 1, end).map((line) => (/^\s*$/.test(line.slice(0, indent)) ? line.slice(indent) : line));
+    blocks.push({ tag: (open[3] ?? "").toLowerCase(), body: body.join("\n"), from: index, to: end });
     index = end;
   }
   return blocks;
 }
 
-/** Among code blocks, the one most like a body for `method`, the first on a tie. */
+/** Among code blocks, the one most like a body for `method`; on a tie the last (a reply's "improved version" comes after the first). */
 function bestBlock(blocks: readonly FencedBlock[], method: string | undefined): FencedBlock {
   let best = blocks[0] as FencedBlock;
   let bestScore = Number.NEGATIVE_INFINITY;
   for (const block of blocks) {
     const score = bodyScore(block.body, method);
-    if (score > bestScore) {
+    if (score >= bestScore) {
       best = block;
       bestScore = score;
     }

@@ -45,22 +45,27 @@ export function isOwnMistake(prepared: Extract<PreparedProgram, { ok: true }>, f
   return offset === undefined || !madeOnPurpose(prepared.parsed.ast, prepared.toOriginal(offset), failure.thrownName);
 }
 
+/** Error classes a program may construct (or call) itself. */
+const ERROR_CONSTRUCTORS: ReadonlySet<string> = new Set(["Error", "TypeError", "RangeError", "ReferenceError", "SyntaxError", "EvalError", "URIError", "AggregateError"]);
+
 /**
- * Whether the error was made by the program's own code where it was created: a `new TypeError(…)`
- * (or a call of it), a class the program declares, or a `super(…)` call in one, at that spot.
+ * Whether the error was made by the program's own code where it was created: a
+ * `new TypeError(…)` (or a call of it) of the error's own class, a class of the program's that
+ * extends another (an error class of its own), or a `super(…)` call in one, at that spot.
  */
 function madeOnPurpose(ast: Node, offset: number, name: string): boolean {
-  const declaredClasses = new Set<string>();
+  const subclasses = new Set<string>();
   full(ast, (node) => {
     const any = node as AnyNode;
-    if ((any.type === "ClassDeclaration" || any.type === "ClassExpression") && any.id) declaredClasses.add(any.id.name);
+    if ((any.type === "ClassDeclaration" || any.type === "ClassExpression") && any.id && any.superClass) subclasses.add(any.id.name);
   });
   let onPurpose = false;
   full(ast, (node) => {
     const any = node as AnyNode;
     if (any.start !== offset || (any.type !== "NewExpression" && any.type !== "CallExpression")) return;
     const callee = any.callee as AnyNode;
-    if (callee.type === "Super" || (callee.type === "Identifier" && (callee.name === name || declaredClasses.has(callee.name)))) onPurpose = true;
+    if (callee.type === "Super") onPurpose = true;
+    else if (callee.type === "Identifier" && ((ERROR_CONSTRUCTORS.has(callee.name) && callee.name === name) || subclasses.has(callee.name))) onPurpose = true;
   });
   return onPurpose;
 }

@@ -1,7 +1,9 @@
 import { parse, type Program } from "acorn";
 
-/** A generated program parsed as the body of an async function, or why it does not parse. */
-export type ParsedProgram = { readonly ok: true; readonly ast: Program } | { readonly ok: false; readonly message: string };
+/** A generated program parsed as the body of an async function, or why it does not parse (where, when known: 1-based). */
+export type ParsedProgram =
+  | { readonly ok: true; readonly ast: Program }
+  | { readonly ok: false; readonly message: string; readonly line?: number; readonly column?: number };
 
 /**
  * Parses a method body the way the sandbox runs it: as the body of an async function in a
@@ -19,6 +21,12 @@ export function parseProgram(code: string): ParsedProgram {
     });
     return { ok: true, ast };
   } catch (error) {
-    return { ok: false, message: error instanceof Error ? error.message : String(error) };
+    const message = error instanceof Error ? error.message : String(error);
+    // acorn ends its message with "(line:column)", the column counted from 0.
+    const loc = (error as { loc?: { line?: unknown; column?: unknown } }).loc;
+    if (typeof loc?.line === "number" && typeof loc.column === "number") {
+      return { ok: false, message: message.replace(/ \(\d+:\d+\)$/, ""), line: loc.line, column: loc.column + 1 };
+    }
+    return { ok: false, message };
   }
 }

@@ -7,7 +7,7 @@
  * `invalid_code` outcome that says what it held. The rules are documented in docs/programs.md.
  */
 import type { Node, Program } from "acorn";
-import { recursive } from "acorn-walk";
+import { full, recursive } from "acorn-walk";
 import { parseProgram, type ParsedProgram } from "./parse.ts";
 import { stripTypes } from "./typescript.ts";
 
@@ -65,18 +65,35 @@ function prepare(code: string, method: string): PreparedProgram {
   let base = code;
   let stripped = false;
   if (!parsed.ok) {
-    const withoutTypes = stripTypes(code);
-    const reparsed = withoutTypes === undefined ? undefined : parseProgram(withoutTypes);
-    if (withoutTypes !== undefined && reparsed?.ok) {
-      base = withoutTypes;
+    for (const [candidate, isStripped] of rescues(code)) {
+      const reparsed = parseProgram(candidate);
+      if (!reparsed.ok) continue;
+      base = candidate;
       parsed = reparsed;
-      stripped = true;
+      stripped = isStripped;
+      break;
     }
   }
   if (!parsed.ok) return { ok: true, source: code, shape: "body", stripped: false, parsed, toOriginal: (offset) => offset };
-  const plan = planShape(parsed.ast, method);
+  const plan = planShape(parsed.ast, base, method);
   if ("invalid" in plan) return { ok: false, message: plan.invalid, parsed };
   return { ok: true, shape: plan.shape, stripped, parsed, ...applyInsertions(base, plan.insertions) };
+}
+
+/**
+ * Readings of a program that does not parse as it is, each keeping every position: module
+ * syntax (`export`, `export default`) blanked out, then TypeScript types stripped, then both.
+ * The flag says whether types were stripped.
+ */
+function* rescues(code: string): Generator<[string, boolean]> {
+  const withoutExports = code.replace(/^([ \t]*)export(\s+default)?\s/gm, (match) => " ".repeat(match.length));
+  if (withoutExports !== code) yield [withoutExports, false];
+  const stripped = stripTypes(code);
+  if (stripped !== undefined) yield [stripped, true];
+  if (withoutExports !== code) {
+    const both = stripTypes(withoutExports);
+    if (both !== undefined) yield [both, true];
+  }
 }
 
 interface Insertion {
@@ -86,27 +103,42 @@ interface Insertion {
 
 type Plan = { readonly shape: ProgramShape; readonly insertions: readonly Insertion[] } | { readonly invalid: string };
 
-function planShape(ast: Program, method: string): Plan {
-  const body = (ast.body as AnyNode[]).filter((statement) => statement.type !== "EmptyStatement");
-  if (body.length === 0 || hasTopLevelReturn(ast)) return { shape: "body", insertions: [] };
-  const end = ast.end;
+const NAMES_IN_SCOPE = ["args", "kwargs", "context"];
+
+function planShape(ast: Program, code: string, method: string): Plan {
+  const statements = (ast.body as AnyNode[]).filter((statement) => statement.type !== "EmptyStatement");
+  if (statements.length === 0) return { invalid: "The reply holds no statements (only comments, or nothing). Write the body of `" + method + "`: statements that end with `return`." };
+  if (hasTopLevelReturn(ast)) return { shape: "body", insertions: [] };
+  // Directives ("use strict") are not statements of the body, unless a lone string is all there is.
+  const body = statements.filter((statement) => statement.directive === undefined || !/^use /.test(statement.directive));
+  if (body.length === 0) return { shape: "body", insertions: [] };
   const last = body[body.length - 1] as AnyNode;
   const callables = declaredCallables(body);
+  const chosenFunction = callables.functions.has(method) ? method : callables.functions.size === 1 && callables.classes.size === 0 ? ([...callables.functions][0] as string) : undefined;
+  const callIt = (name: string): string => `\n;return await ${name}${CALL_ARGUMENTS};`;
 
-  if (last.type === "ExpressionStatement" && last.directive === undefined) {
+  if (last.type === "ExpressionStatement") {
     const expression = last.expression as AnyNode;
+    // The whole statement, parentheses included (acorn's expression node starts inside them), without its semicolon.
+    const from = last.start;
+    const to = code[last.end - 1] === ";" ? last.end - 1 : last.end;
+    // A demonstration call of the program's own function (`add(2, 3)`, `console.log(add(2, 3))`) that
+    // uses none of the call's inputs: the function is what was meant, called with the real arguments.
+    if (chosenFunction !== undefined && isDemonstrationCall(expression, chosenFunction)) {
+      return { shape: "function", insertions: [{ at: from, text: "void (" }, { at: to, text: ")" }, { at: ast.end, text: callIt(chosenFunction) }] };
+    }
     const isFunction = expression.type === "ArrowFunctionExpression" || expression.type === "FunctionExpression";
     const namesFunction = expression.type === "Identifier" && callables.functions.has(expression.name);
     if (isFunction || namesFunction) {
-      return { shape: "function", insertions: [{ at: expression.start, text: "return await (" }, { at: expression.end, text: `)${CALL_ARGUMENTS}` }] };
+      return { shape: "function", insertions: [{ at: from, text: "return await (" }, { at: to, text: `)${CALL_ARGUMENTS}` }] };
     }
-    return { shape: "expression", insertions: [{ at: expression.start, text: "return (" }, { at: expression.end, text: ")" }] };
+    return { shape: "expression", insertions: [{ at: from, text: "return (" }, { at: to, text: ")" }] };
   }
 
   const onlyDeclarations = body.every((statement) => ["FunctionDeclaration", "ClassDeclaration", "VariableDeclaration"].includes(statement.type));
   if (!onlyDeclarations) return { shape: "body", insertions: [] };
 
-  const call = (text: string, shape: ProgramShape): Plan => ({ shape, insertions: [{ at: end, text: `\n;return await ${text}${CALL_ARGUMENTS};` }] });
+  const call = (text: string, shape: ProgramShape): Plan => ({ shape, insertions: [{ at: ast.end, text: callIt(text) }] });
   if (callables.functions.has(method)) return call(method, "function");
   const withMethod = [...callables.classes].filter(([, methods]) => methods.has(method));
   if (withMethod.length === 1) {
@@ -135,7 +167,9 @@ function declaredCallables(body: readonly AnyNode[]): { functions: Set<string>; 
     } else if (statement.type === "ClassDeclaration" && statement.id) {
       const methods = new Map<string, boolean>();
       for (const member of statement.body.body as AnyNode[]) {
-        if (member.type !== "MethodDefinition" || member.kind !== "method" || member.computed) continue;
+        const isField = member.type === "PropertyDefinition" && ["ArrowFunctionExpression", "FunctionExpression"].includes((member.value as AnyNode | null)?.type ?? "");
+        if (!isField && (member.type !== "MethodDefinition" || member.kind !== "method")) continue;
+        if (member.computed) continue;
         const key = member.key as AnyNode;
         const name = key.type === "Identifier" ? key.name : key.type === "Literal" ? String(key.value) : undefined;
         if (name !== undefined) methods.set(name, member.static === true);
@@ -152,6 +186,24 @@ function declaredCallables(body: readonly AnyNode[]): { functions: Set<string>; 
     }
   }
   return { functions, classes, declared };
+}
+
+/** `name(…)` or `console.log(name(…))` whose arguments use none of `args`, `kwargs` and `context`. */
+function isDemonstrationCall(expression: AnyNode, name: string): boolean {
+  const isCallOf = (node: AnyNode) => node.type === "CallExpression" && node.callee.type === "Identifier" && node.callee.name === name;
+  let call: AnyNode | undefined;
+  if (isCallOf(expression)) call = expression;
+  else if (expression.type === "CallExpression" && expression.callee.type === "MemberExpression" && expression.callee.object.type === "Identifier" && expression.callee.object.name === "console") {
+    call = (expression.arguments as AnyNode[]).find(isCallOf);
+  } else if (expression.type === "AwaitExpression" && isCallOf(expression.argument)) call = expression.argument;
+  if (call === undefined) return false;
+  let usesInput = false;
+  for (const argument of call.arguments as AnyNode[]) {
+    full(argument, (node) => {
+      if ((node as AnyNode).type === "Identifier" && NAMES_IN_SCOPE.includes((node as AnyNode).name)) usesInput = true;
+    });
+  }
+  return !usesInput;
 }
 
 /** Whether the program returns from its own top level (a `return` not inside a nested function or class). */

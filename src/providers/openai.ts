@@ -1,4 +1,4 @@
-import OpenAI, { APIConnectionError, APIError } from "openai";
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import { readEnv } from "../env.ts";
 import { describeType } from "../options.ts";
 import { extractProgram } from "../programs/extract.ts";
@@ -166,10 +166,13 @@ function rejectsResponseFormat(error: unknown): boolean {
 }
 
 function describeFailure(error: unknown, baseURL: string): string {
+  if (error instanceof APIConnectionTimeoutError) {
+    return `The model server at ${withoutCredentials(baseURL)} did not answer in time (the SDK's own timeout).`;
+  }
   if (error instanceof APIConnectionError) {
     const cause = rootCause(error);
     const detail = cause === undefined ? "" : ` (${cause})`;
-    return `The model server at ${baseURL} could not be reached${detail}. Check that it runs and that baseURL / OPENAI_BASE_URL points to it.`;
+    return `The model server at ${withoutCredentials(baseURL)} could not be reached${detail}. Check that it runs and that baseURL / OPENAI_BASE_URL points to it.`;
   }
   if (error instanceof APIError) {
     const status = error.status === undefined ? "" : ` (HTTP ${error.status})`;
@@ -177,6 +180,19 @@ function describeFailure(error: unknown, baseURL: string): string {
   }
   if (error instanceof SyntaxError) return `The model server sent a body that is not valid JSON: ${error.message}`;
   return `The model request failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/** A URL fit for a message that lands in history and prompts: no user, password or query. */
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = "";
+    parsed.password = "";
+    parsed.search = "";
+    return parsed.href.replace(/\/$/, "");
+  } catch {
+    return "(the configured base URL)";
+  }
 }
 
 /** The innermost cause of a connection failure, as "CODE: message" (e.g. ECONNREFUSED). */
