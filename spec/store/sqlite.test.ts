@@ -1,0 +1,75 @@
+import { spawn } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { describe, expect, test } from "vitest";
+import { SqliteStore } from "../../src/store/sqlite-store.ts";
+import { StoreError } from "../../src/store/store.ts";
+import { storeContract } from "./contract.ts";
+
+const freshPath = () => join(mkdtempSync(join(tmpdir(), "improv-sqlite-")), "improv.db");
+
+storeContract("SqliteStore", async () => new SqliteStore(freshPath()));
+
+describe("SqliteStore set-up", () => {
+  test("WAL, a busy timeout, synchronous=NORMAL (FULL with durability: full) and a bounded WAL", async () => {
+    const path = freshPath();
+    const store = new SqliteStore(path);
+    expect(store.settings).toEqual({ journalMode: "wal", synchronous: "normal", busyTimeoutMs: 5_000, journalSizeLimit: 64 * 1024 * 1024 });
+    await store.close();
+    const full = new SqliteStore(path, { durability: "full", busyTimeoutMs: 250 });
+    expect(full.settings).toMatchObject({ journalMode: "wal", synchronous: "full", busyTimeoutMs: 250 });
+    await full.close();
+  });
+
+  test("a second writer waits for the first instead of failing at once", async () => {
+    const path = freshPath();
+    const store = new SqliteStore(path);
+    await store.open("a1", "r");
+    // Another process takes the write lock for 300 ms.
+    const holder = spawn(process.execPath, ["-e", `const { DatabaseSync } = require("node:sqlite"); const db = new DatabaseSync(${JSON.stringify(path)}); db.exec("BEGIN IMMEDIATE"); console.log("locked"); setTimeout(() => { db.exec("COMMIT"); }, 300);`]);
+    await new Promise((resolve) => holder.stdout.once("data", resolve));
+    expect(await store.write("a1", { record: '{"call_id":"waited"}' })).toMatchObject({ ok: true, position: 0 });
+    const impatient = new SqliteStore(path, { busyTimeoutMs: 1 });
+    const again = spawn(process.execPath, ["-e", `const { DatabaseSync } = require("node:sqlite"); const db = new DatabaseSync(${JSON.stringify(path)}); db.exec("BEGIN IMMEDIATE"); console.log("locked"); setTimeout(() => { db.exec("COMMIT"); }, 300);`]);
+    await new Promise((resolve) => again.stdout.once("data", resolve));
+    await expect(impatient.write("a1", { record: "{}" })).rejects.toThrow(/database is locked/);
+    await new Promise((resolve) => again.once("exit", resolve));
+    await store.close();
+    await impatient.close();
+  });
+
+  test("sqlite: URLs and file paths name the same file", () => {
+    const path = freshPath();
+    expect(new SqliteStore(`sqlite:${path}`).path).toBe(path);
+    expect(new SqliteStore(`sqlite://${path}`).path).toBe(path);
+  });
+
+  test("a database from a newer improv is refused, not rewritten", () => {
+    const path = freshPath();
+    new SqliteStore(path);
+    const db = new DatabaseSync(path);
+    db.prepare("UPDATE improv_meta SET value = '99' WHERE key = 'schema_version'").run();
+    db.close();
+    expect(() => new SqliteStore(path)).toThrow(`sqlite:${path}: the database has schema version 99, made by a newer improv; this one knows up to 1. Upgrade improv to use it.`);
+  });
+
+  test("a file that cannot be written is a StoreError naming the store", () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-sqlite-readonly-"));
+    mkdirSync(join(directory, "locked"));
+    chmodSync(join(directory, "locked"), 0o500);
+    const path = join(directory, "locked", "improv.db");
+    const opening = () => new SqliteStore(path);
+    if (process.getuid?.() === 0) {
+      // root writes anywhere; a path below a file stands in for an unwritable one.
+      const belowFile = join(freshPath(), "..", "improv.db", "below.db");
+      new SqliteStore(join(belowFile, "..", "..", "improv.db")).close();
+      expect(() => new SqliteStore(belowFile)).toThrow(StoreError);
+      expect(() => new SqliteStore(belowFile)).toThrow(`sqlite:${belowFile}: cannot open the database`);
+      return;
+    }
+    expect(opening).toThrow(StoreError);
+    expect(opening).toThrow(`sqlite:${path}: cannot open the database`);
+  });
+});

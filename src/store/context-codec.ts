@@ -1,0 +1,23 @@
+import { deserialize, serialize } from "node:v8";
+import type { StoredContext } from "./store.ts";
+
+/** A new agent's context. */
+export const EMPTY_CONTEXT: StoredContext = Object.freeze({ values: {}, appKeys: [] });
+
+/**
+ * An agent's context as bytes: V8's structured serialisation, the same copy semantics as the
+ * sandbox boundary (Date, Map, Set, typed arrays and cycles survive), so what a program left in
+ * `context` comes back from the store as it was.
+ */
+export function encodeContext(context: StoredContext): Uint8Array {
+  return serialize({ values: context.values, appKeys: [...context.appKeys] });
+}
+
+/** Bytes written by {@link encodeContext} back to a context; anything else is an error. */
+export function decodeContext(bytes: Uint8Array): StoredContext {
+  const decoded = deserialize(bytes) as Partial<StoredContext> | null;
+  if (typeof decoded !== "object" || decoded === null || typeof decoded.values !== "object" || decoded.values === null || !Array.isArray(decoded.appKeys)) {
+    throw new TypeError("a stored context is not in improv's format");
+  }
+  return { values: decoded.values as Record<string, unknown>, appKeys: decoded.appKeys.filter((key): key is string => typeof key === "string") };
+}

@@ -1,0 +1,46 @@
+/**
+ * The stores' schemas, as ordered migrations: migration N takes a store from schema version
+ * N - 1 to N, and runs in the same transaction that records the new version. Append, never edit.
+ */
+
+/** SQLite (`SqliteStore`). */
+export const SQLITE_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE improv_agents (
+     id TEXT PRIMARY KEY,
+     role TEXT NOT NULL,
+     version INTEGER NOT NULL,
+     epoch INTEGER NOT NULL,
+     first INTEGER NOT NULL,
+     length INTEGER NOT NULL,
+     context BLOB NOT NULL,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   );
+   CREATE TABLE improv_records (
+     agent_id TEXT NOT NULL REFERENCES improv_agents (id) ON DELETE CASCADE,
+     position INTEGER NOT NULL,
+     record TEXT NOT NULL,
+     PRIMARY KEY (agent_id, position)
+   ) WITHOUT ROWID;`,
+];
+
+/** PostgreSQL (`PostgresStore`). */
+export const POSTGRES_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE improv_agents (
+     id TEXT PRIMARY KEY,
+     role TEXT NOT NULL,
+     version BIGINT NOT NULL,
+     epoch BIGINT NOT NULL,
+     first BIGINT NOT NULL,
+     length BIGINT NOT NULL,
+     context BYTEA NOT NULL,
+     created_at TIMESTAMPTZ NOT NULL,
+     updated_at TIMESTAMPTZ NOT NULL
+   );
+   CREATE TABLE improv_records (
+     agent_id TEXT NOT NULL REFERENCES improv_agents (id) ON DELETE CASCADE,
+     position BIGINT NOT NULL,
+     record TEXT NOT NULL,
+     PRIMARY KEY (agent_id, position)
+   );`,
+];

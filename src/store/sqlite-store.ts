@@ -1,0 +1,288 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { fileURLToPath } from "node:url";
+import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
+import { SQLITE_MIGRATIONS } from "./migrations.ts";
+import { StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type WriteResult } from "./store.ts";
+
+/** Options of {@link SqliteStore}. */
+export interface SqliteStoreOptions {
+  /**
+   * `"normal"` (default): `synchronous=NORMAL` in WAL mode; a killed process loses nothing
+   * committed, a power cut may lose the latest commits. `"full"`: `synchronous=FULL`, every
+   * commit reaches the disk before it returns, at a measured cost (docs/performance.md).
+   */
+  readonly durability?: "normal" | "full";
+  /** How long a writer waits for another's write lock before failing. Default: 5000. @unit milliseconds */
+  readonly busyTimeoutMs?: number;
+}
+
+/** WAL file size kept after a checkpoint; SQLite checkpoints on its own every 1,000 pages. @unit bytes */
+const JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024;
+
+interface AgentRow {
+  readonly role: string;
+  readonly version: number;
+  readonly epoch: number;
+  readonly first: number;
+  readonly length: number;
+}
+
+/**
+ * The embedded store: one SQLite file through Node's built-in `node:sqlite` (no server, no
+ * native build). WAL mode with a busy timeout, so several processes on one machine can share
+ * the file; each write is one `BEGIN IMMEDIATE` transaction, never held while a program runs.
+ *
+ * @example
+ * const store = new SqliteStore("data/improv.db");
+ * const calc = await Agent.open("calculator", { store, id: "calc-1" });
+ */
+export class SqliteStore implements SyncStore {
+  readonly label: string;
+  /** The database file's absolute path (or `:memory:`). */
+  readonly path: string;
+  readonly #db: DatabaseSync;
+  readonly #statements = new Map<string, StatementSync>();
+  #closed = false;
+
+  constructor(location: string, options: SqliteStoreOptions = {}) {
+    if (typeof location !== "string" || location.trim() === "") {
+      throw new TypeError('SqliteStore needs a file path or sqlite: URL, e.g. new SqliteStore("data/improv.db").');
+    }
+    const durability = options.durability ?? "normal";
+    if (durability !== "normal" && durability !== "full") throw new TypeError(`SqliteStore option "durability" must be "normal" or "full", got ${JSON.stringify(durability)}.`);
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 1) throw new RangeError(`SqliteStore option "busyTimeoutMs" must be a positive integer, got ${String(busyTimeoutMs)}.`);
+    this.path = sqlitePath(location);
+    this.label = `sqlite:${this.path}`;
+    try {
+      if (this.path !== ":memory:") mkdirSync(dirname(this.path), { recursive: true });
+      this.#db = new DatabaseSync(this.path, { timeout: busyTimeoutMs });
+      // WAL is a property of the file: set once, kept by every later connection.
+      // auto_vacuum takes effect only on a new, empty file; it lets prune() give space back.
+      this.#db.exec(`PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${durability === "full" ? "FULL" : "NORMAL"}; PRAGMA journal_size_limit = ${JOURNAL_SIZE_LIMIT}; PRAGMA foreign_keys = ON;`);
+      this.#migrate();
+    } catch (error) {
+      if (error instanceof StoreError) throw error;
+      throw new StoreError(this.label, `cannot open the database: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  #migrate(): void {
+    this.#transaction(() => {
+      this.#db.exec("CREATE TABLE IF NOT EXISTS improv_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      const row = this.#db.prepare("SELECT value FROM improv_meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
+      const current = row === undefined ? 0 : Number(row.value);
+      if (current > SQLITE_MIGRATIONS.length) {
+        throw new StoreError(this.label, `the database has schema version ${current}, made by a newer improv; this one knows up to ${SQLITE_MIGRATIONS.length}. Upgrade improv to use it.`);
+      }
+      for (let version = current + 1; version <= SQLITE_MIGRATIONS.length; version += 1) this.#db.exec(SQLITE_MIGRATIONS[version - 1] as string);
+      this.#db.prepare("INSERT INTO improv_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(SQLITE_MIGRATIONS.length));
+    });
+  }
+
+  openSync(id: string, role: string): AgentChanges {
+    return this.#guard("open an agent", () =>
+      this.#transaction(() => {
+        let row = this.#row(id);
+        if (row === undefined) {
+          const now = new Date().toISOString();
+          this.#statement("INSERT INTO improv_agents (id, role, version, epoch, first, length, context, created_at, updated_at) VALUES (?, ?, 0, 0, 0, 0, ?, ?, ?)").run(id, role, encodeContext(EMPTY_CONTEXT), now, now);
+          row = { role, version: 0, epoch: 0, first: 0, length: 0 };
+        } else if (row.role !== role) {
+          throw new TypeError(`Agent "${id}" is stored with role "${row.role}", not "${role}". Open it with role "${row.role}", or use another id.`);
+        }
+        return { ...changesOf(row), context: this.#context(id), records: this.#recordsFrom(id, row.first), reset: true };
+      }),
+    );
+  }
+
+  changesSync(id: string, view: AgentView): AgentChanges | undefined {
+    return this.#guard("read an agent", () => {
+      const row = this.#row(id);
+      if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+      if (row.version === view.version && row.epoch === view.epoch && row.length === view.length) return undefined;
+      const reset = row.epoch !== view.epoch || row.length < view.length;
+      return {
+        ...changesOf(row),
+        ...(row.version === view.version ? {} : { context: this.#context(id) }),
+        records: this.#recordsFrom(id, reset ? row.first : row.first + view.length),
+        reset,
+      };
+    });
+  }
+
+  writeSync(id: string, write: AgentWrite): WriteResult {
+    return this.#guard("write a call", () =>
+      this.#transaction(() => {
+        const row = this.#row(id);
+        if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+        if (write.context !== undefined && write.baseVersion !== undefined && row.version !== write.baseVersion) {
+          return { ok: false, conflict: true, version: row.version } as const;
+        }
+        let { version, epoch, first, length } = row;
+        if (write.replaceHistory !== undefined) {
+          this.#statement("DELETE FROM improv_records WHERE agent_id = ?").run(id);
+          epoch += 1;
+          first = 0;
+          length = 0;
+          const insert = this.#statement("INSERT INTO improv_records (agent_id, position, record) VALUES (?, ?, ?)");
+          for (const record of write.replaceHistory) insert.run(id, first + length++, record);
+        }
+        let position: number | undefined;
+        if (write.record !== undefined) {
+          position = first + length;
+          this.#statement("INSERT INTO improv_records (agent_id, position, record) VALUES (?, ?, ?)").run(id, position, write.record);
+          length += 1;
+        }
+        if (write.context !== undefined) {
+          version += 1;
+          this.#statement("UPDATE improv_agents SET context = ? WHERE id = ?").run(encodeContext(write.context), id);
+        }
+        this.#statement("UPDATE improv_agents SET version = ?, epoch = ?, first = ?, length = ?, updated_at = ? WHERE id = ?").run(version, epoch, first, length, new Date().toISOString(), id);
+        return { ok: true, version, epoch, length, ...(position === undefined ? {} : { position }) } as const;
+      }),
+    );
+  }
+
+  async open(id: string, role: string): Promise<AgentChanges> {
+    return this.openSync(id, role);
+  }
+
+  async changes(id: string, view: AgentView): Promise<AgentChanges | undefined> {
+    return this.changesSync(id, view);
+  }
+
+  async write(id: string, write: AgentWrite): Promise<WriteResult> {
+    return this.writeSync(id, write);
+  }
+
+  async records(id: string, count?: number): Promise<readonly string[]> {
+    return this.#guard("read records", () => {
+      const rows = (
+        count === undefined
+          ? this.#statement("SELECT record FROM improv_records WHERE agent_id = ? ORDER BY position").all(id)
+          : this.#statement("SELECT record FROM (SELECT record, position FROM improv_records WHERE agent_id = ? ORDER BY position DESC LIMIT ?) ORDER BY position").all(id, count)
+      ) as { record: string }[];
+      return rows.map((row) => row.record);
+    });
+  }
+
+  async agents(): Promise<readonly AgentSummary[]> {
+    return this.#guard("list agents", () =>
+      (this.#statement("SELECT id, role, length, updated_at FROM improv_agents ORDER BY id").all() as { id: string; role: string; length: number; updated_at: string }[]).map((row) => ({
+        id: row.id,
+        role: row.role,
+        records: row.length,
+        updatedAt: row.updated_at,
+      })),
+    );
+  }
+
+  async forget(id: string): Promise<void> {
+    this.#guard("forget an agent", () =>
+      this.#transaction(() => {
+        const below = `${escapeLike(id)}/%`;
+        this.#statement("DELETE FROM improv_records WHERE agent_id = ? OR agent_id LIKE ? ESCAPE '\\'").run(id, below);
+        this.#statement("DELETE FROM improv_agents WHERE id = ? OR id LIKE ? ESCAPE '\\'").run(id, below);
+      }),
+    );
+  }
+
+  async prune({ id, keepLast }: { readonly id: string; readonly keepLast: number }): Promise<number> {
+    if (!Number.isInteger(keepLast) || keepLast < 0) throw new RangeError(`prune({ keepLast }) needs an integer of at least 0, got ${String(keepLast)}.`);
+    const deleted = this.#guard("prune records", () =>
+      this.#transaction(() => {
+        const row = this.#row(id);
+        if (row === undefined || row.length <= keepLast) return 0;
+        const drop = row.length - keepLast;
+        this.#statement("DELETE FROM improv_records WHERE agent_id = ? AND position < ?").run(id, row.first + drop);
+        this.#statement("UPDATE improv_agents SET epoch = epoch + 1, first = ?, length = ?, updated_at = ? WHERE id = ?").run(row.first + drop, keepLast, new Date().toISOString(), id);
+        return drop;
+      }),
+    );
+    // Return the freed pages to the file system, and fold the WAL back into the database.
+    this.#guard("reclaim space", () => this.#db.exec("PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE);"));
+    return deleted;
+  }
+
+  /** The connection's settings, as SQLite reports them (for checking a deployment). */
+  get settings(): { journalMode: string; synchronous: "off" | "normal" | "full" | "extra"; busyTimeoutMs: number; journalSizeLimit: number } {
+    return this.#guard("read settings", () => {
+      const value = (pragma: string) => Object.values(this.#db.prepare(`PRAGMA ${pragma}`).get() ?? {})[0];
+      const synchronous = (["off", "normal", "full", "extra"] as const)[Number(value("synchronous"))] ?? "off";
+      return { journalMode: String(value("journal_mode")), synchronous, busyTimeoutMs: Number(value("busy_timeout")), journalSizeLimit: Number(value("journal_size_limit")) };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#statements.clear();
+    this.#db.close();
+  }
+
+  #row(id: string): AgentRow | undefined {
+    return this.#statement("SELECT role, version, epoch, first, length FROM improv_agents WHERE id = ?").get(id) as AgentRow | undefined;
+  }
+
+  #context(id: string) {
+    const row = this.#statement("SELECT context FROM improv_agents WHERE id = ?").get(id) as { context: Uint8Array } | undefined;
+    return row === undefined ? EMPTY_CONTEXT : decodeContext(row.context);
+  }
+
+  #recordsFrom(id: string, position: number): string[] {
+    return (this.#statement("SELECT record FROM improv_records WHERE agent_id = ? AND position >= ? ORDER BY position").all(id, position) as { record: string }[]).map((row) => row.record);
+  }
+
+  #statement(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** Runs `work` in a `BEGIN IMMEDIATE` transaction: the write lock is taken at once, so two writers never deadlock upgrading. */
+  #transaction<T>(work: () => T): T {
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = work();
+      this.#db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  /** Runs `work`, turning SQLite's own errors into a {@link StoreError} naming this store. */
+  #guard<T>(doing: string, work: () => T): T {
+    if (this.#closed) throw new StoreError(this.label, `cannot ${doing}: the store was closed.`);
+    try {
+      return work();
+    } catch (error) {
+      if (error instanceof StoreError || error instanceof TypeError) throw error;
+      throw new StoreError(this.label, `cannot ${doing}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+}
+
+function changesOf(row: AgentRow): Pick<AgentChanges, "role" | "version" | "epoch" | "length"> {
+  return { role: row.role, version: row.version, epoch: row.epoch, length: row.length };
+}
+
+/** A file path from a path or a `sqlite:` URL (`sqlite:data/x.db`, `sqlite:///abs/x.db`, `file:` too). */
+export function sqlitePath(location: string): string {
+  if (location === ":memory:" || location === "sqlite::memory:") return ":memory:";
+  if (location.startsWith("file:")) return fileURLToPath(location);
+  if (location.startsWith("sqlite://")) return resolve(location.slice("sqlite://".length));
+  if (location.startsWith("sqlite:")) return resolve(location.slice("sqlite:".length));
+  return resolve(location);
+}
+
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (match) => `\\${match}`);
+}

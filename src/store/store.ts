@@ -1,0 +1,126 @@
+/**
+ * The contract between durable agents and where they are kept. A store keeps, per agent id:
+ * its role; its context (the values, and which keys the application wrote) with a version
+ * that every change bumps; and its history, one row per record keyed by (agent, position),
+ * written once. Implementations: `SqliteStore` (embedded, `node:sqlite`) and `PostgresStore`
+ * (`pg`, for many processes). One contract test suite runs against both.
+ *
+ * Every write is one transaction. A write that changes the context names the version it was
+ * based on and fails with a conflict when another process changed the context since, so
+ * processes sharing an agent never lose each other's updates (docs/storage.md).
+ */
+
+/** An agent's context as stored: the values, and the keys among them the application wrote. */
+export interface StoredContext {
+  readonly values: Record<string, unknown>;
+  readonly appKeys: readonly string[];
+}
+
+/** Where a process's view of an agent stands; what it asks the store to bring up to date. */
+export interface AgentView {
+  /** The context version the process holds. */
+  readonly version: number;
+  /** The history epoch it holds (bumped when the history is replaced or pruned). */
+  readonly epoch: number;
+  /** Records it holds, counted from the first kept one. */
+  readonly length: number;
+}
+
+/** What changed since a view (or, on open, everything). */
+export interface AgentChanges {
+  readonly role: string;
+  readonly version: number;
+  readonly epoch: number;
+  /** Records held by the store after these changes. */
+  readonly length: number;
+  /** Present when the context changed (or on open). */
+  readonly context?: StoredContext;
+  /** Records the view lacks, oldest first, as JSON text: from its length on, or all of them when the epoch changed. */
+  readonly records: readonly string[];
+  /** True when `records` are the whole history (the view must replace its own). */
+  readonly reset: boolean;
+}
+
+/** One transaction's writes for one agent. */
+export interface AgentWrite {
+  /** A history record (JSON text) to append. */
+  readonly record?: string;
+  /** The new context; needs `baseVersion`. */
+  readonly context?: StoredContext;
+  /** The version the new context was based on; the write is refused when the store's differs. */
+  readonly baseVersion?: number;
+  /** Replaces the whole history with these records (application-supplied history). */
+  readonly replaceHistory?: readonly string[];
+}
+
+/** How a write ended. */
+export type WriteResult =
+  | { readonly ok: true; readonly version: number; readonly epoch: number; readonly length: number; readonly position?: number }
+  | { readonly ok: false; readonly conflict: true; readonly version: number };
+
+/** One stored agent, as `improv agents` lists them. */
+export interface AgentSummary {
+  readonly id: string;
+  readonly role: string;
+  readonly records: number;
+  /** ISO 8601 time of the latest write. */
+  readonly updatedAt: string;
+}
+
+/** A store of durable agents. Methods reject with a {@link StoreError} when the store fails. */
+export interface Store {
+  /** Names the store in messages (`sqlite:/data/improv.db`, `postgres://host/db`), without credentials. */
+  readonly label: string;
+  /** Loads agent `id`, creating it with `role` when new. Rejects with a `TypeError` when it is stored with another role. */
+  open(id: string, role: string): Promise<AgentChanges>;
+  /** What changed since `view`, or undefined when nothing did. */
+  changes(id: string, view: AgentView): Promise<AgentChanges | undefined>;
+  /** Writes one transaction for agent `id`. */
+  write(id: string, write: AgentWrite): Promise<WriteResult>;
+  /** The latest `count` records of agent `id` (all when omitted), oldest first, as JSON text. */
+  records(id: string, count?: number): Promise<readonly string[]>;
+  /** Every stored agent. */
+  agents(): Promise<readonly AgentSummary[]>;
+  /** Deletes agent `id` and the agents delegated from it (ids below `id/`). */
+  forget(id: string): Promise<void>;
+  /** Keeps only the latest `keepLast` records of agent `id`; returns how many were deleted. */
+  prune(options: { readonly id: string; readonly keepLast: number }): Promise<number>;
+  /** Ends connections; the store cannot be used afterwards. */
+  close(): Promise<void>;
+}
+
+/** A store that can also work synchronously (`Agent.for` with a store, setters written through at once). */
+export interface SyncStore extends Store {
+  openSync(id: string, role: string): AgentChanges;
+  changesSync(id: string, view: AgentView): AgentChanges | undefined;
+  writeSync(id: string, write: AgentWrite): WriteResult;
+}
+
+/** Whether `store` can work synchronously. */
+export function isSyncStore(store: Store): store is SyncStore {
+  return typeof (store as Partial<SyncStore>).openSync === "function";
+}
+
+/** A failure of the store itself (file not writable, server gone, constraint violated). */
+export class StoreError extends Error {
+  override readonly name = "StoreError";
+  /** The store's label. */
+  readonly store: string;
+
+  constructor(store: string, message: string, options?: { cause?: unknown }) {
+    super(`${store}: ${message}`, options);
+    this.store = store;
+  }
+}
+
+/** Whether `value` looks like a {@link Store}. */
+export function isStore(value: unknown): value is Store {
+  if (typeof value !== "object" || value === null) return false;
+  const candidate = value as Partial<Store>;
+  return typeof candidate.label === "string" && typeof candidate.open === "function" && typeof candidate.write === "function" && typeof candidate.changes === "function";
+}
+
+/** The durable id of a child agent made by `delegate(role)` from the agent `parentId`. */
+export function childId(parentId: string, role: string): string {
+  return `${parentId}/${role}`;
+}
