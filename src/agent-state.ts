@@ -7,6 +7,9 @@ import { OpenAIProvider } from "./providers/openai.ts";
 import type { Provider } from "./providers/provider.ts";
 import { readEnv } from "./env.ts";
 import { sandboxSupervisor } from "./sandbox/host/supervisor.ts";
+import type { SerializedRecord } from "./history/record.ts";
+import { DurableLink, forgetOpened, openedAgent, rememberOpened } from "./store/durable.ts";
+import { childId, isSyncStore, type AgentChanges, type StoredContext, type WriteResult } from "./store/store.ts";
 
 /** Runs tasks one after another, in the order they were queued. */
 export class SerialQueue {
@@ -29,7 +32,9 @@ const isolateReleaser = new FinalizationRegistry<string>((agentId) => sandboxSup
 
 /**
  * Everything an agent owns, kept by the host: its role, options, context, history and
- * children. The `Agent` proxy is a view of this; generated code only ever sees copies.
+ * children. The `Agent` proxy is a view of this; generated code only ever sees copies. A
+ * durable agent (one with a store) has a `link` to it: the store is the source of truth, and
+ * this state is brought up to date from it and changed only after the store took a write.
  */
 export class AgentState {
   readonly id = randomUUID();
@@ -43,13 +48,36 @@ export class AgentState {
   readonly history = new HistoryStore();
   /** Programs of one agent run and commit one at a time. */
   readonly queue = new SerialQueue();
+  /** Where the agent is kept, when it is durable. */
+  readonly link: DurableLink | undefined;
   readonly #children = new Map<string, AgentState>();
 
-  constructor(role: string, options: ResolvedOptions, depth: number) {
+  constructor(role: string, options: ResolvedOptions, depth: number, link?: DurableLink) {
     this.role = role;
     this.options = options;
     this.depth = depth;
+    this.link = link;
     isolateReleaser.register(this, this.id);
+  }
+
+  /**
+   * The agent of `role` for `options`: a new in-memory one, or with a store, the one stored
+   * under `options.id` (default: the role), shared with any proxy of it already open in this
+   * process. A store that loads synchronously is read at once (`load: "now"`); otherwise the
+   * state is loaded by its first `pull()`.
+   */
+  static create(role: string, options: ResolvedOptions, depth = 0, id = options.id ?? role): AgentState {
+    const { store } = options;
+    if (store === undefined) return new AgentState(role, options, depth);
+    const open = openedAgent<AgentState>(store, id);
+    if (open !== undefined) {
+      if (open.role !== role) throw new TypeError(`Agent "${id}" is open with role "${open.role}", not "${role}". Open it with role "${open.role}", or use another id.`);
+      return open;
+    }
+    const state = new AgentState(role, options, depth, new DurableLink(store, id, role));
+    if (isSyncStore(store)) state.#apply(state.link!.pullSync());
+    rememberOpened(store, id, state);
+    return state;
   }
 
   /** The provider to ask, or `undefined` when none is configured. */
@@ -62,14 +90,16 @@ export class AgentState {
 
   /**
    * The child agent of `role`, inheriting this agent's options. Children without options of
-   * their own are kept, so repeated delegation to a role reaches the same agent and history.
+   * their own are kept, so repeated delegation to a role reaches the same agent and history;
+   * a durable agent's children are stored too, under an id derived from its own.
    */
   child(role: string, options?: AgentOptions): AgentState {
     const resolved = resolveOptions(options, this.options);
-    if (options !== undefined) return new AgentState(role, resolved, this.depth + 1);
+    const make = () => (this.link === undefined ? new AgentState(role, resolved, this.depth + 1) : AgentState.create(role, resolved, this.depth + 1, childId(this.link.id, role)));
+    if (options !== undefined) return make();
     let child = this.#children.get(role);
     if (!child) {
-      child = new AgentState(role, resolved, this.depth + 1);
+      child = make();
       this.#children.set(role, child);
     }
     return child;
@@ -83,15 +113,30 @@ export class AgentState {
   /** Application write of one context key (setter or `remember`). Throws `TypeError` for data that cannot cross. */
   write(name: string, value: unknown): void {
     if (name === "conversation_history") {
-      this.history.replace(normalizeHistory(value, this.options.debug));
+      this.#replaceHistory(value);
       return;
     }
     const problem = findUncloneable(value, name);
     if (problem !== undefined) {
       throw new TypeError(`Cannot store "${name}" on agent "${this.role}": ${problem}, which cannot enter the sandbox. Store plain data.`);
     }
-    this.context[name] = value;
-    this.appKeys.add(name);
+    const apply = () => {
+      this.context[name] = value;
+      this.appKeys.add(name);
+    };
+    apply();
+    this.#saveValues(apply);
+  }
+
+  /** Application delete of one of its keys. */
+  remove(name: string): void {
+    if (!this.appKeys.has(name)) return;
+    const apply = () => {
+      delete this.context[name];
+      this.appKeys.delete(name);
+    };
+    apply();
+    this.#saveValues(apply);
   }
 
   /** Applies a committed program's context in place, so `runtimeContext` stays the same object. */
@@ -100,5 +145,81 @@ export class AgentState {
       if (!Object.hasOwn(next, key)) delete this.context[key];
     }
     for (const [key, value] of Object.entries(next)) this.context[key] = value;
+  }
+
+  /** Deletes the agent (and its children) from its store and empties this copy. */
+  async forget(): Promise<void> {
+    if (this.link !== undefined) {
+      await this.link.flush().catch(() => undefined);
+      await this.link.store.forget(this.link.id);
+      forgetOpened(this.link.store, this.link.id);
+      this.link.view = { version: -1, epoch: -1, length: 0 };
+    }
+    this.commitContext({});
+    this.appKeys.clear();
+    this.history.replace([]);
+    this.#children.clear();
+  }
+
+  /** Brings a durable agent up to date with its store (a no-op for others). Rejects with a `StoreError`. */
+  async pull(): Promise<void> {
+    if (this.link === undefined) return;
+    this.#apply(await this.link.pull());
+  }
+
+  /** The context as the store keeps it. */
+  storedContext(values: Record<string, unknown> = this.context): StoredContext {
+    return { values, appKeys: [...this.appKeys] };
+  }
+
+  /**
+   * After the store took a call's write: the record, and the context when the call changed it.
+   * Records other processes appended meanwhile are fetched first, so positions stay in order.
+   */
+  async committed(serialized: SerializedRecord, context: Record<string, unknown> | undefined, result: Extract<WriteResult, { ok: true }>): Promise<void> {
+    const link = this.link as DurableLink;
+    if (result.epoch === link.view.epoch && result.length === link.view.length + 1) {
+      this.history.append(serialized);
+      if (context !== undefined) this.commitContext(context);
+      link.view = { version: result.version, epoch: result.epoch, length: result.length };
+      return;
+    }
+    await this.pull();
+  }
+
+  #apply(changes: AgentChanges | undefined): void {
+    const link = this.link;
+    if (changes === undefined || link === undefined) return;
+    if (changes.reset) this.history.replace(changes.records);
+    else for (const json of changes.records) this.history.appendJson(json);
+    if (changes.context !== undefined) {
+      this.commitContext(changes.context.values);
+      this.appKeys.clear();
+      for (const key of changes.context.appKeys) this.appKeys.add(key);
+    }
+    link.view = { version: changes.version, epoch: changes.epoch, length: changes.length };
+  }
+
+  /** Makes the application's write durable: merged into what the store holds, after any newer changes there. */
+  #saveValues(apply: () => void): void {
+    this.link?.saveValues((changes) => {
+      if (changes !== undefined) {
+        this.#apply(changes);
+        apply();
+      }
+      return this.storedContext();
+    });
+  }
+
+  #replaceHistory(value: unknown): void {
+    const records = [...normalizeHistory(value, this.options.debug)];
+    if (this.link === undefined) {
+      this.history.replace(records);
+      return;
+    }
+    this.link.saveHistory(records, (result) => {
+      this.history.replace(records);
+      this.link!.view = { version: result.version, epoch: result.epoch, length: result.length };
+    });
   }
 }

@@ -5,6 +5,7 @@ import type { HistoryRecord } from "./history/record.ts";
 import { resolveOptions, type AgentOptions } from "./options.ts";
 import { ImprovError, type Outcome } from "./outcome.ts";
 import { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
+import { isSyncStore } from "./store/store.ts";
 
 /** A dynamic method: any arguments (plain data, with `kw()` last for named ones), an Outcome back. */
 export type DynamicMethod = (...args: unknown[]) => Promise<Outcome>;
@@ -88,7 +89,45 @@ export class Agent {
    * const calc = Agent.for<{ value: number }>("calculator", { log: "logs/calls.jsonl" });
    */
   static for<Values extends object = {}, Methods extends string = never>(role: string, options?: AgentOptions): AgentProxy<Values, Methods> {
-    return proxyFor(new AgentState(validateRole(role), resolveOptions(options), 0)) as AgentProxy<Values, Methods>;
+    const resolved = resolveOptions(options);
+    if (resolved.store !== undefined && !isSyncStore(resolved.store)) {
+      throw new TypeError(`Agent.for() cannot load an agent from ${resolved.store.label} synchronously. Use await Agent.open(role, options) with this store.`);
+    }
+    return proxyFor(AgentState.create(validateRole(role), resolved)) as AgentProxy<Values, Methods>;
+  }
+
+  /**
+   * Loads the agent `options.id` (default: the role) from `options.store`, creating it when
+   * new, and resolves once it holds everything stored. Without a store, a fresh in-memory agent.
+   * Opening an id that is open already in this process gives a proxy of the same agent; an id
+   * stored with another role is a `TypeError` naming both.
+   *
+   * @example
+   * const calc = await Agent.open("calculator", { store: new SqliteStore("data/improv.db"), id: "calc-1" });
+   */
+  static async open<Values extends object = {}, Methods extends string = never>(role: string, options?: AgentOptions): Promise<AgentProxy<Values, Methods>> {
+    const state = AgentState.create(validateRole(role), resolveOptions(options));
+    await state.pull();
+    return proxyFor(state) as AgentProxy<Values, Methods>;
+  }
+
+  /** Waits until the values the application wrote on a durable agent are in its store. Rejects with a `StoreError`. */
+  static async save(agent: unknown): Promise<void> {
+    await stateOf(agent, "Agent.save()").link?.flush();
+  }
+
+  /** Brings a durable agent up to date with what other processes committed. Rejects with a `StoreError`. */
+  static async refresh(agent: unknown): Promise<void> {
+    await stateOf(agent, "Agent.refresh()").pull();
+  }
+
+  /**
+   * Deletes a durable agent and the agents delegated from it from their store, and empties
+   * this process's copy. For an in-memory agent, empties its context and history.
+   */
+  static async forget(agent: unknown): Promise<void> {
+    const state = stateOf(agent, "Agent.forget()");
+    await state.forget();
   }
 
   /** The agent's role. */
@@ -191,10 +230,7 @@ function proxyFor(state: AgentState): AgentProxy {
     },
     deleteProperty(_target, name) {
       if (typeof name === "symbol" || RESERVED_NAMES.has(name)) throw new TypeError(`"${String(name)}" is reserved on agents and cannot be deleted.`);
-      if (state.appKeys.has(name)) {
-        delete state.context[name];
-        state.appKeys.delete(name);
-      }
+      state.remove(name);
       return true;
     },
     ownKeys() {

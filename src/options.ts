@@ -1,6 +1,11 @@
 import type { Logger } from "pino";
 import { readEnv, readEnvFlag } from "./env.ts";
 import { isProvider, type Provider } from "./providers/provider.ts";
+import { openStore } from "./store/open.ts";
+import { isStore, type Store } from "./store/store.ts";
+
+/** Longest durable id. */
+const MAX_ID_LENGTH = 200;
 
 /**
  * Options of `Agent.for(role, options)`. All are optional; children made by `delegate`
@@ -37,6 +42,14 @@ export interface AgentOptions {
   traceId?: string;
   /** Aborting it cancels pending calls with a `cancelled` outcome. */
   signal?: AbortSignal;
+  /**
+   * Where the agent is kept, so it outlives the process: a `Store`, or a string (a file path or
+   * `sqlite:` URL for a `SqliteStore`, a `postgres://` URL for a `PostgresStore`). Default:
+   * `IMPROV_STORE`, else none (memory only). Children made by `delegate` are kept there too.
+   */
+  store?: Store | string;
+  /** The agent's durable identity in its store, 1 to 200 characters. Default: the role. */
+  id?: string;
 }
 
 /** Options after defaults and environment variables are applied. */
@@ -53,6 +66,9 @@ export interface ResolvedOptions {
   readonly historyPreviewLimit: number;
   readonly traceId: string | undefined;
   readonly signal: AbortSignal | undefined;
+  readonly store: Store | undefined;
+  /** Only for the agent it was given to; children derive theirs. */
+  readonly id: string | undefined;
 }
 
 /** Every default, in one place. */
@@ -81,6 +97,8 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   historyPreviewLimit: true,
   traceId: true,
   signal: true,
+  store: true,
+  id: true,
 };
 
 /** The names `Agent.for()` accepts, in documentation order. */
@@ -116,6 +134,12 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError('Option "signal" must be an AbortSignal.');
   }
+  const store = pick("store");
+  if (store !== undefined && typeof store !== "string" && !isStore(store)) {
+    throw new TypeError('Option "store" must be a Store (SqliteStore, PostgresStore) or a string: a file path, a sqlite: URL or a postgres:// URL.');
+  }
+  const id = optionalString(given, "id");
+  if (id !== undefined && id.length > MAX_ID_LENGTH) throw new RangeError(`Option "id" must be at most ${MAX_ID_LENGTH} characters, got ${id.length}.`);
   return {
     provider: provider ?? base.provider,
     model: optionalString(given, "model") ?? base.model,
@@ -129,6 +153,8 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     historyPreviewLimit: integer(given, "historyPreviewLimit", 0) ?? base.historyPreviewLimit,
     traceId: optionalString(given, "traceId") ?? base.traceId,
     signal: signal ?? base.signal,
+    store: store === undefined ? base.store : typeof store === "string" ? openStore(store) : store,
+    id,
   };
 }
 
@@ -141,7 +167,14 @@ function rootDefaults(): ResolvedOptions {
     ...DEFAULT_OPTIONS,
     traceId: undefined,
     signal: undefined,
+    store: storeFromEnv(),
+    id: undefined,
   };
+}
+
+function storeFromEnv(): Store | undefined {
+  const location = readEnv("IMPROV_STORE");
+  return location === undefined ? undefined : openStore(location);
 }
 
 function integer(options: AgentOptions, name: keyof AgentOptions, min: number): number | undefined {
@@ -154,7 +187,7 @@ function integer(options: AgentOptions, name: keyof AgentOptions, min: number): 
   return value;
 }
 
-function optionalString(options: AgentOptions, name: "model" | "traceId"): string | undefined {
+function optionalString(options: AgentOptions, name: "model" | "traceId" | "id"): string | undefined {
   const value = options[name];
   if (value === undefined) return undefined;
   if (typeof value !== "string" || value.trim() === "") {

@@ -14,6 +14,7 @@ export const ERROR_TYPES = [
   "budget_exceeded",
   "cancelled",
   "invalid_input",
+  "store",
 ] as const;
 
 /** One of {@link ERROR_TYPES}. */
@@ -22,7 +23,7 @@ export type ErrorType = (typeof ERROR_TYPES)[number];
 /** `ok` for a value, `error` for any failure. */
 export type OutcomeStatus = "ok" | "error";
 
-const RETRIABLE_TYPES: ReadonlySet<ErrorType> = new Set<ErrorType>(["provider", "invalid_code", "timeout"]);
+const RETRIABLE_TYPES: ReadonlySet<ErrorType> = new Set<ErrorType>(["provider", "invalid_code", "timeout", "store"]);
 
 /** Whether calling again may succeed where this error type failed. */
 export function isRetriable(errorType: ErrorType): boolean {

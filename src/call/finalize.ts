@@ -1,9 +1,8 @@
-import { createRecord, type HistoryRecord, type SerializedRecord, type Speaker } from "../history/record.ts";
-import type { HistoryStore } from "../history/store.ts";
+import { createRecord, type SerializedRecord, type Speaker } from "../history/record.ts";
+import type { AgentState } from "../agent-state.ts";
 import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
-import type { ResolvedOptions } from "../options.ts";
-import type { Outcome } from "../outcome.ts";
+import { Outcome } from "../outcome.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import { attemptErrors, type AttemptFailure } from "./repair.ts";
 
@@ -33,27 +32,51 @@ export interface CallDraft {
   finalized: boolean;
 }
 
-/** What finalize needs of the agent. */
-export interface FinalizeTarget {
-  readonly role: string;
-  readonly options: ResolvedOptions;
-  readonly history: HistoryStore;
-  readonly context: Record<string, unknown>;
-}
+/** What committing a call changes: the agent's history and context, and where both are kept. */
+export type FinalizeTarget = AgentState;
+
+/** A context write refused because another process changed the agent first: the program must run again. */
+export const CONFLICT = Symbol("conflict");
 
 /**
- * The single end of every dynamic call, on every path: append exactly one history record,
- * then write one log line. Running it twice for one call is a bug, so it refuses to.
+ * The single end of every dynamic call, on every path: commit exactly one history record (and,
+ * for a program that succeeded, its context) — to the store first when the agent is durable,
+ * in one transaction — then write one log line. Running it twice for one call is a bug, so it
+ * refuses to. With `context`, a durable agent's write can meet a {@link CONFLICT} (nothing was
+ * written; the caller runs the program again on the newer context). A store that fails turns
+ * the outcome into a `store` error: nothing of the call is kept, and the log line says so.
  */
-export function finalize(target: FinalizeTarget, draft: CallDraft, outcome: Outcome): HistoryRecord | undefined {
-  if (draft.finalized) return undefined;
-  draft.finalized = true;
+export async function finalize(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, context?: Record<string, unknown>): Promise<Outcome | typeof CONFLICT> {
+  if (draft.finalized) return outcome;
   // One duration for both, so the record and the log line agree.
   const durationMs = performance.now() - draft.startedMs;
-  const serialized = buildRecord(draft, outcome, durationMs);
-  target.history.append(serialized);
-  if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, outcome, durationMs));
-  return serialized.record;
+  let final = outcome;
+  let serialized = buildRecord(draft, final, durationMs);
+  let appended = true;
+  if (target.link === undefined) {
+    target.history.append(serialized);
+    if (context !== undefined) target.commitContext(context);
+  } else {
+    try {
+      const stored = context === undefined ? undefined : target.storedContext(context);
+      const result = await target.link.write({ record: serialized.json, ...(stored === undefined ? {} : { context: stored, baseVersion: target.link.view.version }) });
+      if (!result.ok) return CONFLICT;
+      await target.committed(serialized, context, result);
+    } catch (error) {
+      final = Outcome.failure(draft.callId, "store", storeFailure(error));
+      serialized = buildRecord(draft, final, durationMs);
+      appended = false;
+    }
+  }
+  draft.finalized = true;
+  if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, final, durationMs, appended));
+  return final;
+}
+
+/** A store's failure, as a call's outcome says it. */
+export function storeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return `The store failed, so nothing of this call was kept (${message}). Call again.`;
 }
 
 function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number): SerializedRecord {
@@ -73,7 +96,7 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number): Se
   });
 }
 
-function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, durationMs: number): Record<string, unknown> {
+function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, durationMs: number, appended: boolean): Record<string, unknown> {
   const { options, history } = target;
   return buildLogLine({
     role: target.role,
@@ -93,6 +116,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     parentCallId: draft.parentCallId,
     depth: draft.depth,
     historySize: history.length,
+    recordAppended: appended,
     ...(options.debug
       ? {
           debug: {

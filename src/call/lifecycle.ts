@@ -6,11 +6,11 @@ import type { Generation, GenerationRequest, Provider } from "../providers/provi
 import { runProgram } from "../sandbox/host/run-program.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
 import { handleDelegate } from "./delegation.ts";
-import { finalize, type CallDraft } from "./finalize.ts";
+import { CONFLICT, finalize, storeFailure, type CallDraft } from "./finalize.ts";
 import { renderPrompts } from "./prompt.ts";
 import { feedbackBlock, type AttemptFailure } from "./repair.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
-import { prepareProgram } from "../programs/shape.ts";
+import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
 
 /** Where a call came from. */
 export interface CallOrigin {
@@ -53,7 +53,9 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
   } catch (error) {
     outcome = Outcome.failure(draft.callId, "execution", `improv failed while handling this call: ${error instanceof Error ? error.message : String(error)}`);
   }
-  finalize(state, draft, outcome);
+  // A call that ran a program was finalized in its agent's queue; any other is finalized here,
+  // in the queue too, so records are committed in order. Without a context it meets no conflict.
+  if (!draft.finalized) outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
   return outcome;
 }
 
@@ -72,6 +74,9 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
   if (state.options.signal?.aborted) return fail("cancelled", "The call was cancelled before it started.");
   const provider = state.provider();
   if (!provider) return fail("provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
+  // A durable agent sees what other processes committed before it renders its prompts.
+  const pullProblem = await pullFailure(state, draft);
+  if (pullProblem !== undefined) return pullProblem;
 
   const promptInput = {
     role: state.role,
@@ -135,8 +140,45 @@ async function runAttempt(
   if (!prepared.ok) {
     return { outcome: fail("invalid_code", prepared.message), mistake: { attempt, errorType: "invalid_code", message: prepared.message, code } };
   }
-  const { outcome, failure } = await state.queue.run(() => runInSandbox(state, draft, prepared.source, fail));
-  if (failure === undefined || !isOwnMistake(prepared, failure)) return { outcome };
+  return state.queue.run(async () => {
+    for (let run = 1; ; run += 1) {
+      // Up to date with the store before the run, so the program sees the latest context.
+      const pullProblem = await pullFailure(state, draft);
+      if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
+      const { outcome, failure, context } = await runInSandbox(state, draft, prepared.source, fail);
+      if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(prepared, code, attempt, outcome, failure, fail);
+      const final = await finalize(state, draft, outcome, context);
+      if (final !== CONFLICT) return { outcome: final };
+      if (run >= MAX_CONFLICT_RUNS) {
+        const message = `The agent's context kept changing in other processes while this program ran (${run} runs); nothing of this call was kept. Call again.`;
+        return { outcome: (await finalize(state, draft, fail("store", message))) as Outcome };
+      }
+    }
+  });
+}
+
+/** Runs of one attempt's program when other processes keep committing to the same agent first. */
+const MAX_CONFLICT_RUNS = 3;
+
+/** A `store` outcome when a durable agent cannot be brought up to date, else undefined. */
+async function pullFailure(state: AgentState, draft: CallDraft): Promise<Outcome | undefined> {
+  try {
+    await state.pull();
+    return undefined;
+  } catch (error) {
+    return Outcome.failure(draft.callId, "store", storeFailure(error));
+  }
+}
+
+/** A failed run that was the program's own mistake, for the next attempt's feedback. */
+function describeMistake(
+  prepared: Extract<PreparedProgram, { ok: true }>,
+  code: string,
+  attempt: number,
+  outcome: Outcome,
+  failure: RunFailure,
+  fail: (errorType: ErrorType, message: string) => Outcome,
+): { outcome: Outcome; mistake: AttemptFailure } {
   if (outcome.errorType === "invalid_code") {
     // The sandbox's compiler is the judge of what parses; the host's parser says where it failed.
     const { parsed } = prepared;
@@ -198,7 +240,7 @@ async function runInSandbox(
   draft: CallDraft,
   code: string,
   fail: (errorType: ErrorType, message: string) => Outcome,
-): Promise<{ outcome: Outcome; failure?: RunFailure }> {
+): Promise<{ outcome: Outcome; failure?: RunFailure; context?: Record<string, unknown> }> {
   const { signal } = state.options;
   if (signal?.aborted) return { outcome: fail("cancelled", "The call was cancelled before its program ran.") };
   const contextProblem = findUncloneable(state.context, "context");
@@ -225,6 +267,5 @@ async function runInSandbox(
     const outcome = Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
     return { outcome, failure: { errorType: result.errorType, ...(result.thrownName === undefined ? {} : { thrownName: result.thrownName }), ...(result.location ? { location: result.location } : {}) } };
   }
-  state.commitContext(result.context);
-  return { outcome: Outcome.success(draft.callId, result.value) };
+  return { outcome: Outcome.success(draft.callId, result.value), context: result.context };
 }

@@ -43,6 +43,11 @@ export class HistoryStore {
   }
 
   append({ json }: SerializedRecord): void {
+    this.appendJson(json);
+  }
+
+  /** Appends a record's JSON text (a record another process wrote, say). */
+  appendJson(json: string): void {
     this.#records.push(json);
     this.#snapshot = undefined;
   }

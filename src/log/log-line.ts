@@ -33,6 +33,8 @@ export interface LogLineInput {
   readonly parentCallId: string | undefined;
   readonly depth: number;
   readonly historySize: number;
+  /** False when the call's record could not be kept (its store failed). */
+  readonly recordAppended?: boolean;
   readonly debug?: {
     readonly system: string | undefined;
     readonly user: string | undefined;
@@ -63,7 +65,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     call_id: input.callId,
     parent_call_id: input.parentCallId ?? null,
     depth: input.depth,
-    history_record_appended: true,
+    history_record_appended: input.recordAppended ?? true,
     conversation_history_size: input.historySize,
     history_access_detected: scan?.historyAccessDetected ?? false,
     history_query_patterns: scan?.patterns ?? [],

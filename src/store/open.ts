@@ -1,0 +1,23 @@
+import { SqliteStore } from "./sqlite-store.ts";
+import type { Store } from "./store.ts";
+
+/** Stores opened from strings, one per location per process, so agents opened by name share a connection. */
+const opened = new Map<string, Store>();
+
+/**
+ * The store a `store` option string names: a `postgres://` or `postgresql://` URL opens a
+ * `PostgresStore`; anything else (a file path, a `sqlite:` or `file:` URL) a `SqliteStore`.
+ */
+export function openStore(location: string): Store {
+  const key = location.trim();
+  if (key === "") throw new TypeError('Option "store" must not be blank: give a file path, a sqlite: URL or a postgres:// URL.');
+  let store = opened.get(key);
+  if (store === undefined) {
+    if (/^postgres(ql)?:\/\//i.test(key)) {
+      throw new TypeError(`PostgreSQL stores are opened with new PostgresStore(url); "${key.replace(/\/\/[^@/]*@/, "//…@")}" cannot be used as a store string yet.`);
+    }
+    store = new SqliteStore(key);
+    opened.set(key, store);
+  }
+  return store;
+}
