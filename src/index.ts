@@ -18,6 +18,8 @@ export type { HistoryRecord, OutcomeSummary, Speaker } from "./history/record.ts
 export type { JsonValue } from "./history/json-safe.ts";
 export { SANDBOX_LIMITS } from "./sandbox/limits.ts";
 export { SqliteStore } from "./store/sqlite-store.ts";
+export { PostgresStore } from "./store/postgres-store.ts";
+export type { PostgresStoreOptions } from "./store/postgres-store.ts";
 export type { SqliteStoreOptions } from "./store/sqlite-store.ts";
 export { StoreError } from "./store/store.ts";
 export type { AgentChanges, AgentSummary, AgentView, AgentWrite, Store, StoredContext, SyncStore, WriteResult } from "./store/store.ts";

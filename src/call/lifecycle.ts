@@ -141,24 +141,49 @@ async function runAttempt(
     return { outcome: fail("invalid_code", prepared.message), mistake: { attempt, errorType: "invalid_code", message: prepared.message, code } };
   }
   return state.queue.run(async () => {
-    for (let run = 1; ; run += 1) {
-      // Up to date with the store before the run, so the program sees the latest context.
-      const pullProblem = await pullFailure(state, draft);
-      if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
-      const { outcome, failure, context } = await runInSandbox(state, draft, prepared.source, fail);
-      if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(prepared, code, attempt, outcome, failure, fail);
-      const final = await finalize(state, draft, outcome, context);
-      if (final !== CONFLICT) return { outcome: final };
-      if (run >= MAX_CONFLICT_RUNS) {
-        const message = `The agent's context kept changing in other processes while this program ran (${run} runs); nothing of this call was kept. Call again.`;
-        return { outcome: (await finalize(state, draft, fail("store", message))) as Outcome };
-      }
+    // Processes sharing a durable agent take turns where the store has per-agent locks.
+    const release = await state.link?.lock(lockWaitMs(state));
+    try {
+      return await runAndCommit(state, draft, prepared, code, attempt, fail);
+    } finally {
+      await release?.();
     }
   });
 }
 
+/** How long a run waits for its agent's lock held by another process: that process's run and commit, with room to spare. */
+function lockWaitMs(state: AgentState): number {
+  return state.options.executionTimeoutMs * 3 + 10_000;
+}
+
+async function runAndCommit(
+  state: AgentState,
+  draft: CallDraft,
+  prepared: Extract<PreparedProgram, { ok: true }>,
+  code: string,
+  attempt: number,
+  fail: (errorType: ErrorType, message: string) => Outcome,
+): Promise<{ outcome: Outcome; mistake?: AttemptFailure }> {
+  for (let run = 1; ; run += 1) {
+    // Up to date with the store before the run, so the program sees the latest context.
+    const pullProblem = await pullFailure(state, draft);
+    if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
+    const { outcome, failure, context } = await runInSandbox(state, draft, prepared.source, fail);
+    if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(prepared, code, attempt, outcome, failure, fail);
+    const final = await finalize(state, draft, outcome, context);
+    if (final !== CONFLICT) return { outcome: final };
+    if (run >= MAX_CONFLICT_RUNS) {
+      const message = `The agent's context kept changing in other processes while this program ran (${run} runs); nothing of this call was kept. Call again.`;
+      return { outcome: (await finalize(state, draft, fail("store", message))) as Outcome };
+    }
+    // Another process committed first: wait a little (more each time, at random, so the
+    // processes fall out of step), then run again on its context.
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * run));
+  }
+}
+
 /** Runs of one attempt's program when other processes keep committing to the same agent first. */
-const MAX_CONFLICT_RUNS = 3;
+const MAX_CONFLICT_RUNS = 8;
 
 /** A `store` outcome when a durable agent cannot be brought up to date, else undefined. */
 async function pullFailure(state: AgentState, draft: CallDraft): Promise<Outcome | undefined> {

@@ -47,6 +47,11 @@ export class DurableLink {
     return this.loaded ? store.changesSync(this.id, this.view) : store.openSync(this.id, this.role);
   }
 
+  /** Takes the agent's lock in its store for one run and commit, when the store has locks. */
+  async lock(waitMs: number): Promise<() => Promise<void>> {
+    return this.store.lock === undefined ? async () => {} : this.store.lock(this.id, waitMs);
+  }
+
   async write(write: AgentWrite): Promise<WriteResult> {
     return this.store.write(this.id, write);
   }

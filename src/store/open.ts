@@ -1,3 +1,4 @@
+import { PostgresStore } from "./postgres-store.ts";
 import { SqliteStore } from "./sqlite-store.ts";
 import type { Store } from "./store.ts";
 
@@ -13,10 +14,7 @@ export function openStore(location: string): Store {
   if (key === "") throw new TypeError('Option "store" must not be blank: give a file path, a sqlite: URL or a postgres:// URL.');
   let store = opened.get(key);
   if (store === undefined) {
-    if (/^postgres(ql)?:\/\//i.test(key)) {
-      throw new TypeError(`PostgreSQL stores are opened with new PostgresStore(url); "${key.replace(/\/\/[^@/]*@/, "//…@")}" cannot be used as a store string yet.`);
-    }
-    store = new SqliteStore(key);
+    store = /^postgres(ql)?:\/\//i.test(key) ? new PostgresStore(key) : new SqliteStore(key);
     opened.set(key, store);
   }
   return store;

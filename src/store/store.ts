@@ -87,6 +87,12 @@ export interface Store {
   prune(options: { readonly id: string; readonly keepLast: number }): Promise<number>;
   /** Ends connections; the store cannot be used afterwards. */
   close(): Promise<void>;
+  /**
+   * Optional: takes agent `id`'s lock for one run and commit, so processes sharing the agent
+   * take turns instead of re-running on conflicts; resolves with the release. Waits at most
+   * `waitMs`, then resolves without the lock (the version check still keeps writes correct).
+   */
+  lock?(id: string, waitMs: number): Promise<() => Promise<void>>;
 }
 
 /** A store that can also work synchronously (`Agent.for` with a store, setters written through at once). */

@@ -1,0 +1,139 @@
+import { spawn } from "node:child_process";
+import { describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider, type Store } from "../../src/index.ts";
+
+const COUNTER = new URL("./fixtures/counter.ts", import.meta.url).pathname;
+
+const programs = {
+  inc: "context.n = (context.n ?? 0) + 1; return context.n",
+  count: "return context.conversation_history.length",
+  fail: "context.n = 1000; throw new Error('no')",
+  ask: "const r = await delegate('helper').note(args[0]); return r.value",
+  "helper.note": "context.notes = [...(context.notes ?? []), args[0]]; return context.notes.length",
+};
+export const provider = () => new ScriptedProvider({ programs });
+
+/** Runs the counter fixture in a process of its own; resolves with its output lines and exit. */
+function counterProcess(location: string, id: string, calls: number): { lines: string[]; done: Promise<{ code: number | null; signal: string | null }>; child: ReturnType<typeof spawn> } {
+  const child = spawn(process.execPath, [COUNTER, location, id, String(calls)], { stdio: ["ignore", "pipe", "pipe"] });
+  const lines: string[] = [];
+  let pending = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    pending += chunk.toString("utf8");
+    const parts = pending.split("\n");
+    pending = parts.pop() ?? "";
+    lines.push(...parts);
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const done = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on("close", (code, signal) => resolve({ code, signal: signal ?? (stderr.trim() === "" ? null : stderr) })));
+  return { lines, done, child };
+}
+
+/**
+ * What durable agents promise, on any store: `location` makes a fresh, empty store and returns
+ * its location string, and `open` opens a Store object on it.
+ */
+export function durableAgentContract(name: string, location: () => Promise<string>, open: (location: string) => Store): void {
+describe(`durable agents on ${name}`, () => {
+  test("history, context and the application's values outlive the store connection", async () => {
+    const path = await location();
+    const first = await Agent.open<{ unit: string }>("counter", { store: open(path), id: "c1", provider: provider() });
+    first.unit = "apples";
+    await first.inc();
+    await first.inc();
+    await first.fail();
+
+    await Agent.save(first);
+    const store = open(path);
+    const again = await Agent.open<{ unit: string }>("counter", { store, id: "c1", provider: provider() });
+    expect(Agent.history(again).map((record) => record.method_name)).toEqual(["inc", "inc", "fail"]);
+    expect(again.unit).toBe("apples");
+    expect(again.runtimeContext).toEqual({ n: 2, unit: "apples" });
+    expect((await again.inc()).value).toBe(3);
+    expect((await again.count()).value).toBe(4);
+    await store.close();
+  });
+
+  test("a delegated helper is stored under an id derived from its parent's, with its own history", async () => {
+    const path = await location();
+    const store = open(path);
+    const asker = await Agent.open("asker", { store, id: "a1", provider: provider() });
+    await asker.ask("first");
+    await asker.ask("second");
+    const reopened = open(path);
+    expect((await reopened.agents()).map(({ id, role, records }) => ({ id, role, records }))).toEqual([
+      { id: "a1", role: "asker", records: 2 },
+      { id: "a1/helper", role: "helper", records: 2 },
+    ]);
+    const helper = await Agent.open("helper", { store: reopened, id: "a1/helper", provider: provider() });
+    expect(helper.runtimeContext).toEqual({ notes: ["first", "second"] });
+  });
+
+  test("Agent.forget deletes an agent and its helpers from the store", async () => {
+    const path = await location();
+    const asker = await Agent.open("asker", { store: path, id: "gone", provider: provider() });
+    await asker.ask("x");
+    await Agent.forget(asker);
+    expect(await open(path).agents()).toEqual([]);
+    expect(Agent.history(asker)).toHaveLength(0);
+  });
+
+  test("another process's calls are seen at this process's next call", async () => {
+    const path = await location();
+    const counter = await Agent.open("counter", { store: path, id: "shared", provider: provider() });
+    await counter.inc();
+    const other = counterProcess(path, "shared", 3);
+    expect(await other.done).toEqual({ code: 0, signal: null });
+    expect(other.lines).toEqual(["ok 2", "ok 3", "ok 4", "done"]);
+    expect((await counter.inc()).value).toBe(5);
+    expect(Agent.history(counter)).toHaveLength(5);
+  });
+});
+
+describe(`many writers and crashes on ${name}`, () => {
+  test("three processes calling one agent at once lose no update and no record", async () => {
+    const path = await location();
+    await open(path).open("shared", "counter");
+    const writers = [0, 1, 2].map(() => counterProcess(path, "shared", 15));
+    const exits = await Promise.all(writers.map((writer) => writer.done));
+    expect(exits).toEqual([0, 1, 2].map(() => ({ code: 0, signal: null })));
+    expect(writers.flatMap((writer) => writer.lines.filter((line) => !line.startsWith("ok ") && line !== "done"))).toEqual([]);
+    const values = writers.flatMap((writer) => writer.lines.filter((line) => line.startsWith("ok ")).map((line) => Number(line.slice(3))));
+    expect(values.sort((a, b) => a - b)).toEqual(Array.from({ length: 45 }, (_, index) => index + 1));
+    const store = open(path);
+    const state = await store.open("shared", "counter");
+    expect(state.context?.values).toMatchObject({ n: 45 });
+    expect((state.context?.values.log as number[]).length).toBe(45);
+    expect(state.records).toHaveLength(45);
+  }, 120_000);
+
+  test("a process killed at any moment leaves the calls that resolved, at most one more, each whole", async () => {
+    const path = await location();
+    for (let round = 0; round < 8; round += 1) {
+      const writer = counterProcess(path, "crashy", 1_000);
+      // Let it get going, then kill it at a moment that differs from round to round.
+      await new Promise<void>((resolve) => {
+        const check = setInterval(() => {
+          if (writer.lines.length >= 3 + round * 2) {
+            clearInterval(check);
+            resolve();
+          }
+        }, 2);
+      });
+      await new Promise((resolve) => setTimeout(resolve, round * 3));
+      writer.child.kill("SIGKILL");
+      await writer.done;
+      const resolved = writer.lines.filter((line) => line.startsWith("ok ")).map((line) => Number(line.slice(3)));
+      const store = open(path);
+      const state = await store.open("crashy", "counter");
+      const n = state.context?.values.n as number;
+      const last = resolved.at(-1) as number;
+      // Every resolved call is there; at most the one in flight besides; record and context agree.
+      expect(n === last || n === last + 1, `round ${round}: n=${n}, last resolved ${last}`).toBe(true);
+      expect(state.records).toHaveLength(n);
+      expect((state.context?.values.log as number[]).at(-1)).toBe(n);
+    }
+  }, 120_000);
+});
+}

@@ -1,0 +1,69 @@
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Agent, PostgresStore } from "../../src/index.ts";
+import { postgresUnavailable, startPostgres, type PostgresServer } from "../helpers/postgres.ts";
+import { durableAgentContract, provider } from "./agents-contract.ts";
+import { storeContract } from "./contract.ts";
+
+const unavailable = postgresUnavailable();
+if (unavailable !== undefined && process.env.CI === "true") {
+  throw new Error(`PostgreSQL tests must run under CI=true, but ${unavailable}`);
+}
+if (unavailable !== undefined) process.stderr.write(`Skipping the PostgreSQL tests: ${unavailable}\n`);
+
+let server: PostgresServer | undefined;
+const stores: PostgresStore[] = [];
+/** A fresh database on the test server, as a URL. */
+const freshDatabase = async () => (server as PostgresServer).database(`improv_${randomUUID().replace(/-/g, "")}`);
+const openStore = (url: string) => {
+  const store = new PostgresStore(url);
+  stores.push(store);
+  return store;
+};
+
+describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
+  beforeAll(async () => {
+    server = await startPostgres();
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(stores.map((store) => store.close().catch(() => undefined)));
+    server?.stop();
+  });
+
+  storeContract("PostgresStore", async () => openStore(await freshDatabase()));
+  durableAgentContract("PostgresStore", freshDatabase, openStore);
+
+  describe("PostgresStore only", () => {
+    test("Agent.for cannot load from PostgreSQL synchronously and says to use Agent.open", async () => {
+      const store = openStore(await freshDatabase());
+      expect(() => Agent.for("calculator", { store })).toThrow(`Agent.for() cannot load an agent from ${store.label} synchronously. Use await Agent.open(role, options) with this store.`);
+    });
+
+    test("the store's label carries no password", () => {
+      const store = new PostgresStore("postgres://app:secret@127.0.0.1:5432/app?sslmode=disable");
+      expect(store.label).toBe("postgres://app@127.0.0.1:5432/app");
+      void store.close();
+    });
+
+    test("a server that goes away turns a call into a store outcome; nothing of it is kept", async () => {
+      const url = await freshDatabase();
+      const store = openStore(url);
+      const counter = await Agent.open("counter", { store, id: "c1", provider: provider() });
+      await counter.inc();
+      // The database stops taking connections and ends those it has, as when its server goes down.
+      const database = url.split("/").at(-1) as string;
+      const admin = new pg.Client({ connectionString: (server as PostgresServer).url });
+      await admin.connect();
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS false`);
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [database]);
+      await admin.end();
+      const r = await counter.inc();
+      expect(r).toMatchObject({ errorType: "store", retriable: true });
+      expect(r.errorMessage).toContain(store.label);
+      expect(Agent.history(counter)).toHaveLength(1);
+      expect(counter.runtimeContext).toEqual({ n: 1 });
+    });
+  });
+});

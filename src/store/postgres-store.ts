@@ -1,0 +1,304 @@
+import pg from "pg";
+import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
+import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+import { StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type WriteResult } from "./store.ts";
+
+/** Options of {@link PostgresStore}. */
+export interface PostgresStoreOptions {
+  /** Most connections the store opens at once. Default: 10. */
+  readonly maxConnections?: number;
+}
+
+/** Serialises schema migrations across processes (an arbitrary, fixed advisory lock key). */
+const MIGRATION_LOCK = 4_821_337;
+
+interface AgentRow {
+  readonly role: string;
+  readonly version: number;
+  readonly epoch: number;
+  readonly first: number;
+  readonly length: number;
+}
+
+/**
+ * The store for many processes or machines: PostgreSQL through `pg`. Each write is one
+ * transaction that locks only its agent's row (`SELECT … FOR UPDATE`), never the store.
+ *
+ * @example
+ * const store = new PostgresStore("postgres://app@127.0.0.1:5432/app");
+ * const calc = await Agent.open("calculator", { store, id: "calc-1" });
+ */
+export class PostgresStore implements Store {
+  readonly label: string;
+  readonly #pool: pg.Pool;
+  readonly #url: string;
+  #ready: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(url: string, options: PostgresStoreOptions = {}) {
+    if (typeof url !== "string" || !/^postgres(ql)?:\/\//i.test(url)) {
+      throw new TypeError('PostgresStore needs a postgres:// URL, e.g. new PostgresStore("postgres://app@127.0.0.1:5432/app").');
+    }
+    const maxConnections = options.maxConnections ?? 10;
+    if (!Number.isInteger(maxConnections) || maxConnections < 1) throw new RangeError(`PostgresStore option "maxConnections" must be a positive integer, got ${String(maxConnections)}.`);
+    this.label = withoutCredentials(url);
+    this.#url = url;
+    // Idle connections do not keep the process alive: an application that is done can exit.
+    this.#pool = new pg.Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true });
+    // A connection that drops while idle must not crash the process; the next query reconnects.
+    this.#pool.on("error", () => undefined);
+  }
+
+  async open(id: string, role: string): Promise<AgentChanges> {
+    return this.#transaction("open an agent", async (client) => {
+      const now = new Date().toISOString();
+      await client.query("INSERT INTO improv_agents (id, role, version, epoch, first, length, context, created_at, updated_at) VALUES ($1, $2, 0, 0, 0, 0, $3, $4, $4) ON CONFLICT (id) DO NOTHING", [id, role, Buffer.from(encodeContext(EMPTY_CONTEXT)), now]);
+      const row = (await this.#row(client, id, true)) as AgentRow;
+      if (row.role !== role) throw new TypeError(`Agent "${id}" is stored with role "${row.role}", not "${role}". Open it with role "${row.role}", or use another id.`);
+      return { ...changesOf(row), context: await this.#context(client, id), records: await this.#recordsFrom(client, id, row.first), reset: true };
+    });
+  }
+
+  async changes(id: string, view: AgentView): Promise<AgentChanges | undefined> {
+    return this.#use("read an agent", async (client) => {
+      const row = await this.#row(client, id, false);
+      if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+      if (row.version === view.version && row.epoch === view.epoch && row.length === view.length) return undefined;
+      const reset = row.epoch !== view.epoch || row.length < view.length;
+      return {
+        ...changesOf(row),
+        ...(row.version === view.version ? {} : { context: await this.#context(client, id) }),
+        records: await this.#recordsFrom(client, id, reset ? row.first : row.first + view.length),
+        reset,
+      };
+    });
+  }
+
+  async write(id: string, write: AgentWrite): Promise<WriteResult> {
+    return this.#transaction("write a call", async (client) => {
+      const row = await this.#row(client, id, true);
+      if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+      if (write.context !== undefined && write.baseVersion !== undefined && row.version !== write.baseVersion) {
+        return { ok: false, conflict: true, version: row.version } as const;
+      }
+      let { version, epoch, first, length } = row;
+      if (write.replaceHistory !== undefined) {
+        await client.query("DELETE FROM improv_records WHERE agent_id = $1", [id]);
+        epoch += 1;
+        first = 0;
+        length = write.replaceHistory.length;
+        if (length > 0) {
+          await client.query("INSERT INTO improv_records (agent_id, position, record) SELECT $1, ordinality - 1, record FROM unnest($2::text[]) WITH ORDINALITY AS t(record, ordinality)", [id, write.replaceHistory]);
+        }
+      }
+      let position: number | undefined;
+      if (write.record !== undefined) {
+        position = first + length;
+        await client.query("INSERT INTO improv_records (agent_id, position, record) VALUES ($1, $2, $3)", [id, position, write.record]);
+        length += 1;
+      }
+      if (write.context !== undefined) {
+        version += 1;
+        await client.query("UPDATE improv_agents SET context = $1 WHERE id = $2", [Buffer.from(encodeContext(write.context)), id]);
+      }
+      await client.query("UPDATE improv_agents SET version = $1, epoch = $2, first = $3, length = $4, updated_at = $5 WHERE id = $6", [version, epoch, first, length, new Date().toISOString(), id]);
+      return { ok: true, version, epoch, length, ...(position === undefined ? {} : { position }) } as const;
+    });
+  }
+
+  async records(id: string, count?: number): Promise<readonly string[]> {
+    return this.#use("read records", async (client) => {
+      const result =
+        count === undefined
+          ? await client.query<{ record: string }>("SELECT record FROM improv_records WHERE agent_id = $1 ORDER BY position", [id])
+          : await client.query<{ record: string }>("SELECT record FROM (SELECT record, position FROM improv_records WHERE agent_id = $1 ORDER BY position DESC LIMIT $2) AS latest ORDER BY position", [id, count]);
+      return result.rows.map((row) => row.record);
+    });
+  }
+
+  async agents(): Promise<readonly AgentSummary[]> {
+    return this.#use("list agents", async (client) => {
+      const result = await client.query<{ id: string; role: string; length: string; updated_at: Date }>("SELECT id, role, length, updated_at FROM improv_agents ORDER BY id COLLATE \"C\"");
+      return result.rows.map((row) => ({ id: row.id, role: row.role, records: Number(row.length), updatedAt: row.updated_at.toISOString() }));
+    });
+  }
+
+  async forget(id: string): Promise<void> {
+    await this.#transaction("forget an agent", async (client) => {
+      const below = `${id.replace(/[\\%_]/g, (match) => `\\${match}`)}/%`;
+      await client.query("DELETE FROM improv_agents WHERE id = $1 OR id LIKE $2", [id, below]);
+    });
+  }
+
+  async prune({ id, keepLast }: { readonly id: string; readonly keepLast: number }): Promise<number> {
+    if (!Number.isInteger(keepLast) || keepLast < 0) throw new RangeError(`prune({ keepLast }) needs an integer of at least 0, got ${String(keepLast)}.`);
+    // Deleted rows' space is reused by PostgreSQL's autovacuum.
+    return this.#transaction("prune records", async (client) => {
+      const row = await this.#row(client, id, true);
+      if (row === undefined || row.length <= keepLast) return 0;
+      const drop = row.length - keepLast;
+      await client.query("DELETE FROM improv_records WHERE agent_id = $1 AND position < $2", [id, row.first + drop]);
+      await client.query("UPDATE improv_agents SET epoch = epoch + 1, first = $1, length = $2, updated_at = $3 WHERE id = $4", [row.first + drop, keepLast, new Date().toISOString(), id]);
+      return drop;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const locks = this.#locks;
+    this.#locks = undefined;
+    await (await locks?.catch(() => undefined))?.end().catch(() => undefined);
+    await this.#pool.end();
+  }
+
+  /**
+   * Takes the agent's advisory lock on this store's one lock connection, by trying (never
+   * blocking that connection, so one wait never holds up another agent's lock or release).
+   * A lock whose connection is lost is released by the server; the version check at commit
+   * keeps writes correct whatever happens to locks.
+   */
+  async lock(id: string, waitMs: number): Promise<() => Promise<void>> {
+    const unlocked = async () => {};
+    if (this.#closed) return unlocked;
+    const deadline = Date.now() + waitMs;
+    try {
+      const client = await this.#lockClient();
+      for (let pause = 2; ; pause = Math.min(50, pause * 2)) {
+        const taken = (await referenced(client, () => client.query<{ taken: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS taken", [id]))).rows[0]?.taken === true;
+        if (taken) return async () => void (await referenced(client, () => client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [id])).catch(() => undefined));
+        if (Date.now() >= deadline) return unlocked;
+        await new Promise((resolve) => setTimeout(resolve, pause * (0.5 + Math.random())));
+      }
+    } catch {
+      return unlocked;
+    }
+  }
+
+  #locks: Promise<pg.Client> | undefined;
+
+  #lockClient(): Promise<pg.Client> {
+    this.#locks ??= (async () => {
+      const client = new pg.Client({ connectionString: this.#url });
+      client.on("error", () => {
+        // The server released every lock of this connection; the next lock makes a new one.
+        this.#locks = undefined;
+      });
+      await client.connect();
+      socketOf(client)?.unref();
+      return client;
+    })();
+    this.#locks.catch(() => {
+      this.#locks = undefined;
+    });
+    return this.#locks;
+  }
+
+  /** Creates or migrates the schema once per store, in one transaction serialised across processes. */
+  #prepare(): Promise<void> {
+    this.#ready ??= (async () => {
+      const client = await this.#pool.connect();
+      try {
+        await client.query("BEGIN");
+        await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+        await client.query("CREATE TABLE IF NOT EXISTS improv_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+        const row = (await client.query<{ value: string }>("SELECT value FROM improv_meta WHERE key = 'schema_version'")).rows[0];
+        const current = row === undefined ? 0 : Number(row.value);
+        if (current > POSTGRES_MIGRATIONS.length) {
+          throw new StoreError(this.label, `the database has schema version ${current}, made by a newer improv; this one knows up to ${POSTGRES_MIGRATIONS.length}. Upgrade improv to use it.`);
+        }
+        for (let version = current + 1; version <= POSTGRES_MIGRATIONS.length; version += 1) await client.query(POSTGRES_MIGRATIONS[version - 1] as string);
+        await client.query("INSERT INTO improv_meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [String(POSTGRES_MIGRATIONS.length)]);
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    })();
+    this.#ready.catch(() => {
+      this.#ready = undefined;
+    });
+    return this.#ready;
+  }
+
+  async #use<T>(doing: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.#closed) throw new StoreError(this.label, `cannot ${doing}: the store was closed.`);
+    try {
+      await this.#prepare();
+      const client = await this.#pool.connect();
+      try {
+        return await work(client);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      if (error instanceof StoreError || error instanceof TypeError) throw error;
+      throw new StoreError(this.label, `cannot ${doing}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  #transaction<T>(doing: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.#use(doing, async (client) => {
+      await client.query("BEGIN");
+      try {
+        const result = await work(client);
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  async #row(client: pg.PoolClient, id: string, lock: boolean): Promise<AgentRow | undefined> {
+    const result = await client.query<{ role: string; version: string; epoch: string; first: string; length: string }>(
+      `SELECT role, version, epoch, first, length FROM improv_agents WHERE id = $1${lock ? " FOR UPDATE" : ""}`,
+      [id],
+    );
+    const row = result.rows[0];
+    return row === undefined ? undefined : { role: row.role, version: Number(row.version), epoch: Number(row.epoch), first: Number(row.first), length: Number(row.length) };
+  }
+
+  async #context(client: pg.PoolClient, id: string): Promise<StoredContext> {
+    const row = (await client.query<{ context: Buffer }>("SELECT context FROM improv_agents WHERE id = $1", [id])).rows[0];
+    return row === undefined ? EMPTY_CONTEXT : decodeContext(row.context);
+  }
+
+  async #recordsFrom(client: pg.PoolClient, id: string, position: number): Promise<string[]> {
+    const result = await client.query<{ record: string }>("SELECT record FROM improv_records WHERE agent_id = $1 AND position >= $2 ORDER BY position", [id, position]);
+    return result.rows.map((row) => row.record);
+  }
+}
+
+/** The lock connection's socket: kept from holding the process open except while a query is in flight. */
+function socketOf(client: pg.Client): { ref(): void; unref(): void } | undefined {
+  return (client as unknown as { connection?: { stream?: { ref(): void; unref(): void } } }).connection?.stream;
+}
+
+async function referenced<T>(client: pg.Client, query: () => Promise<T>): Promise<T> {
+  socketOf(client)?.ref();
+  try {
+    return await query();
+  } finally {
+    socketOf(client)?.unref();
+  }
+}
+
+function changesOf(row: AgentRow): Pick<AgentChanges, "role" | "version" | "epoch" | "length"> {
+  return { role: row.role, version: row.version, epoch: row.epoch, length: row.length };
+}
+
+/** A URL fit for messages: no password, no query. */
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = "";
+    parsed.search = "";
+    return parsed.href;
+  } catch {
+    return "postgres://(unparsable URL)";
+  }
+}
