@@ -21,7 +21,7 @@ function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number 
 
 function offlineEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "IMPROV_MODEL", "IMPROV_LOG", "IMPROV_DEBUG"]) delete env[name];
+  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "IMPROV_MODEL", "IMPROV_LOG", "IMPROV_DEBUG", "IMPROV_STORE"]) delete env[name];
   return env;
 }
 
@@ -50,11 +50,51 @@ describe("improv demo", () => {
     expect(readFileSync(log, "utf8").trim().split("\n")).toHaveLength(10);
   });
 
-  test("runs again with a fresh log, so the summary describes one run", async () => {
-    const log = join(mkdtempSync(join(tmpdir(), "improv-demo-")), "demo.jsonl");
+  test("run again, its agents remember the first run (kept in a SQLite file beside the log); --fresh starts over", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-demo-"));
+    const log = join(directory, "demo.jsonl");
+    const first = await runCli(["demo", "--log", log], offlineEnv());
+    expect(first.stdout).toContain(`Store: sqlite:${join(directory, "demo.db")} (new: the agents will remember this run next time)`);
+    const firstLookup = /assistant\.lookup\('boiling point…'\) ok → "100 °C at sea level"/.exec(first.stdout);
+    expect(firstLookup).not.toBeNull();
+    const firstCallId = /source\(\)  \[follow-up\] +ok → "CRC Handbook \(from call ([0-9a-f]{8})\)"/.exec(first.stdout)?.[1];
+
+    const second = await runCli(["demo", "--log", log], offlineEnv());
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain("(10 calls remembered from earlier runs; improv demo --fresh starts over)");
+    // Before it looks anything up in this run, the assistant answers from the first run's history.
+    expect(second.stdout).toContain(`assistant.source()  [remembered]   ok → "CRC Handbook (from call ${firstCallId})"`);
+    expect(second.stdout).toMatch(/"computed":\["add\(3\)","multiply\(4\)","convert\(100\)","summary\(\)","add\(3\)"/);
+    // The log is fresh each run: the summary describes this run only.
+    expect(second.stdout).toContain("  calls                 11");
+
+    const fresh = await runCli(["demo", "--log", log, "--fresh"], offlineEnv());
+    expect(fresh.stdout).toContain("(new: the agents will remember this run next time)");
+    expect(fresh.stdout).toContain("  calls                 10");
+  });
+
+  test("improv agents and improv history read the demo's store", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-demo-"));
+    const log = join(directory, "demo.jsonl");
+    const store = join(directory, "demo.db");
     await runCli(["demo", "--log", log], offlineEnv());
-    const { stdout } = await runCli(["demo", "--log", log], offlineEnv());
-    expect(stdout).toContain("  calls                 10");
+    const agents = await runCli(["agents", store], offlineEnv());
+    expect(agents.code).toBe(0);
+    expect(agents.stdout).toMatch(/^id +role +records +last call\n/);
+    expect(agents.stdout).toMatch(/\ncalculator +calculator +5 +\d{4}-/);
+    expect(agents.stdout).toMatch(/\ntoolbuilder\/statistician +statistician +2 +\d{4}-/);
+    const json = await runCli(["agents", store, "--json"], offlineEnv());
+    expect((JSON.parse(json.stdout) as { id: string }[]).map((agent) => agent.id)).toEqual(["assistant", "calculator", "toolbuilder", "toolbuilder/statistician"]);
+
+    const history = await runCli(["history", store, "--agent", "assistant"], offlineEnv());
+    expect(history.stdout).toMatch(/ user +d0 +lookup +\["boiling point of water"\] +ok \(string\)/);
+    const records = await runCli(["history", store, "--agent", "calculator", "--json"], offlineEnv());
+    expect(records.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { method_name: string }).method_name)).toEqual(["add", "multiply", "convert", "divide", "summary"]);
+
+    const unnamed = await runCli(["history", store], offlineEnv());
+    expect(unnamed).toMatchObject({ code: 2, stderr: "improv: Name the agent with --agent. Agents in this store: assistant, calculator, toolbuilder, toolbuilder/statistician.\n" });
+    const missing = await runCli(["agents", join(directory, "nothing.db")], offlineEnv());
+    expect(missing).toMatchObject({ code: 2, stderr: `improv: No store at ${join(directory, "nothing.db")}: the file does not exist.\n` });
   });
 
   test("says it runs against a live model when OPENAI_API_KEY is set", async () => {

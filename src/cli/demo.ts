@@ -1,11 +1,12 @@
 import { Agent, type AgentProxy } from "../agent.ts";
 import { kw } from "../call/arguments.ts";
 import { readEnv } from "../env.ts";
-import type { HistoryRecord } from "../history/record.ts";
 import type { Outcome } from "../outcome.ts";
 import { OpenAIProvider } from "../providers/openai.ts";
 import type { Provider } from "../providers/provider.ts";
 import { ScriptedProvider } from "../providers/scripted.ts";
+import type { Store } from "../store/store.ts";
+import { historyTable } from "./tables.ts";
 
 /**
  * Scripted completions for the offline demo: what a model might write for each method.
@@ -56,6 +57,8 @@ export const DEMO_PROGRAMS: Record<string, string> = {
 /** What the demo needs from its surroundings. */
 export interface DemoOptions {
   readonly log: string;
+  /** Where the demo's agents are kept between runs. */
+  readonly store: Store;
   readonly write: (line: string) => void;
   /** Use this provider instead of choosing from the environment. */
   readonly provider?: Provider;
@@ -63,23 +66,6 @@ export interface DemoOptions {
 
 function describeOutcome(outcome: Outcome): string {
   return outcome.ok ? `ok → ${JSON.stringify(outcome.value)}` : `error ${outcome.errorType}: ${outcome.errorMessage}`;
-}
-
-/** A plain-text table of history records. */
-export function historyTable(records: readonly HistoryRecord[]): string {
-  const rows = records.map((r) => [
-    r.call_id.slice(0, 8),
-    r.speaker,
-    `d${r.depth ?? 0}`,
-    r.method_name,
-    JSON.stringify(r.args).slice(0, 28),
-    r.outcome_summary.ok ? `ok (${r.outcome_summary.value_class})` : `error ${r.outcome_summary.error_type}`,
-    (r.trace_id ?? "").slice(0, 8),
-  ]);
-  const header = ["call", "speaker", "depth", "method", "args", "outcome", "trace"];
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] as string).length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column] as number)).join("  ");
-  return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)].join("\n");
 }
 
 /** Runs the demo story; resolves with the agents so callers can inspect them. */
@@ -92,12 +78,18 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
       ? `Mode: LIVE model (${(provider as OpenAIProvider).model}) from OPENAI_API_KEY.`
       : "Mode: OFFLINE — scripted completions stand in for the model (no network, no API key).",
   );
-  write(`Log: ${options.log}\n`);
-  const common = { provider, log: options.log };
+  write(`Log: ${options.log}`);
+  const earlier = (await options.store.agents()).reduce((sum, agent) => sum + agent.records, 0);
+  write(
+    earlier === 0
+      ? `Store: ${options.store.label} (new: the agents will remember this run next time)\n`
+      : `Store: ${options.store.label} (${earlier} calls remembered from earlier runs; improv demo --fresh starts over)\n`,
+  );
+  const common = { provider, log: options.log, store: options.store };
   const show = async (label: string, call: Promise<Outcome>) => write(`  ${label.padEnd(34)} ${describeOutcome(await call)}`);
 
   write("1. A calculator");
-  const calc = Agent.for<{ value: number }, "add" | "multiply" | "convert" | "divide" | "summary">("calculator", common);
+  const calc = await Agent.open<{ value: number }, "add" | "multiply" | "convert" | "divide" | "summary">("calculator", common);
   calc.value = 5;
   write(`  calc.value = 5; calc.value          → ${calc.value} (a setter: no model call)`);
   await show("calc.add(3)", calc.add(3));
@@ -107,12 +99,13 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   await show("calc.summary()  [reads history]", calc.summary());
 
   write("\n2. An assistant answering a follow-up from history");
-  const assistant = Agent.for<{}, "lookup" | "source">("assistant", common);
+  const assistant = await Agent.open<{}, "lookup" | "source">("assistant", common);
+  if (Agent.history(assistant).length > 0) await show("assistant.source()  [remembered]", assistant.source());
   await show("assistant.lookup('boiling point…')", assistant.lookup("boiling point of water"));
   await show("assistant.source()  [follow-up]", assistant.source());
 
   write("\n3. A tool builder that delegates");
-  const builder = Agent.for<{}, "build">("toolbuilder", common);
+  const builder = await Agent.open<{}, "build">("toolbuilder", common);
   await show("builder.build([2, 4, 9])", builder.build([2, 4, 9]));
   const stats = builder.delegate("statistician");
 

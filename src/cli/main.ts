@@ -1,7 +1,13 @@
 #!/usr/bin/env node
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { Command } from "commander";
+import type { HistoryRecord } from "../history/record.ts";
+import { openStore } from "../store/open.ts";
+import { sqlitePath, SqliteStore } from "../store/sqlite-store.ts";
+import type { Store } from "../store/store.ts";
 import { runDemo } from "./demo.ts";
+import { agentsTable, historyTable } from "./tables.ts";
 import { runTelemetry, UsageError } from "./telemetry-command.ts";
 
 // Piping into `head` closes stdout early; that is the reader's choice, not an error.
@@ -18,14 +24,54 @@ program.name("improv").description("LLM-backed objects whose methods are written
 
 program
   .command("demo")
-  .description("Run a short story of agents offline (scripted completions), or against a live model when OPENAI_API_KEY is set.")
+  .description("Run a short story of agents offline (scripted completions), or against a live model when OPENAI_API_KEY is set. Its agents are kept in a SQLite file and remember earlier runs.")
   .option("--log <file>", "where to write the call log", "logs/demo.jsonl")
-  .action(async (options: { log: string }) => {
+  .option("--store <file>", "the SQLite file that keeps the demo's agents (default: demo.db beside the log)")
+  .option("--fresh", "forget the agents of earlier runs and start over")
+  .action(async (options: { log: string; store?: string; fresh?: boolean }) => {
     // A fresh log, so the closing summary describes this run only.
     rmSync(options.log, { force: true });
-    await runDemo({ log: options.log, write: (line) => process.stdout.write(`${line}\n`) });
+    const location = options.store ?? join(dirname(options.log), "demo.db");
+    if (options.fresh) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${location}${suffix}`, { force: true });
+    const store = new SqliteStore(location);
+    try {
+      await runDemo({ log: options.log, store, write: (line) => process.stdout.write(`${line}\n`) });
+    } finally {
+      await store.close();
+    }
     process.stdout.write(`\n$ improv telemetry ${options.log}\n`);
     await runTelemetry({ inputs: [options.log], json: false, stdout: process.stdout, stderr: process.stderr });
+  });
+
+program
+  .command("agents")
+  .description("List the agents kept in a store: id, role, records, last call.")
+  .argument("<store>", "a SQLite file or sqlite: URL, or a postgres:// URL")
+  .option("--json", "print the list as JSON")
+  .action(async (location: string, options: { json?: boolean }) => {
+    await withStore(location, async (store) => {
+      const agents = await store.agents();
+      process.stdout.write(options.json ? `${JSON.stringify(agents, null, 2)}\n` : agents.length === 0 ? "No agents in this store.\n" : `${agentsTable(agents)}\n`);
+    });
+  });
+
+program
+  .command("history")
+  .description("Print an agent's history from a store, as a table or as JSON records.")
+  .argument("<store>", "a SQLite file or sqlite: URL, or a postgres:// URL")
+  .option("--agent <id>", "the agent's id (needed when the store holds more than one)")
+  .option("--json", "print the records as JSON, one per line")
+  .action(async (location: string, options: { agent?: string; json?: boolean }) => {
+    await withStore(location, async (store) => {
+      const agents = await store.agents();
+      const id = options.agent ?? (agents.length === 1 ? agents[0]?.id : undefined);
+      if (id === undefined || !agents.some((agent) => agent.id === id)) {
+        const known = agents.map((agent) => agent.id).join(", ") || "none";
+        throw new UsageError(options.agent === undefined ? `Name the agent with --agent. Agents in this store: ${known}.` : `No agent "${id}" in this store. Agents in it: ${known}.`);
+      }
+      const records = (await store.records(id)).map((text) => JSON.parse(text) as HistoryRecord);
+      process.stdout.write(options.json ? records.map((record) => `${JSON.stringify(record)}\n`).join("") : `${historyTable(records)}\n`);
+    });
   });
 
 program
@@ -50,5 +96,20 @@ program
       process.exitCode = error instanceof UsageError || /^Cannot read/.test((error as Error).message) ? 2 : 1;
     }
   });
+
+/** Opens the store a command names, runs `work`, closes it; a failure is reported with exit code 1 (2 for usage). */
+async function withStore(location: string, work: (store: Store) => Promise<void>): Promise<void> {
+  let store: Store | undefined;
+  try {
+    if (!/^postgres(ql)?:\/\//i.test(location) && !existsSync(sqlitePath(location))) throw new UsageError(`No store at ${location}: the file does not exist.`);
+    store = openStore(location);
+    await work(store);
+  } catch (error) {
+    process.stderr.write(`improv: ${(error as Error).message}\n`);
+    process.exitCode = error instanceof UsageError ? 2 : 1;
+  } finally {
+    await store?.close().catch(() => undefined);
+  }
+}
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,28 @@
+import type { HistoryRecord } from "../history/record.ts";
+import type { AgentSummary } from "../store/store.ts";
+
+/** Lays out rows under a header, each column as wide as its widest cell. */
+function table(header: readonly string[], rows: readonly string[][]): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] as string).length)));
+  const line = (cells: readonly string[]) => cells.map((cell, column) => cell.padEnd(widths[column] as number)).join("  ").trimEnd();
+  return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)].join("\n");
+}
+
+/** A plain-text table of history records. */
+export function historyTable(records: readonly HistoryRecord[]): string {
+  const rows = records.map((r) => [
+    r.call_id.slice(0, 8),
+    r.speaker,
+    `d${r.depth ?? 0}`,
+    r.method_name,
+    JSON.stringify(r.args).slice(0, 28),
+    r.outcome_summary.ok ? `ok (${r.outcome_summary.value_class})` : `error ${r.outcome_summary.error_type}`,
+    (r.trace_id ?? "").slice(0, 8),
+  ]);
+  return table(["call", "speaker", "depth", "method", "args", "outcome", "trace"], rows);
+}
+
+/** A plain-text table of stored agents. */
+export function agentsTable(agents: readonly AgentSummary[]): string {
+  return table(["id", "role", "records", "last call"], agents.map((agent) => [agent.id, agent.role, String(agent.records), agent.updatedAt]));
+}
