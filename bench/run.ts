@@ -14,6 +14,7 @@ import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
 import type { RecordMemory } from "./memory.ts";
 import { syntheticRecord } from "./records.ts";
 import { measure, measureEach, measureInterleaved, type Subject, type Summary } from "./stats.ts";
+import { storeFigures } from "./stores.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 
 // isolated-vm needs --no-node-snapshot in the process that loads it (baseline (a) does), and
@@ -114,12 +115,14 @@ const results = {
   agentCreation: await agentCreation(),
   scan: await scanTime(quick ? 2_000 : 20_000),
   telemetry: await telemetryThroughput(quick ? 100_000 : 1_000_000),
+  stores: await storeFigures({ count: quick ? 300 : 2_000, warmup, records: quick ? 10_000 : 100_000, callsEach: quick ? 100 : 500 }),
 };
 
 // Targets, each judged against figures from this same run.
 const overheadBound = 2.5 * (results.baselines.evalClosure.p50 + results.baselines.childRoundTrip.p50);
 const growthRatio = (results.growth.at(-1)?.summary.p50 ?? Number.NaN) / (results.growth[0]?.summary.p50 ?? Number.NaN);
 const promptRatio = results.prompt.at10000 / results.prompt.at10;
+const sqliteRatio = (results.stores.calls.sqlite?.p50 ?? Number.NaN) / (results.stores.calls.memory?.p50 ?? Number.NaN);
 const targets = [
   { figure: "call p50 (log off) ≤ 400 µs", met: results.call.logOff.p50 <= 400 },
   { figure: `call p50 (log off) ≤ 2.5 × (evalClosure + round trip) = ${overheadBound.toFixed(0)} µs`, met: results.call.logOff.p50 <= overheadBound },
@@ -127,6 +130,7 @@ const targets = [
   { figure: `user prompt at 10,000 records ≤ 1.1 × at 10 (×${promptRatio.toFixed(3)})`, met: promptRatio <= 1.1 },
   { figure: "≤ 1 MiB per live agent", met: results.memory.liveAgents.bytesPerAgent <= 2 ** 20 },
   { figure: "≤ 2 KiB per history record", met: results.memory.records.bytesPerRecord <= 2048 },
+  { figure: `call p50 with SqliteStore ≤ 1.5 × memory-only (×${sqliteRatio.toFixed(2)})`, met: sqliteRatio <= 1.5 },
 ];
 Object.assign(results, { targets, seconds: Math.round((performance.now() - started) / 1000) });
 
@@ -157,6 +161,17 @@ row("new agent, first call", results.agentCreation);
 console.log("\n6. Telemetry");
 row("history scan per program (parse + scan)", results.scan);
 console.log(`  improv telemetry on ${results.telemetry.lines.toLocaleString("en-US")} lines (${(results.telemetry.bytes / 2 ** 20).toFixed(0)} MiB): ${results.telemetry.seconds.toFixed(2)} s, ${results.telemetry.linesPerSecond.toLocaleString("en-US")} lines/s`);
+console.log(`\n7. Stores (p50 per call, ${count} calls each, round-robin with the memory-only call; PostgreSQL: ${results.stores.postgres})`);
+const memoryCall = results.stores.calls.memory?.p50 ?? Number.NaN;
+for (const [name, summary] of Object.entries(results.stores.calls)) {
+  console.log(`  ${name.padEnd(12)} p50 ${us(summary.p50)}   p95 ${us(summary.p95)}   ×${(summary.p50 / memoryCall).toFixed(2)} of memory-only`);
+}
+for (const [name, { openMs, firstCallMs }] of Object.entries(results.stores.reopen.byStore)) {
+  console.log(`  ${name}: Agent.open of an agent holding ${results.stores.reopen.records.toLocaleString("en-US")} records ${openMs.toFixed(0)} ms, then its first call ${firstCallMs.toFixed(0)} ms (the sandbox mirror filled)`);
+}
+for (const [name, { oneProcess, twoProcesses, callsEach }] of Object.entries(results.stores.throughput)) {
+  console.log(`  ${name}: one agent, ${callsEach * 2} calls: ${oneProcess.toFixed(0)} calls/s from one process, ${twoProcesses.toFixed(0)} calls/s from two at once`);
+}
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);

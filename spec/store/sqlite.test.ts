@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -71,5 +71,35 @@ describe("SqliteStore set-up", () => {
     }
     expect(opening).toThrow(StoreError);
     expect(opening).toThrow(`sqlite:${path}: cannot open the database`);
+  });
+});
+
+describe("SqliteStore hygiene", () => {
+  test("prune gives the space back to the file system", async () => {
+    const path = freshPath();
+    const store = new SqliteStore(path);
+    await store.open("big", "r");
+    const padding = "x".repeat(2_000);
+    for (let n = 0; n < 2_000; n += 1) await store.write("big", { record: JSON.stringify({ call_id: `c${n}`, padding }) });
+    await store.close();
+    const { statSync } = await import("node:fs");
+    const before = statSync(path).size;
+    const again = new SqliteStore(path);
+    expect(await again.prune({ id: "big", keepLast: 10 })).toBe(1_990);
+    await again.close();
+    const after = statSync(path).size;
+    expect(after).toBeLessThan(before / 5);
+  });
+
+  test("using a store prints no warning", () => {
+    const script = `
+      import { Agent, ScriptedProvider } from ${JSON.stringify(new URL("../../src/index.ts", import.meta.url).href)};
+      const provider = new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } });
+      const calc = await Agent.open("calculator", { store: ${JSON.stringify(freshPath())}, provider });
+      console.log((await calc.add(2, 3)).value);
+    `;
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 30_000 });
+    expect(result.stdout.trim()).toBe("5");
+    expect(result.stderr).toBe("");
   });
 });

@@ -148,7 +148,10 @@ export class PostgresStore implements Store {
     this.#closed = true;
     const locks = this.#locks;
     this.#locks = undefined;
-    await (await locks?.catch(() => undefined))?.end().catch(() => undefined);
+    const lockClient = await locks?.catch(() => undefined);
+    // Ending a connection waits for the server to close it: let it hold the process open meanwhile.
+    (lockClient as Referable | undefined)?.ref();
+    await lockClient?.end().catch(() => undefined);
     await this.#pool.end();
   }
 
@@ -185,7 +188,7 @@ export class PostgresStore implements Store {
         this.#locks = undefined;
       });
       await client.connect();
-      socketOf(client)?.unref();
+      (client as Referable).unref();
       return client;
     })();
     this.#locks.catch(() => {
@@ -273,19 +276,18 @@ export class PostgresStore implements Store {
   }
 }
 
-/** The lock connection's socket: kept from holding the process open except while a query is in flight. */
-function socketOf(client: pg.Client): { ref(): void; unref(): void } | undefined {
-  return (client as unknown as { connection?: { stream?: { ref(): void; unref(): void } } }).connection?.stream;
-}
-
+/** Runs a query on the lock connection, which keeps the process open only while a query is in flight. */
 async function referenced<T>(client: pg.Client, query: () => Promise<T>): Promise<T> {
-  socketOf(client)?.ref();
+  (client as Referable).ref();
   try {
     return await query();
   } finally {
-    socketOf(client)?.unref();
+    (client as Referable).unref();
   }
 }
+
+/** `pg.Client` has ref() and unref() (for its socket), which its type declarations leave out. */
+type Referable = pg.Client & { ref(): void; unref(): void };
 
 function changesOf(row: AgentRow): Pick<AgentChanges, "role" | "version" | "epoch" | "length"> {
   return { role: row.role, version: row.version, epoch: row.epoch, length: row.length };

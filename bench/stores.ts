@@ -1,0 +1,89 @@
+/** Figure 7: what a store costs a call, reopening a long history, and several processes on one agent. */
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Agent, PostgresStore, ScriptedProvider, SqliteStore, type Store } from "../src/index.ts";
+import { postgresUnavailable, startPostgres, type PostgresServer } from "../spec/helpers/postgres.ts";
+import { syntheticRecord } from "./records.ts";
+import { measureInterleaved, type Subject, type Summary } from "./stats.ts";
+
+const COUNTER = fileURLToPath(new URL("../spec/store/fixtures/counter.ts", import.meta.url));
+const freshFile = () => join(mkdtempSync(join(tmpdir(), "improv-bench-store-")), "improv.db");
+const provider = () => new ScriptedProvider({ programs: { add: "return args[0] + args[1]", inc: "context.n = (context.n ?? 0) + 1; return context.n" } });
+
+export interface StoreFigures {
+  /** Per-call p50 by store, measured round-robin against the memory-only call. */
+  readonly calls: Record<string, Summary>;
+  /** Opening an agent that holds `records` records, then its first call, by store. */
+  readonly reopen: { readonly records: number; readonly byStore: Record<string, { openMs: number; firstCallMs: number }> };
+  /** Calls per second on one agent from one process, and from two at once, by store. */
+  readonly throughput: Record<string, { readonly oneProcess: number; readonly twoProcesses: number; readonly callsEach: number }>;
+  /** Why PostgreSQL was left out, if it was. */
+  readonly postgres: string;
+}
+
+/** Every store figure; PostgreSQL's only where a server can be started. */
+export async function storeFigures(options: { count: number; warmup: number; records: number; callsEach: number }): Promise<StoreFigures> {
+  const unavailable = postgresUnavailable();
+  const server: PostgresServer | undefined = unavailable === undefined ? await startPostgres() : undefined;
+  const stores: Store[] = [];
+  const keep = <T extends Store>(store: T): T => {
+    stores.push(store);
+    return store;
+  };
+  try {
+    const locations: Record<string, () => Promise<string>> = { sqlite: async () => freshFile() };
+    if (server !== undefined) locations.postgres = () => server.database(`bench_${Math.random().toString(36).slice(2)}`);
+    const open = (name: string, location: string): Store => keep(name === "postgres" ? new PostgresStore(location) : new SqliteStore(location, name === "sqlite-full" ? { durability: "full" } : {}));
+
+    const subjects: Record<string, Subject> = {};
+    const memoryAgent = Agent.for("bench", { provider: provider(), log: false });
+    subjects.memory = { task: () => memoryAgent.add(1, 2) };
+    for (const name of ["sqlite", "sqlite-full", ...(server ? ["postgres"] : [])]) {
+      const agent = await Agent.open("bench", { provider: provider(), log: false, store: open(name, await (locations[name === "sqlite-full" ? "sqlite" : name] as () => Promise<string>)()) });
+      subjects[name] = { task: () => agent.add(1, 2) };
+    }
+    const calls = await measureInterleaved(subjects, options.count, options.warmup);
+
+    const reopenBy: Record<string, { openMs: number; firstCallMs: number }> = {};
+    for (const name of Object.keys(locations)) {
+      const location = await (locations[name] as () => Promise<string>)();
+      const writer = open(name, location);
+      await writer.open("long", "bench");
+      await writer.write("long", { replaceHistory: Array.from({ length: options.records }, (_, index) => JSON.stringify(syntheticRecord(index))) });
+      const started = performance.now();
+      const agent = await Agent.open("bench", { provider: provider(), log: false, store: open(name, location), id: "long" });
+      const opened = performance.now();
+      await agent.add(1, 2);
+      reopenBy[name] = { openMs: opened - started, firstCallMs: performance.now() - opened };
+    }
+
+    const throughput: StoreFigures["throughput"] = {};
+    for (const name of Object.keys(locations)) {
+      const location = await (locations[name] as () => Promise<string>)();
+      await open(name, location).open("shared", "counter");
+      // Process start-up measured apart and taken off, so the figure is the calls' own rate.
+      const one = (await timeProcesses(location, 1, options.callsEach * 2)) - (await timeProcesses(location, 1, 0));
+      const two = (await timeProcesses(location, 2, options.callsEach)) - (await timeProcesses(location, 2, 0));
+      throughput[name] = { oneProcess: (options.callsEach * 2) / one, twoProcesses: (options.callsEach * 2) / two, callsEach: options.callsEach };
+    }
+    return { calls, reopen: { records: options.records, byStore: reopenBy }, throughput, postgres: unavailable ?? "measured on a throwaway local server (loopback)" };
+  } finally {
+    await Promise.all(stores.map((store) => store.close().catch(() => undefined)));
+    server?.stop();
+  }
+}
+
+/** Seconds for `processes` counter processes, started together, making `calls` calls each on one agent. */
+async function timeProcesses(location: string, processes: number, calls: number): Promise<number> {
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: processes }, () => {
+      const child = spawn(process.execPath, [COUNTER, location, "shared", String(calls)], { stdio: ["ignore", "pipe", "inherit"] });
+      return new Promise<void>((resolve, reject) => child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`counter process exited ${code}`)))));
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
