@@ -212,11 +212,12 @@ export class AgentState {
   }
 
   #replaceHistory(value: unknown): void {
-    const records = [...normalizeHistory(value, this.options.debug)];
     if (this.link === undefined) {
-      this.history.replace(records);
+      // One record at a time into the history's off-heap text: a long history is never held twice.
+      this.history.replace(normalizeHistory(value, this.options.debug));
       return;
     }
+    const records = [...normalizeHistory(value, this.options.debug)];
     this.link.saveHistory(records, (result) => {
       this.history.replace(records);
       this.link!.view = { version: result.version, epoch: result.epoch, length: result.length };
