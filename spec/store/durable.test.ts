@@ -32,4 +32,30 @@ describe("durable agents on SqliteStore only", () => {
     expect(counter.runtimeContext).toEqual({ n: 1 });
   });
 
+
+  test("IMPROV_STORE gives agents a store when the option is absent", async () => {
+    const path = freshPath();
+    const saved = process.env.IMPROV_STORE;
+    process.env.IMPROV_STORE = path;
+    try {
+      const counter = await Agent.open("counter", { id: "from-env", provider: provider() });
+      await counter.inc();
+    } finally {
+      if (saved === undefined) delete process.env.IMPROV_STORE;
+      else process.env.IMPROV_STORE = saved;
+    }
+    expect((await new SqliteStore(path).agents()).map((agent) => agent.id)).toEqual(["from-env"]);
+  });
+
+  test("Agent.refresh brings an agent up to date with another connection's commits before its next call", async () => {
+    const path = freshPath();
+    const here = await Agent.open("counter", { store: new SqliteStore(path), id: "r1", provider: provider() });
+    const there = await Agent.open("counter", { store: new SqliteStore(path), id: "r1", provider: provider() });
+    await there.inc();
+    await there.inc();
+    expect(Agent.history(here)).toHaveLength(0);
+    await Agent.refresh(here);
+    expect(Agent.history(here)).toHaveLength(2);
+    expect(here.runtimeContext).toEqual({ n: 2 });
+  });
 });
