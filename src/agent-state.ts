@@ -7,9 +7,8 @@ import { OpenAIProvider } from "./providers/openai.ts";
 import type { Provider } from "./providers/provider.ts";
 import { readEnv } from "./env.ts";
 import { sandboxSupervisor } from "./sandbox/host/supervisor.ts";
-import type { SerializedRecord } from "./history/record.ts";
-import { DurableLink, forgetOpened, openedAgent, rememberOpened } from "./store/durable.ts";
-import { childId, isSyncStore, type AgentChanges, type StoredContext, type WriteResult } from "./store/store.ts";
+import { DurableLink, forgetOpened, openedAgent, rememberOpened, type ValueChange } from "./store/durable.ts";
+import { childId, isSyncStore, RoleMismatchError, type Store, type StoredContext } from "./store/store.ts";
 
 /** Runs tasks one after another, in the order they were queued. */
 export class SerialQueue {
@@ -52,11 +51,11 @@ export class AgentState {
   readonly link: DurableLink | undefined;
   readonly #children = new Map<string, AgentState>();
 
-  constructor(role: string, options: ResolvedOptions, depth: number, link?: DurableLink) {
+  constructor(role: string, options: ResolvedOptions, depth: number, durable?: { store: Store; id: string }) {
     this.role = role;
     this.options = options;
     this.depth = depth;
-    this.link = link;
+    this.link = durable === undefined ? undefined : new DurableLink(durable.store, durable.id, role, this);
     isolateReleaser.register(this, this.id);
   }
 
@@ -71,11 +70,11 @@ export class AgentState {
     if (store === undefined) return new AgentState(role, options, depth);
     const open = openedAgent<AgentState>(store, id);
     if (open !== undefined) {
-      if (open.role !== role) throw new TypeError(`Agent "${id}" is open with role "${open.role}", not "${role}". Open it with role "${open.role}", or use another id.`);
+      if (open.role !== role) throw new RoleMismatchError(id, open.role, role, "open");
       return open;
     }
-    const state = new AgentState(role, options, depth, new DurableLink(store, id, role));
-    if (isSyncStore(store)) state.#apply(state.link!.pullSync());
+    const state = new AgentState(role, options, depth, { store, id });
+    if (isSyncStore(store)) state.link?.pullSync();
     rememberOpened(store, id, state);
     return state;
   }
@@ -120,23 +119,24 @@ export class AgentState {
     if (problem !== undefined) {
       throw new TypeError(`Cannot store "${name}" on agent "${this.role}": ${problem}, which cannot enter the sandbox. Store plain data.`);
     }
-    const apply = () => {
-      this.context[name] = value;
-      this.appKeys.add(name);
-    };
-    apply();
-    this.#saveValues(apply);
+    this.#change((values, appKeys) => {
+      values[name] = value;
+      appKeys.add(name);
+    });
   }
 
   /** Application delete of one of its keys. */
   remove(name: string): void {
     if (!this.appKeys.has(name)) return;
-    const apply = () => {
-      delete this.context[name];
-      this.appKeys.delete(name);
-    };
-    apply();
-    this.#saveValues(apply);
+    this.#change((values, appKeys) => {
+      delete values[name];
+      appKeys.delete(name);
+    });
+  }
+
+  #change(change: ValueChange): void {
+    if (this.link === undefined) change(this.context, this.appKeys);
+    else this.link.change(change);
   }
 
   /** Applies a committed program's context in place, so `runtimeContext` stays the same object. */
@@ -150,10 +150,8 @@ export class AgentState {
   /** Deletes the agent (and its children) from its store and empties this copy. */
   async forget(): Promise<void> {
     if (this.link !== undefined) {
-      await this.link.flush().catch(() => undefined);
-      await this.link.store.forget(this.link.id);
+      await this.link.forget();
       forgetOpened(this.link.store, this.link.id);
-      this.link.view = { version: -1, epoch: -1, length: 0 };
     }
     this.commitContext({});
     this.appKeys.clear();
@@ -163,52 +161,12 @@ export class AgentState {
 
   /** Brings a durable agent up to date with its store (a no-op for others). Rejects with a `StoreError`. */
   async pull(): Promise<void> {
-    if (this.link === undefined) return;
-    this.#apply(await this.link.pull());
+    await this.link?.pull();
   }
 
   /** The context as the store keeps it. */
   storedContext(values: Record<string, unknown> = this.context): StoredContext {
     return { values, appKeys: [...this.appKeys] };
-  }
-
-  /**
-   * After the store took a call's write: the record, and the context when the call changed it.
-   * Records other processes appended meanwhile are fetched first, so positions stay in order.
-   */
-  async committed(serialized: SerializedRecord, context: Record<string, unknown> | undefined, result: Extract<WriteResult, { ok: true }>): Promise<void> {
-    const link = this.link as DurableLink;
-    if (result.epoch === link.view.epoch && result.length === link.view.length + 1) {
-      this.history.append(serialized);
-      if (context !== undefined) this.commitContext(context);
-      link.view = { version: result.version, epoch: result.epoch, length: result.length };
-      return;
-    }
-    await this.pull();
-  }
-
-  #apply(changes: AgentChanges | undefined): void {
-    const link = this.link;
-    if (changes === undefined || link === undefined) return;
-    if (changes.reset) this.history.replace(changes.records);
-    else for (const json of changes.records) this.history.appendJson(json);
-    if (changes.context !== undefined) {
-      this.commitContext(changes.context.values);
-      this.appKeys.clear();
-      for (const key of changes.context.appKeys) this.appKeys.add(key);
-    }
-    link.view = { version: changes.version, epoch: changes.epoch, length: changes.length };
-  }
-
-  /** Makes the application's write durable: merged into what the store holds, after any newer changes there. */
-  #saveValues(apply: () => void): void {
-    this.link?.saveValues((changes) => {
-      if (changes !== undefined) {
-        this.#apply(changes);
-        apply();
-      }
-      return this.storedContext();
-    });
   }
 
   #replaceHistory(value: unknown): void {
@@ -217,10 +175,6 @@ export class AgentState {
       this.history.replace(normalizeHistory(value, this.options.debug));
       return;
     }
-    const records = [...normalizeHistory(value, this.options.debug)];
-    this.link.saveHistory(records, (result) => {
-      this.history.replace(records);
-      this.link!.view = { version: result.version, epoch: result.epoch, length: result.length };
-    });
+    this.link.replaceHistory([...normalizeHistory(value, this.options.debug)]);
   }
 }

@@ -111,9 +111,13 @@ export class Agent {
     return proxyFor(state) as AgentProxy<Values, Methods>;
   }
 
-  /** Waits until the values the application wrote on a durable agent are in its store. Rejects with a `StoreError`. */
+  /**
+   * Waits until the values the application wrote on a durable agent are in its store. Rejects
+   * with the `StoreError` of a write that failed, after reloading the agent's context from the
+   * store (so it holds what the store holds).
+   */
   static async save(agent: unknown): Promise<void> {
-    await stateOf(agent, "Agent.save()").link?.flush();
+    await stateOf(agent, "Agent.save()").link?.saved();
   }
 
   /** Brings a durable agent up to date with what other processes committed. Rejects with a `StoreError`. */
@@ -127,7 +131,8 @@ export class Agent {
    */
   static async forget(agent: unknown): Promise<void> {
     const state = stateOf(agent, "Agent.forget()");
-    await state.forget();
+    // After the calls already running: they commit first, then everything goes.
+    await state.queue.run(() => state.forget());
   }
 
   /** The agent's role. */

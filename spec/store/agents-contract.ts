@@ -3,6 +3,7 @@ import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type Store } from "../../src/index.ts";
 
 const COUNTER = new URL("./fixtures/counter.ts", import.meta.url).pathname;
+const MIXED = new URL("./fixtures/mixed.ts", import.meta.url).pathname;
 
 const programs = {
   inc: "context.n = (context.n ?? 0) + 1; return context.n",
@@ -70,6 +71,21 @@ describe(`durable agents on ${name}`, () => {
     expect(helper.runtimeContext).toEqual({ notes: ["first", "second"] });
   });
 
+  test("a value the application writes while a program runs is kept: the program runs again on it", async () => {
+    const path = await location();
+    const programs = {
+      slow: "context.n = (context.n ?? 0) + 1; await delegate('spinner').spin(); return context.n",
+      "spinner.spin": "const end = Date.now() + 400; while (Date.now() < end) {} return 1",
+    };
+    const agent = await Agent.open<{ x: number }>("writer", { store: path, id: "w1", provider: new ScriptedProvider({ programs }) });
+    const running = agent.slow();
+    setTimeout(() => (agent.x = 5), 100);
+    expect((await running).value).toBe(1);
+    await Agent.save(agent);
+    expect(agent.runtimeContext).toEqual({ n: 1, x: 5 });
+    expect((await open(path).open("w1", "writer")).context).toEqual({ values: { n: 1, x: 5 }, appKeys: ["x"] });
+  });
+
   test("Agent.forget deletes an agent and its helpers from the store", async () => {
     const path = await location();
     const asker = await Agent.open("asker", { store: path, id: "gone", provider: provider() });
@@ -92,6 +108,29 @@ describe(`durable agents on ${name}`, () => {
 });
 
 describe(`many writers and crashes on ${name}`, () => {
+  test("processes mixing the application's writes with failing and succeeding calls end with copies equal to the store", async () => {
+    const path = await location();
+    const writers = [0, 1].map(() => {
+      const child = spawn(process.execPath, [MIXED, path, "mixed", "10"], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+      return new Promise<{ history: string[]; context: Record<string, unknown> }>((resolve, reject) =>
+        child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out) as { history: string[]; context: Record<string, unknown> }) : reject(new Error(`exit ${code}`)))),
+      );
+    });
+    const copies = await Promise.all(writers);
+    const state = await open(path).open("mixed", "mixed");
+    const stored = state.records.map((text) => (JSON.parse(text) as { call_id: string }).call_id);
+    expect(stored).toHaveLength(40);
+    expect(new Set(stored).size).toBe(40);
+    expect(state.context?.values.n).toBe(20);
+    // Each copy, taken when its process finished, is the store's history as far as it went, in the store's order.
+    for (const copy of copies) expect(copy.history).toEqual(stored.slice(0, copy.history.length));
+    // The process that finished last saw everything, context included.
+    const last = copies.find((copy) => copy.history.length === stored.length);
+    expect(last?.context).toEqual(state.context?.values);
+  }, 120_000);
+
   test("three processes calling one agent at once lose no update and no record", async () => {
     const path = await location();
     await open(path).open("shared", "counter");

@@ -89,12 +89,13 @@ export function storeContract(name: string, make: () => Promise<Store>): void {
 
     test("forget deletes an agent and the agents delegated from it, and no other", async () => {
       const store = await make();
-      for (const id of ["a1", "a1/helper", "a1/helper/deeper", "a10", "a1_x"]) {
+      for (const id of ["a1", "a1/helper", "a1/helper/deeper", "a10", "a1_x", "A1/other", "a_%", "a_%/child", "ab%/child"]) {
         await store.open(id, "r");
         await store.write(id, { record: record(1) });
       }
       await store.forget("a1");
-      expect((await store.agents()).map((agent) => agent.id)).toEqual(["a10", "a1_x"]);
+      await store.forget("a_%");
+      expect((await store.agents()).map((agent) => agent.id)).toEqual(["A1/other", "a10", "a1_x", "ab%/child"]);
       await expect(store.changes("a1", { version: 0, epoch: 0, length: 0 })).rejects.toThrow(StoreError);
       await store.close();
     });

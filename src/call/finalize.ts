@@ -3,6 +3,7 @@ import type { AgentState } from "../agent-state.ts";
 import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
 import { Outcome } from "../outcome.ts";
+import type { WriteResult } from "../store/store.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import { attemptErrors, type AttemptFailure } from "./repair.ts";
 
@@ -42,30 +43,40 @@ export const CONFLICT = Symbol("conflict");
  * The single end of every dynamic call, on every path: commit exactly one history record (and,
  * for a program that succeeded, its context) — to the store first when the agent is durable,
  * in one transaction — then write one log line. Running it twice for one call is a bug, so it
- * refuses to. With `context`, a durable agent's write can meet a {@link CONFLICT} (nothing was
- * written; the caller runs the program again on the newer context). A store that fails turns
- * the outcome into a `store` error: nothing of the call is kept, and the log line says so.
+ * refuses to. With `changed`, a durable agent's write can meet a {@link CONFLICT}: another
+ * process changed the context since `baseVersion`, nothing was written, and the caller runs
+ * the program again on the newer context. A store that fails turns the outcome into a `store`
+ * error: nothing of the call is kept, and the log line says so.
  */
-export async function finalize(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, context?: Record<string, unknown>): Promise<Outcome | typeof CONFLICT> {
+export async function finalize(
+  target: FinalizeTarget,
+  draft: CallDraft,
+  outcome: Outcome,
+  changed?: { readonly context: Record<string, unknown>; readonly baseVersion: number },
+): Promise<Outcome | typeof CONFLICT> {
   if (draft.finalized) return outcome;
   // One duration for both, so the record and the log line agree.
   const durationMs = performance.now() - draft.startedMs;
   let final = outcome;
   let serialized = buildRecord(draft, final, durationMs);
   let appended = true;
-  if (target.link === undefined) {
+  const { link } = target;
+  if (link === undefined) {
     target.history.append(serialized);
-    if (context !== undefined) target.commitContext(context);
+    if (changed !== undefined) target.commitContext(changed.context);
   } else {
+    let result: WriteResult | undefined;
     try {
-      const stored = context === undefined ? undefined : target.storedContext(context);
-      const result = await target.link.write({ record: serialized.json, ...(stored === undefined ? {} : { context: stored, baseVersion: target.link.view.version }) });
-      if (!result.ok) return CONFLICT;
-      await target.committed(serialized, context, result);
+      // The version check is against the context the program ran on, not whatever the copy holds now.
+      result = await link.write({ record: serialized.json, ...(changed === undefined ? {} : { context: target.storedContext(changed.context), baseVersion: changed.baseVersion }) });
     } catch (error) {
       final = Outcome.failure(draft.callId, "store", storeFailure(error));
       serialized = buildRecord(draft, final, durationMs);
       appended = false;
+    }
+    if (result !== undefined) {
+      if (!result.ok) return CONFLICT;
+      await link.committed(serialized, changed?.context, result);
     }
   }
   draft.finalized = true;

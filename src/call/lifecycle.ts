@@ -6,7 +6,7 @@ import type { Generation, GenerationRequest, Provider } from "../providers/provi
 import { runProgram } from "../sandbox/host/run-program.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
 import { handleDelegate } from "./delegation.ts";
-import { CONFLICT, finalize, storeFailure, type CallDraft } from "./finalize.ts";
+import { CONFLICT, finalize, type CallDraft } from "./finalize.ts";
 import { renderPrompts } from "./prompt.ts";
 import { feedbackBlock, type AttemptFailure } from "./repair.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
@@ -53,9 +53,10 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
   } catch (error) {
     outcome = Outcome.failure(draft.callId, "execution", `improv failed while handling this call: ${error instanceof Error ? error.message : String(error)}`);
   }
-  // A call that ran a program was finalized in its agent's queue; any other is finalized here,
-  // in the queue too, so records are committed in order. Without a context it meets no conflict.
-  if (!draft.finalized) outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
+  // A call that ran a program was finalized in its agent's queue. Any other is finalized here:
+  // a durable agent's in the queue too, so its records reach the store in order; a memory-only
+  // agent's at once, not behind a program that is running. Without a context there is no conflict.
+  if (!draft.finalized) outcome = (await (state.link === undefined ? finalize(state, draft, outcome) : state.queue.run(() => finalize(state, draft, outcome)))) as Outcome;
   return outcome;
 }
 
@@ -168,12 +169,13 @@ async function runAndCommit(
     // Up to date with the store before the run, so the program sees the latest context.
     const pullProblem = await pullFailure(state, draft);
     if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
+    const baseVersion = state.link?.view.version ?? 0;
     const { outcome, failure, context } = await runInSandbox(state, draft, prepared.source, fail);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(prepared, code, attempt, outcome, failure, fail);
-    const final = await finalize(state, draft, outcome, context);
+    const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
     if (run >= MAX_CONFLICT_RUNS) {
-      const message = `The agent's context kept changing in other processes while this program ran (${run} runs); nothing of this call was kept. Call again.`;
+      const message = `The agent's context kept changing in other processes while this program ran (${run} runs); the program's changes were not kept. Call again.`;
       return { outcome: (await finalize(state, draft, fail("store", message))) as Outcome };
     }
     // Another process committed first: wait a little (more each time, at random, so the
@@ -191,7 +193,8 @@ async function pullFailure(state: AgentState, draft: CallDraft): Promise<Outcome
     await state.pull();
     return undefined;
   } catch (error) {
-    return Outcome.failure(draft.callId, "store", storeFailure(error));
+    const message = error instanceof Error ? error.message : String(error);
+    return Outcome.failure(draft.callId, "store", `The agent could not be brought up to date with its store, so no program ran (${message}). Call again.`);
   }
 }
 

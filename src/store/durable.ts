@@ -1,4 +1,6 @@
-import { isSyncStore, StoreError, type AgentChanges, type AgentView, type AgentWrite, type Store, type StoredContext, type WriteResult } from "./store.ts";
+import type { SerializedRecord } from "../history/record.ts";
+import type { HistoryStore } from "../history/store.ts";
+import { isSyncStore, StoreError, type AgentChanges, type AgentView, type AgentWrite, type Store, type WriteResult } from "./store.ts";
 
 /** Writes of the application's values retried after conflicts with other processes before giving up. */
 const MAX_SAVE_ATTEMPTS = 20;
@@ -9,42 +11,72 @@ function busy(store: Store, id: string): StoreError {
 
 /** A view that has not been loaded from the store yet. */
 const UNLOADED: AgentView = { version: -1, epoch: -1, length: 0 };
+/** A version no store has: the next pull reloads the context whatever the store's version is. */
+const RELOAD_CONTEXT = -2;
+
+/** The process's copy of an agent, which a link keeps in step with the store. */
+export interface LocalCopy {
+  readonly context: Record<string, unknown>;
+  readonly appKeys: Set<string>;
+  readonly history: HistoryStore;
+  /** Replaces the context's values in place. */
+  commitContext(values: Record<string, unknown>): void;
+}
+
+/** A change the application makes to its values (a setter, `remember`, a delete). */
+export type ValueChange = (values: Record<string, unknown>, appKeys: Set<string>) => void;
 
 /**
- * An agent's link to its store: which agent it is there, and how far this process's copy has
- * come. The store is the source of truth; the process's context and history are brought up to
- * date from it before a call (`pull`) and changed only after the store took a write.
+ * An agent's link to its store: which agent it is there, how far this process's copy has
+ * come (`view`), and the writes that keep the two in step. The store is the source of truth:
+ * the copy is brought up to date from it (`pull`) and changed only after the store took a
+ * write, except for the application's own writes to a store that cannot write synchronously,
+ * which show at once and are saved in order behind (a failure is reported, and the copy
+ * reloaded from the store, at the next call or `Agent.save`).
  */
 export class DurableLink {
   readonly store: Store;
   readonly id: string;
   readonly role: string;
   view: AgentView = UNLOADED;
-  /** Application writes (setters, `remember`) not yet in an asynchronous store, in order. */
+  readonly #local: LocalCopy;
+  /** The application's writes to an asynchronous store, in order. */
   #saving: Promise<void> = Promise.resolve();
   #saveError: unknown;
 
-  constructor(store: Store, id: string, role: string) {
+  constructor(store: Store, id: string, role: string, local: LocalCopy) {
     this.store = store;
     this.id = id;
     this.role = role;
+    this.#local = local;
   }
 
-  get loaded(): boolean {
-    return this.view.version !== -1;
-  }
-
-  /** What changed in the store since this process's view (everything, the first time). */
-  async pull(): Promise<AgentChanges | undefined> {
-    await this.flush();
-    return this.loaded ? this.store.changes(this.id, this.view) : this.store.open(this.id, this.role);
+  /** Brings the copy up to date with the store (loading it the first time). Rejects with a `StoreError`. */
+  async pull(): Promise<void> {
+    await this.saved();
+    const from = this.view;
+    this.#apply(from.version === UNLOADED.version ? await this.store.open(this.id, this.role) : await this.store.changes(this.id, from), from);
   }
 
   /** {@link pull}, synchronously; only for stores that can. */
-  pullSync(): AgentChanges | undefined {
-    const { store } = this;
-    if (!isSyncStore(store)) throw new TypeError(`${store.label} cannot be read synchronously; use await Agent.open(role, options).`);
-    return this.loaded ? store.changesSync(this.id, this.view) : store.openSync(this.id, this.role);
+  pullSync(): void {
+    const store = this.#syncStore();
+    const from = this.view;
+    this.#apply(from.version === UNLOADED.version ? store.openSync(this.id, this.role) : store.changesSync(this.id, from), from);
+  }
+
+  /**
+   * Waits until the application's writes are in the store. Rejects with the first that failed,
+   * after reloading the copy's context from the store (so it holds what the store holds).
+   */
+  async saved(): Promise<void> {
+    await this.#saving;
+    const error = this.#saveError;
+    if (error === undefined) return;
+    this.#saveError = undefined;
+    this.view = { ...this.view, version: RELOAD_CONTEXT };
+    await this.pull().catch(() => undefined);
+    throw error;
   }
 
   /** Takes the agent's lock in its store for one run and commit, when the store has locks. */
@@ -57,47 +89,116 @@ export class DurableLink {
   }
 
   /**
-   * Writes the application's values, merged into whatever the store holds now: `apply` gets
-   * the latest changes (when another process wrote since) and returns the context to store.
-   * Synchronous stores write at once (throwing a `StoreError`); others in order, awaited by
-   * the next call or `Agent.save`.
+   * After the store took a call's write: the record, and the context when the call changed it.
+   * When nothing else reached the store in between, the copy takes them as they are; otherwise
+   * it pulls (what others wrote, then its own write, in the store's order). Never rejects: the
+   * write is in the store, and a copy left behind catches up at its next pull.
    */
-  saveValues(apply: (changes: AgentChanges | undefined) => StoredContext): void {
-    const { store } = this;
-    if (isSyncStore(store)) {
-      let changes: AgentChanges | undefined;
-      for (let attempt = 1; ; attempt += 1) {
-        const result = store.writeSync(this.id, { context: apply(changes), baseVersion: this.view.version });
-        if (result.ok) {
-          this.view = { ...this.view, version: result.version };
-          return;
-        }
-        if (attempt >= MAX_SAVE_ATTEMPTS) throw busy(store, this.id);
-        changes = store.changesSync(this.id, this.view);
-      }
+  async committed(serialized: SerializedRecord, context: Record<string, unknown> | undefined, result: Extract<WriteResult, { ok: true }>): Promise<void> {
+    const { view } = this;
+    const alone = result.epoch === view.epoch && result.length === view.length + 1 && result.version === view.version + (context === undefined ? 0 : 1);
+    if (!alone) {
+      await this.pull().catch(() => undefined);
+      return;
     }
-    this.#enqueue(async () => {
-      let changes: AgentChanges | undefined;
-      for (let attempt = 1; ; attempt += 1) {
-        const result = await store.write(this.id, { context: apply(changes), baseVersion: this.view.version });
-        if (result.ok) {
-          this.view = { ...this.view, version: result.version };
-          return;
-        }
-        if (attempt >= MAX_SAVE_ATTEMPTS) throw busy(store, this.id);
-        changes = await store.changes(this.id, this.view);
-      }
-    });
+    this.#local.history.append(serialized);
+    if (context !== undefined) this.#local.commitContext(context);
+    this.view = { version: result.version, epoch: result.epoch, length: result.length };
   }
 
-  /** Replaces the stored history (application-supplied history); `done` runs once the store took it. */
-  saveHistory(records: readonly string[], done: (result: Extract<WriteResult, { ok: true }>) => void): void {
-    const { store } = this;
-    const finish = (result: WriteResult) => {
-      if (result.ok) done(result);
+  /**
+   * Makes an application change durable. A synchronous store takes it at once, merged into
+   * what the store holds (retrying after other processes' writes), and only then is the copy
+   * changed: a `StoreError` leaves the copy as it was. Otherwise the copy changes at once and
+   * the write follows in order.
+   */
+  change(change: ValueChange): void {
+    const local = this.#local;
+    if (!isSyncStore(this.store)) {
+      change(local.context, local.appKeys);
+      this.#enqueue(async () => {
+        for (let attempt = 1; ; attempt += 1) {
+          const result = await this.store.write(this.id, { context: this.#changed(change), baseVersion: this.view.version });
+          if (result.ok) {
+            this.view = { ...this.view, version: result.version };
+            return;
+          }
+          if (attempt >= MAX_SAVE_ATTEMPTS) throw busy(this.store, this.id);
+          const from = this.view;
+          this.#apply(await this.store.changes(this.id, from), from);
+          change(local.context, local.appKeys);
+        }
+      });
+      return;
+    }
+    const store = this.#syncStore();
+    for (let attempt = 1; ; attempt += 1) {
+      const result = store.writeSync(this.id, { context: this.#changed(change), baseVersion: this.view.version });
+      if (result.ok) {
+        change(local.context, local.appKeys);
+        this.view = { ...this.view, version: result.version };
+        return;
+      }
+      if (attempt >= MAX_SAVE_ATTEMPTS) throw busy(store, this.id);
+      this.pullSync();
+    }
+  }
+
+  /** Replaces the stored history with `records` (application-supplied history), then the copy's. */
+  replaceHistory(records: readonly string[]): void {
+    const take = (result: WriteResult) => {
+      if (!result.ok) return;
+      this.#local.history.replace(records);
+      // The version is kept: if other processes changed the context meanwhile, the next pull loads it.
+      this.view = { version: this.view.version, epoch: result.epoch, length: result.length };
     };
-    if (isSyncStore(store)) finish(store.writeSync(this.id, { replaceHistory: records }));
-    else this.#enqueue(async () => finish(await store.write(this.id, { replaceHistory: records })));
+    if (isSyncStore(this.store)) take(this.store.writeSync(this.id, { replaceHistory: records }));
+    else this.#enqueue(async () => take(await this.store.write(this.id, { replaceHistory: records })));
+  }
+
+  /** Deletes the agent and its children from the store; the copy starts over if used again. */
+  async forget(): Promise<void> {
+    await this.saved().catch(() => undefined);
+    await this.store.forget(this.id);
+    this.view = UNLOADED;
+  }
+
+  /** The copy's context with `change` made to it, as the store keeps it (the copy itself untouched). */
+  #changed(change: ValueChange): { values: Record<string, unknown>; appKeys: string[] } {
+    const values = { ...this.#local.context };
+    const appKeys = new Set(this.#local.appKeys);
+    change(values, appKeys);
+    return { values, appKeys: [...appKeys] };
+  }
+
+  /**
+   * Takes changes read from the store since `from`. Pulls may overlap (a call starting while
+   * another commits), so changes are taken only as far as they are newer than the copy: records
+   * the copy gained since `from` are skipped, an older context is ignored, and changes made
+   * before a newer reset are dropped.
+   */
+  #apply(changes: AgentChanges | undefined, from: AgentView): void {
+    if (changes === undefined) return;
+    const local = this.#local;
+    let { version, epoch, length } = this.view;
+    if (changes.reset) {
+      if (changes.epoch < epoch) return;
+      local.history.replace(changes.records);
+      epoch = changes.epoch;
+      length = changes.length;
+    } else {
+      if (from.epoch !== epoch) return;
+      const gained = length - from.length;
+      for (const json of changes.records.slice(gained)) local.history.appendJson(json);
+      length = Math.max(length, changes.length);
+    }
+    if (changes.context !== undefined && (changes.version > version || version === RELOAD_CONTEXT || version === UNLOADED.version)) {
+      local.commitContext(changes.context.values);
+      local.appKeys.clear();
+      for (const key of changes.context.appKeys) local.appKeys.add(key);
+      version = changes.version;
+    }
+    this.view = { version, epoch, length };
   }
 
   #enqueue(work: () => Promise<void>): void {
@@ -111,14 +212,10 @@ export class DurableLink {
     });
   }
 
-  /** Waits for the application's writes to reach the store; rejects with the first that failed (once). */
-  async flush(): Promise<void> {
-    await this.#saving;
-    const error = this.#saveError;
-    if (error !== undefined) {
-      this.#saveError = undefined;
-      throw error;
-    }
+  #syncStore() {
+    const { store } = this;
+    if (!isSyncStore(store)) throw new TypeError(`${store.label} cannot be read synchronously; use await Agent.open(role, options).`);
+    return store;
   }
 }
 

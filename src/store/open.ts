@@ -13,7 +13,7 @@ export function openStore(location: string): Store {
   const key = location.trim();
   if (key === "") throw new TypeError('Option "store" must not be blank: give a file path, a sqlite: URL or a postgres:// URL.');
   let store = opened.get(key);
-  if (store === undefined) {
+  if (store === undefined || (store as { closed?: boolean }).closed === true) {
     store = /^postgres(ql)?:\/\//i.test(key) ? new PostgresStore(key) : new SqliteStore(key);
     opened.set(key, store);
   }

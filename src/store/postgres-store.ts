@@ -1,13 +1,19 @@
 import pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
-import { StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type WriteResult } from "./store.ts";
+import { RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type WriteResult } from "./store.ts";
 
 /** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
   /** Most connections the store opens at once. Default: 10. */
   readonly maxConnections?: number;
 }
+
+/**
+ * A connection that cannot be made, or a query that gets no answer, fails instead of holding
+ * an agent's calls forever; keep-alive notices a connection that died quietly.
+ */
+const CONNECTION_LIMITS = { connectionTimeoutMillis: 10_000, query_timeout: 60_000, keepAlive: true } as const;
 
 /** Serialises schema migrations across processes (an arbitrary, fixed advisory lock key). */
 const MIGRATION_LOCK = 4_821_337;
@@ -44,7 +50,7 @@ export class PostgresStore implements Store {
     this.label = withoutCredentials(url);
     this.#url = url;
     // Idle connections do not keep the process alive: an application that is done can exit.
-    this.#pool = new pg.Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true });
+    this.#pool = new pg.Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true, ...CONNECTION_LIMITS });
     // A connection that drops while idle must not crash the process; the next query reconnects.
     this.#pool.on("error", () => undefined);
   }
@@ -54,23 +60,31 @@ export class PostgresStore implements Store {
       const now = new Date().toISOString();
       await client.query("INSERT INTO improv_agents (id, role, version, epoch, first, length, context, created_at, updated_at) VALUES ($1, $2, 0, 0, 0, 0, $3, $4, $4) ON CONFLICT (id) DO NOTHING", [id, role, Buffer.from(encodeContext(EMPTY_CONTEXT)), now]);
       const row = (await this.#row(client, id, true)) as AgentRow;
-      if (row.role !== role) throw new TypeError(`Agent "${id}" is stored with role "${row.role}", not "${role}". Open it with role "${row.role}", or use another id.`);
-      return { ...changesOf(row), context: await this.#context(client, id), records: await this.#recordsFrom(client, id, row.first), reset: true };
+      if (row.role !== role) throw new RoleMismatchError(id, row.role, role, "stored");
+      return { ...changesOf(row), context: await this.#context(client, id), records: await this.#recordsFrom(client, id, row.first, row.first + row.length), reset: true };
     });
   }
 
   async changes(id: string, view: AgentView): Promise<AgentChanges | undefined> {
     return this.#use("read an agent", async (client) => {
-      const row = await this.#row(client, id, false);
-      if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
-      if (row.version === view.version && row.epoch === view.epoch && row.length === view.length) return undefined;
-      const reset = row.epoch !== view.epoch || row.length < view.length;
-      return {
-        ...changesOf(row),
-        ...(row.version === view.version ? {} : { context: await this.#context(client, id) }),
-        records: await this.#recordsFrom(client, id, reset ? row.first : row.first + view.length),
-        reset,
-      };
+      // The row alone first: the common answer is "nothing changed", without a transaction.
+      const quick = await this.#row(client, id, false);
+      if (quick !== undefined && quick.version === view.version && quick.epoch === view.epoch && quick.length === view.length) return undefined;
+      // One snapshot for the row, its context and its records.
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      try {
+        const row = await this.#row(client, id, false);
+        if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+        const reset = row.epoch !== view.epoch || row.length < view.length;
+        return {
+          ...changesOf(row),
+          ...(row.version === view.version ? {} : { context: await this.#context(client, id) }),
+          records: await this.#recordsFrom(client, id, reset ? row.first : row.first + view.length, row.first + row.length),
+          reset,
+        };
+      } finally {
+        await client.query("COMMIT").catch(() => undefined);
+      }
     });
   }
 
@@ -125,8 +139,7 @@ export class PostgresStore implements Store {
 
   async forget(id: string): Promise<void> {
     await this.#transaction("forget an agent", async (client) => {
-      const below = `${id.replace(/[\\%_]/g, (match) => `\\${match}`)}/%`;
-      await client.query("DELETE FROM improv_agents WHERE id = $1 OR id LIKE $2", [id, below]);
+      await client.query("DELETE FROM improv_agents WHERE id = $1 OR starts_with(id, $2)", [id, `${id}/`]);
     });
   }
 
@@ -141,6 +154,11 @@ export class PostgresStore implements Store {
       await client.query("UPDATE improv_agents SET epoch = epoch + 1, first = $1, length = $2, updated_at = $3 WHERE id = $4", [row.first + drop, keepLast, new Date().toISOString(), id]);
       return drop;
     });
+  }
+
+  /** Whether `close()` was called. */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   async close(): Promise<void> {
@@ -182,7 +200,7 @@ export class PostgresStore implements Store {
 
   #lockClient(): Promise<pg.Client> {
     this.#locks ??= (async () => {
-      const client = new pg.Client({ connectionString: this.#url });
+      const client = new pg.Client({ connectionString: this.#url, ...CONNECTION_LIMITS });
       client.on("error", () => {
         // The server released every lock of this connection; the next lock makes a new one.
         this.#locks = undefined;
@@ -237,7 +255,7 @@ export class PostgresStore implements Store {
         client.release();
       }
     } catch (error) {
-      if (error instanceof StoreError || error instanceof TypeError) throw error;
+      if (error instanceof StoreError || error instanceof RoleMismatchError) throw error;
       throw new StoreError(this.label, `cannot ${doing}: ${(error as Error).message}`, { cause: error });
     }
   }
@@ -270,8 +288,9 @@ export class PostgresStore implements Store {
     return row === undefined ? EMPTY_CONTEXT : decodeContext(row.context);
   }
 
-  async #recordsFrom(client: pg.PoolClient, id: string, position: number): Promise<string[]> {
-    const result = await client.query<{ record: string }>("SELECT record FROM improv_records WHERE agent_id = $1 AND position >= $2 ORDER BY position", [id, position]);
+  /** Records at positions from `position` up to (not including) `end`. */
+  async #recordsFrom(client: pg.PoolClient, id: string, position: number, end: number): Promise<string[]> {
+    const result = await client.query<{ record: string }>("SELECT record FROM improv_records WHERE agent_id = $1 AND position >= $2 AND position < $3 ORDER BY position", [id, position, end]);
     return result.rows.map((row) => row.record);
   }
 }

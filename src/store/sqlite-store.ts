@@ -4,7 +4,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
-import { StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type WriteResult } from "./store.ts";
+import { RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type WriteResult } from "./store.ts";
 
 /** Options of {@link SqliteStore}. */
 export interface SqliteStoreOptions {
@@ -91,25 +91,30 @@ export class SqliteStore implements SyncStore {
           this.#statement("INSERT INTO improv_agents (id, role, version, epoch, first, length, context, created_at, updated_at) VALUES (?, ?, 0, 0, 0, 0, ?, ?, ?)").run(id, role, encodeContext(EMPTY_CONTEXT), now, now);
           row = { role, version: 0, epoch: 0, first: 0, length: 0 };
         } else if (row.role !== role) {
-          throw new TypeError(`Agent "${id}" is stored with role "${row.role}", not "${role}". Open it with role "${row.role}", or use another id.`);
+          throw new RoleMismatchError(id, row.role, role, "stored");
         }
-        return { ...changesOf(row), context: this.#context(id), records: this.#recordsFrom(id, row.first), reset: true };
+        return { ...changesOf(row), context: this.#context(id), records: this.#recordsFrom(id, row.first, row.first + row.length), reset: true };
       }),
     );
   }
 
   changesSync(id: string, view: AgentView): AgentChanges | undefined {
     return this.#guard("read an agent", () => {
-      const row = this.#row(id);
-      if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
-      if (row.version === view.version && row.epoch === view.epoch && row.length === view.length) return undefined;
-      const reset = row.epoch !== view.epoch || row.length < view.length;
-      return {
-        ...changesOf(row),
-        ...(row.version === view.version ? {} : { context: this.#context(id) }),
-        records: this.#recordsFrom(id, reset ? row.first : row.first + view.length),
-        reset,
-      };
+      // The row alone first: the common answer is "nothing changed", without a transaction.
+      const quick = this.#row(id);
+      if (quick !== undefined && quick.version === view.version && quick.epoch === view.epoch && quick.length === view.length) return undefined;
+      // One read transaction: the row, its context and its records from the same snapshot.
+      return this.#read(() => {
+        const row = this.#row(id);
+        if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+        const reset = row.epoch !== view.epoch || row.length < view.length;
+        return {
+          ...changesOf(row),
+          ...(row.version === view.version ? {} : { context: this.#context(id) }),
+          records: this.#recordsFrom(id, reset ? row.first : row.first + view.length, row.first + row.length),
+          reset,
+        };
+      });
     });
   }
 
@@ -183,9 +188,10 @@ export class SqliteStore implements SyncStore {
   async forget(id: string): Promise<void> {
     this.#guard("forget an agent", () =>
       this.#transaction(() => {
-        const below = `${escapeLike(id)}/%`;
-        this.#statement("DELETE FROM improv_records WHERE agent_id = ? OR agent_id LIKE ? ESCAPE '\\'").run(id, below);
-        this.#statement("DELETE FROM improv_agents WHERE id = ? OR id LIKE ? ESCAPE '\\'").run(id, below);
+        // A prefix compared exactly (LIKE would ignore case and need escaping).
+        const below = `${id}/`;
+        this.#statement("DELETE FROM improv_records WHERE agent_id = ? OR substr(agent_id, 1, length(?)) = ?").run(id, below, below);
+        this.#statement("DELETE FROM improv_agents WHERE id = ? OR substr(id, 1, length(?)) = ?").run(id, below, below);
       }),
     );
   }
@@ -216,6 +222,11 @@ export class SqliteStore implements SyncStore {
     });
   }
 
+  /** Whether `close()` was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -232,8 +243,19 @@ export class SqliteStore implements SyncStore {
     return row === undefined ? EMPTY_CONTEXT : decodeContext(row.context);
   }
 
-  #recordsFrom(id: string, position: number): string[] {
-    return (this.#statement("SELECT record FROM improv_records WHERE agent_id = ? AND position >= ? ORDER BY position").all(id, position) as { record: string }[]).map((row) => row.record);
+  /** Records at positions from `position` up to (not including) `end`. */
+  #recordsFrom(id: string, position: number, end: number): string[] {
+    return (this.#statement("SELECT record FROM improv_records WHERE agent_id = ? AND position >= ? AND position < ? ORDER BY position").all(id, position, end) as { record: string }[]).map((row) => row.record);
+  }
+
+  /** Runs `work` in a read transaction, so everything it reads comes from one snapshot. */
+  #read<T>(work: () => T): T {
+    this.#db.exec("BEGIN");
+    try {
+      return work();
+    } finally {
+      if (this.#db.isTransaction) this.#db.exec("COMMIT");
+    }
   }
 
   #statement(sql: string): StatementSync {
@@ -264,7 +286,7 @@ export class SqliteStore implements SyncStore {
     try {
       return work();
     } catch (error) {
-      if (error instanceof StoreError || error instanceof TypeError) throw error;
+      if (error instanceof StoreError || error instanceof RoleMismatchError) throw error;
       throw new StoreError(this.label, `cannot ${doing}: ${(error as Error).message}`, { cause: error });
     }
   }
@@ -281,8 +303,4 @@ export function sqlitePath(location: string): string {
   if (location.startsWith("sqlite://")) return resolve(location.slice("sqlite://".length));
   if (location.startsWith("sqlite:")) return resolve(location.slice("sqlite:".length));
   return resolve(location);
-}
-
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (match) => `\\${match}`);
 }

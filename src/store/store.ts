@@ -107,6 +107,15 @@ export function isSyncStore(store: Store): store is SyncStore {
   return typeof (store as Partial<SyncStore>).openSync === "function";
 }
 
+/** Opening an id that is stored (or open) with another role. */
+export class RoleMismatchError extends TypeError {
+  override readonly name = "RoleMismatchError";
+
+  constructor(id: string, stored: string, asked: string, where: "stored" | "open") {
+    super(`Agent "${id}" is ${where} with role "${stored}", not "${asked}". Open it with role "${stored}", or use another id.`);
+  }
+}
+
 /** A failure of the store itself (file not writable, server gone, constraint violated). */
 export class StoreError extends Error {
   override readonly name = "StoreError";
