@@ -74,12 +74,15 @@ describe(`durable agents on ${name}`, () => {
   test("a value the application writes while a program runs is kept: the program runs again on it", async () => {
     const path = await location();
     const programs = {
-      slow: "context.n = (context.n ?? 0) + 1; await delegate('spinner').spin(); return context.n",
-      "spinner.spin": "const end = Date.now() + 400; while (Date.now() < end) {} return 1",
+      slow: "context.n = (context.n ?? 0) + 1; await delegate('spinner').spin(args[0]); return context.n",
+      warm: "await delegate('spinner').spin(0); return 0",
+      "spinner.spin": "const end = Date.now() + args[0]; while (Date.now() < end) {} return 1",
     };
     const agent = await Agent.open<{ x: number }>("writer", { store: path, id: "w1", provider: new ScriptedProvider({ programs }) });
-    const running = agent.slow();
-    setTimeout(() => (agent.x = 5), 100);
+    // Both isolates (and the sandbox process) exist before the timed part, so the write lands mid-run.
+    await agent.warm();
+    const running = agent.slow(600);
+    setTimeout(() => (agent.x = 5), 200);
     expect((await running).value).toBe(1);
     await Agent.save(agent);
     expect(agent.runtimeContext).toEqual({ n: 1, x: 5 });
