@@ -46,7 +46,7 @@ describe("generated code answers a follow-up by reading prior records", () => {
 
   test("a calculator summarises what it computed so far, including its failures", async () => {
     server = await OpenAITestServer.start([
-      { kind: "structured", code: "context.value = (context.value ?? 0) + args[0]; return context.value" },
+      // One add program: the second add(…) runs it again (reuse), with no request.
       { kind: "structured", code: "context.value = (context.value ?? 0) + args[0]; return context.value" },
       { kind: "structured", code: "if (args[0] === 0) throw new RangeError('division by zero'); return context.value / args[0]" },
       {
@@ -60,5 +60,7 @@ describe("generated code answers a follow-up by reading prior records", () => {
     expect((await calc.divide(0)).errorType).toBe("execution");
     const summary = await calc.summary();
     expect(summary.value).toEqual({ ok: ["add(2)", "add(5)"], failed: ["execution"] });
+    expect(server.requests).toHaveLength(3);
+    expect(Agent.history(calc).map((r) => r.program_source)).toEqual(["generated", "reused", "generated", "generated"]);
   });
 });

@@ -13,7 +13,8 @@ export function syntheticRecord(index: number): HistoryRecord {
     trace_id: `00000000-0000-4000-9000-${String(index).padStart(12, "0")}`,
     depth: 0,
     duration_ms: 0.5,
-    program_source: "return args[0] + args[1]",
+    program_source: "generated",
+    program: "return args[0] + args[1]",
     artifact_hit: false,
   };
 }

@@ -50,6 +50,23 @@ export interface AgentOptions {
   store?: Store | string;
   /** The agent's durable identity in its store, 1 to 200 characters. Default: the role. */
   id?: string;
+  /**
+   * Run a program that worked again, without asking the provider, for later calls of the same
+   * method and shape: `true` (default), `false`, `{ except: [methods] }`, or `{ only: [methods] }`.
+   * Methods that take free-form requests (`ask`, `chat`, `discuss`, `answer`, `respond`) are
+   * kept only when named in `only`.
+   */
+  reuse?: boolean | { readonly except?: readonly string[]; readonly only?: readonly string[] };
+  /** Calls in a row a kept program may fail by its own mistake before it is dropped. Default: 2. */
+  maxReuseFailures?: number;
+}
+
+/** Which methods' programs are kept and run again. */
+export interface ReuseRule {
+  readonly enabled: boolean;
+  readonly except: ReadonlySet<string>;
+  /** When given, only these methods (free-form ones included). */
+  readonly only: ReadonlySet<string> | undefined;
 }
 
 /** Options after defaults and environment variables are applied. */
@@ -69,6 +86,8 @@ export interface ResolvedOptions {
   readonly store: Store | undefined;
   /** Only for the agent it was given to; children derive theirs. */
   readonly id: string | undefined;
+  readonly reuse: ReuseRule;
+  readonly maxReuseFailures: number;
 }
 
 /** Every default, in one place. */
@@ -79,6 +98,7 @@ export const DEFAULT_OPTIONS = {
   memoryLimitMb: 64,
   maxDelegationDepth: 8,
   historyPreviewLimit: 3,
+  maxReuseFailures: 2,
 } as const;
 
 /** The smallest heap isolated-vm accepts. */
@@ -99,6 +119,8 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   signal: true,
   store: true,
   id: true,
+  reuse: true,
+  maxReuseFailures: true,
 };
 
 /** The names `Agent.for()` accepts, in documentation order. */
@@ -155,7 +177,24 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     signal: signal ?? base.signal,
     store: store === undefined ? base.store : typeof store === "string" ? openStore(store) : store,
     id,
+    reuse: reuseRule(given.reuse) ?? base.reuse,
+    maxReuseFailures: integer(given, "maxReuseFailures", 1) ?? base.maxReuseFailures,
   };
+}
+
+const REUSE_SHAPE = 'Option "reuse" must be true, false, { except: [methods] } or { only: [methods] }.';
+
+function reuseRule(value: AgentOptions["reuse"]): ReuseRule | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "boolean") return { enabled: value, except: new Set(), only: undefined };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${REUSE_SHAPE} Got ${describeType(value)}.`);
+  for (const key of Object.keys(value)) if (key !== "except" && key !== "only") throw new TypeError(`${REUSE_SHAPE} "${key}" is not one of them.`);
+  const names = (list: unknown, field: string): Set<string> | undefined => {
+    if (list === undefined) return undefined;
+    if (!Array.isArray(list) || !list.every((name) => typeof name === "string")) throw new TypeError(`${REUSE_SHAPE} "${field}" must be an array of method names.`);
+    return new Set(list as string[]);
+  };
+  return { enabled: true, except: names(value.except, "except") ?? new Set(), only: names(value.only, "only") };
 }
 
 function rootDefaults(): ResolvedOptions {
@@ -169,6 +208,7 @@ function rootDefaults(): ResolvedOptions {
     signal: undefined,
     store: storeFromEnv(),
     id: undefined,
+    reuse: { enabled: true, except: new Set(), only: undefined },
   };
 }
 

@@ -30,7 +30,8 @@ describe("prompts", () => {
 
   test("the user prompt previews the latest records, bounded by historyPreviewLimit", async () => {
     const provider = new ScriptedProvider({ programs: { m: "return 1", bad: "throw new Error('x')" } });
-    const agent = Agent.for("previewer", { provider, historyPreviewLimit: 2 });
+    // Every call asks the provider (no reuse), so the last request is the fourth call's.
+    const agent = Agent.for("previewer", { provider, historyPreviewLimit: 2, reuse: false });
     await agent.m();
     await agent.bad();
     await agent.m();

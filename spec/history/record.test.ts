@@ -44,7 +44,7 @@ describe("records from every path match the JSON Schema", () => {
   test("the schema rejects records that break the contract", () => {
     const { record: good } = createRecord({
       callId: "c1", startedAt: new Date(0), speaker: "user", method: "m", args: [], kwargs: {},
-      outcome: { status: "ok", ok: true, value: 1, retriable: false }, traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, programSource: "return 1",
+      outcome: { status: "ok", ok: true, value: 1, retriable: false }, traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, program: { code: "return 1", source: "generated" },
     });
     expectValid(good);
     for (const bad of [
@@ -73,7 +73,8 @@ describe("record fields", () => {
       outcome_summary: { status: "ok", ok: true, error_type: null, retriable: false, value_class: "object" },
       trace_id: "trace-1",
       depth: 0,
-      program_source: "return { secret: 'value-not-kept', n: args[0] }",
+      program_source: "generated",
+      program: "return { secret: 'value-not-kept', n: args[0] }",
       artifact_hit: false,
     });
     expect(record?.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
@@ -121,13 +122,14 @@ describe("record size", () => {
       callId: "c", startedAt: new Date(0), speaker: "user", method: "m",
       args: Array.from({ length: 50 }, () => "y".repeat(9_000)), kwargs: { small: 1 },
       outcome: { status: "error", ok: false, errorType: "execution", errorMessage: "e".repeat(50_000), retriable: false },
-      traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, programSource: "x".repeat(50_000),
+      traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, program: { code: "x".repeat(50_000), source: "generated" },
     });
     expect(recordBytes(record)).toBeLessThanOrEqual(MAX_RECORD_BYTES);
     expect(JSON.parse(json)).toEqual(record);
     expect(record.args).toEqual([expect.stringMatching(/^\[truncated: args were \d+ bytes as JSON\]$/)]);
     expect(record.kwargs).toEqual({ small: 1 });
-    expect(record.program_source).toMatch(/…\[truncated \d+ chars\]$/);
+    expect(record.program).toMatch(/…\[truncated \d+ chars\]$/);
+    expect(record.program_source).toBe("generated");
     expectValid(record);
   });
 });

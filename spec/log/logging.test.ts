@@ -92,7 +92,8 @@ describe("log lines", () => {
   test("debug mode (IMPROV_DEBUG) adds the prompts and a bounded context snapshot", async () => {
     const log = tempLog();
     vi.stubEnv("IMPROV_DEBUG", "1");
-    const agent = Agent.for<{ big: string }>("calculator", { provider: new ScriptedProvider({ programs }), log, historyPreviewLimit: 2 });
+    // No reuse: a reused call renders no prompt, and this test reads the last call's.
+    const agent = Agent.for<{ big: string }>("calculator", { provider: new ScriptedProvider({ programs }), log, historyPreviewLimit: 2, reuse: false });
     agent.big = "x".repeat(20_000);
     for (let i = 0; i < 4; i += 1) await agent.add(i);
     const line = readLines(log).at(-1)!;

@@ -52,7 +52,7 @@ describe("SqliteStore set-up", () => {
     const db = new DatabaseSync(path);
     db.prepare("UPDATE improv_meta SET value = '99' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => new SqliteStore(path)).toThrow(`sqlite:${path}: the database has schema version 99, made by a newer improv; this one knows up to 1. Upgrade improv to use it.`);
+    expect(() => new SqliteStore(path)).toThrow(`sqlite:${path}: the database has schema version 99, made by a newer improv; this one knows up to 2. Upgrade improv to use it.`);
   });
 
   test("a file that cannot be written is a StoreError naming the store", () => {

@@ -1,4 +1,4 @@
-import { createRecord, type SerializedRecord, type Speaker } from "../history/record.ts";
+import { createRecord, type ProgramSource, type SerializedRecord, type Speaker } from "../history/record.ts";
 import type { AgentState } from "../agent-state.ts";
 import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
@@ -21,6 +21,8 @@ export interface CallDraft {
   args: readonly unknown[];
   kwargs: Readonly<Record<string, unknown>>;
   code: string | null;
+  /** Where `code` came from. */
+  programSource: ProgramSource;
   /** The last program, parsed once and reused by the history scan. */
   parsed: ParsedProgram | undefined;
   model: string | undefined;
@@ -103,7 +105,7 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number): Se
     parentCallId: draft.parentCallId,
     depth: draft.depth,
     durationMs,
-    programSource: draft.code,
+    program: draft.code === null ? null : { code: draft.code, source: draft.programSource },
   });
 }
 
@@ -119,6 +121,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     parsed: draft.parsed,
     durationMs,
     attempts: draft.attempts,
+    programSource: draft.code === null ? null : draft.programSource,
     attemptErrors: attemptErrors(draft.failures),
     status: outcome.status,
     errorType: outcome.errorType ?? null,

@@ -7,10 +7,12 @@ import { runProgram } from "../sandbox/host/run-program.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
 import { handleDelegate } from "./delegation.ts";
 import { CONFLICT, finalize, type CallDraft } from "./finalize.ts";
-import { renderPrompts } from "./prompt.ts";
+import { PROMPT_VERSION, renderPrompts } from "./prompt.ts";
 import { feedbackBlock, type AttemptFailure } from "./repair.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
+import { bakedInput, takesPartInReuse } from "../programs/cacheable.ts";
+import { programKey, shelfFor, type KeptProgram, type ProgramShelf } from "../programs/kept.ts";
 
 /** Where a call came from. */
 export interface CallOrigin {
@@ -38,6 +40,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     args: rawArgs,
     kwargs: {},
     code: null,
+    programSource: "generated",
     parsed: undefined,
     model: undefined,
     attempts: 0,
@@ -74,10 +77,16 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
   if (problem !== undefined) return fail("invalid_input", `Argument ${problem} and cannot enter the sandbox. Pass plain data.`);
   if (state.options.signal?.aborted) return fail("cancelled", "The call was cancelled before it started.");
   const provider = state.provider();
-  if (!provider) return fail("provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
   // A durable agent sees what other processes committed before it renders its prompts.
   const pullProblem = await pullFailure(state, draft);
   if (pullProblem !== undefined) return pullProblem;
+
+  const reuse = reuseFor(state, draft, provider);
+  if (reuse !== undefined) {
+    const served = await runKept(state, draft, reuse, fail);
+    if (served !== undefined) return served;
+  }
+  if (!provider) return fail("provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
 
   const promptInput = {
     role: state.role,
@@ -117,8 +126,13 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
     }
     draft.code = generated.code;
     draft.model = generated.model;
-    const { outcome, mistake } = await runAttempt(state, draft, generated.code, attempt, fail);
-    if (mistake === undefined) return outcome;
+    // Written after a failure's feedback, it is a repair of what failed.
+    draft.programSource = draft.failures.some((failure) => failure.code !== undefined) ? "repaired" : "generated";
+    const { outcome, mistake, prepared } = await runAttempt(state, draft, generated.code, attempt, fail);
+    if (mistake === undefined) {
+      if (outcome.ok && reuse !== undefined && prepared !== undefined) await keepIfReusable(reuse, draft, prepared, generated.code);
+      return outcome;
+    }
     draft.failures.push(mistake);
     last = outcome;
   }
@@ -135,13 +149,13 @@ async function runAttempt(
   code: string,
   attempt: number,
   fail: (errorType: ErrorType, message: string) => Outcome,
-): Promise<{ outcome: Outcome; mistake?: AttemptFailure }> {
+): Promise<{ outcome: Outcome; mistake?: AttemptFailure; prepared?: Extract<PreparedProgram, { ok: true }> }> {
   const prepared = prepareProgram(code, draft.method);
   draft.parsed = prepared.parsed;
   if (!prepared.ok) {
     return { outcome: fail("invalid_code", prepared.message), mistake: { attempt, errorType: "invalid_code", message: prepared.message, code } };
   }
-  return state.queue.run(async () => {
+  const ran = await state.queue.run(async () => {
     // Processes sharing a durable agent take turns where the store has per-agent locks.
     const release = await state.link?.lock(lockWaitMs(state));
     try {
@@ -150,6 +164,53 @@ async function runAttempt(
       await release?.();
     }
   });
+  return { ...ran, prepared };
+}
+
+/** Where this call's kept programs are, and its key there; undefined when the call takes no part in reuse. */
+interface Reuse {
+  readonly shelf: ProgramShelf;
+  readonly key: string;
+}
+
+function reuseFor(state: AgentState, draft: CallDraft, provider: Provider | undefined): Reuse | undefined {
+  if (!takesPartInReuse(draft.method, state.options.reuse)) return undefined;
+  const shelf = shelfFor(state.options.store, provider);
+  return shelf === undefined ? undefined : { shelf, key: programKey(state.role, draft.method, draft.args, draft.kwargs, PROMPT_VERSION) };
+}
+
+/**
+ * Runs the program kept for this call's key, if there is one: no prompt, no provider. Its
+ * outcome is the call's, unless it failed by its own mistake: then the call goes on to generate
+ * a program with that failure as feedback (undefined), and the kept program is charged the
+ * failure (dropped after `maxReuseFailures` in a row). Timeouts, cancellations and the like are
+ * not the program's doing and are not charged.
+ */
+async function runKept(state: AgentState, draft: CallDraft, reuse: Reuse, fail: (errorType: ErrorType, message: string) => Outcome): Promise<Outcome | undefined> {
+  let kept: KeptProgram | undefined;
+  try {
+    kept = await reuse.shelf.get(reuse.key);
+  } catch {
+    // A store that cannot say: generate instead; the call's own commit reports a failing store.
+    return undefined;
+  }
+  if (kept === undefined) return undefined;
+  draft.code = kept.code;
+  draft.programSource = "reused";
+  const { outcome, mistake } = await runAttempt(state, draft, kept.code, 0, fail);
+  const charged = mistake !== undefined ? "mistake" : outcome.ok || outcome.errorType === "execution" ? "ok" : undefined;
+  if (charged !== undefined) await Promise.resolve(reuse.shelf.ran(reuse.key, charged, state.options.maxReuseFailures)).catch(() => undefined);
+  if (mistake === undefined) return outcome;
+  draft.failures.push(mistake);
+  return undefined;
+}
+
+/** Keeps a program that worked, unless it bakes this call's input into itself. */
+async function keepIfReusable(reuse: Reuse, draft: CallDraft, prepared: Extract<PreparedProgram, { ok: true }>, code: string): Promise<void> {
+  if (!prepared.parsed.ok) return;
+  const readsInputByShape = prepared.shape === "function" || prepared.shape === "class";
+  if (bakedInput(prepared.parsed.ast, draft.args, draft.kwargs, readsInputByShape) !== undefined) return;
+  await Promise.resolve(reuse.shelf.keep({ key: reuse.key, role: draft.role, method: draft.method, code })).catch(() => undefined);
 }
 
 /** How long a run waits for its agent's lock held by another process: that process's run and commit, with room to spare. */

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { HistoryRecord } from "../history/record.ts";
 import { toJsonSafe, truncateString } from "../history/json-safe.ts";
@@ -10,6 +11,12 @@ function loadTemplate(name: string): string {
 }
 
 const templates = { system: loadTemplate("system.md"), user: loadTemplate("user.md") };
+
+/**
+ * A hash of the prompt templates: part of a kept program's key, so a program written for other
+ * prompts is not run again after they change.
+ */
+export const PROMPT_VERSION = createHash("sha256").update(templates.system).update("\u0000").update(templates.user).digest("hex").slice(0, 12);
 
 /** Longest rendering of the arguments in the user prompt, so prompt size stays bounded. */
 const MAX_ARGUMENT_CHARS = 2_000;

@@ -13,6 +13,7 @@ const MAX_FEEDBACK_ERROR_CHARS = 1_000;
 
 /** One failed attempt of a call. */
 export interface AttemptFailure {
+  /** 1 for the first provider attempt; 0 for a kept program run again. */
   readonly attempt: number;
   readonly errorType: ErrorType;
   readonly message: string;
@@ -28,7 +29,7 @@ export function feedbackBlock(failure: AttemptFailure): string {
   const where = failure.position === undefined ? "" : ` (line ${failure.position.line}, column ${failure.position.column} of that program)`;
   const fence = failure.code.includes("```") ? "~~~" : "```";
   return [
-    `Your previous answer (attempt ${failure.attempt}) did not work. It was:`,
+    failure.attempt === 0 ? "The program kept from an earlier call did not work this time. It was:" : `Your previous answer (attempt ${failure.attempt}) did not work. It was:`,
     `${fence}js`,
     truncateString(failure.code, MAX_FEEDBACK_PROGRAM_CHARS),
     fence,

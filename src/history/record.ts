@@ -35,9 +35,17 @@ export interface HistoryRecord {
   readonly duration_ms?: number;
   readonly error_type?: ErrorType;
   readonly error_message?: string;
-  readonly program_source?: string;
+  /** Where the program came from: a new one, a kept one run again, or one written after a failure's feedback. */
+  readonly program_source?: ProgramSource;
+  /** True when a kept program was run instead of asking the provider. */
   readonly artifact_hit?: boolean;
+  /** The program's text (cut to 10,000 characters). */
+  readonly program?: string;
 }
+
+/** Where a call's program came from, as the record and the log line say. */
+export const PROGRAM_SOURCES = ["generated", "reused", "repaired"] as const;
+export type ProgramSource = (typeof PROGRAM_SOURCES)[number];
 
 /** Largest serialised record; larger ones are cut down field by field, with markers. */
 export const MAX_RECORD_BYTES = 64 * 1024;
@@ -55,7 +63,8 @@ export interface RecordInput {
   readonly parentCallId: string | undefined;
   readonly depth: number;
   readonly durationMs: number;
-  readonly programSource: string | null;
+  /** The program that ran (or the last one tried), and where it came from; null when no program was produced. */
+  readonly program: { readonly code: string; readonly source: ProgramSource } | null;
 }
 
 // Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
@@ -95,8 +104,8 @@ export function createRecord(input: RecordInput): SerializedRecord {
     depth: input.depth,
     duration_ms: Math.round(input.durationMs * 1000) / 1000,
     ...(outcome.ok || outcome.errorType === undefined ? {} : { error_type: outcome.errorType, error_message: truncateString(outcome.errorMessage ?? "") }),
-    ...(input.programSource === null ? {} : { program_source: truncateString(input.programSource) }),
-    artifact_hit: false,
+    ...(input.program === null ? {} : { program_source: input.program.source, program: truncateString(input.program.code) }),
+    artifact_hit: input.program?.source === "reused",
   };
   return fitRecord(record);
 }
@@ -128,7 +137,7 @@ function fitRecord(record: HistoryRecord): SerializedRecord {
   const withoutKwargs = (r: HistoryRecord): HistoryRecord => ({ ...r, kwargs: { "[truncated]": `kwargs were ${jsonBytes(r.kwargs)} bytes as JSON` } });
   const argsFirst = jsonBytes(record.args) >= jsonBytes(record.kwargs);
   const shrinkers: ((r: HistoryRecord) => HistoryRecord)[] = [
-    (r) => (r.program_source === undefined ? r : { ...r, program_source: truncateString(r.program_source, 2_000) }),
+    (r) => (r.program === undefined ? r : { ...r, program: truncateString(r.program, 2_000) }),
     (r) => (r.error_message === undefined ? r : { ...r, error_message: truncateString(r.error_message, 2_000) }),
     argsFirst ? withoutArgs : withoutKwargs,
     argsFirst ? withoutKwargs : withoutArgs,

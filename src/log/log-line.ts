@@ -1,6 +1,6 @@
 import { configure } from "safe-stable-stringify";
 import { toJsonSafe, type JsonValue } from "../history/json-safe.ts";
-import type { HistoryRecord } from "../history/record.ts";
+import type { HistoryRecord, ProgramSource } from "../history/record.ts";
 import type { ErrorType, OutcomeStatus } from "../outcome.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import { scanProgram } from "../telemetry/scan.ts";
@@ -24,6 +24,8 @@ export interface LogLineInput {
   readonly parsed: ParsedProgram | undefined;
   readonly durationMs: number;
   readonly attempts: number;
+  /** Where the program came from, or null when there was none. */
+  readonly programSource?: ProgramSource | null;
   /** Why each failed attempt failed, oldest first. */
   readonly attemptErrors: readonly { readonly attempt: number; readonly error_type: ErrorType; readonly error_message: string }[];
   readonly status: OutcomeStatus;
@@ -58,6 +60,8 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     code: input.code,
     duration_ms: Math.round(input.durationMs * 1000) / 1000,
     generation_attempt: input.attempts,
+    program_source: input.programSource ?? null,
+    artifact_hit: input.programSource === "reused",
     attempt_errors: input.attemptErrors,
     outcome_status: input.status,
     error_type: input.errorType,

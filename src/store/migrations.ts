@@ -22,6 +22,18 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
      record TEXT NOT NULL,
      PRIMARY KEY (agent_id, position)
    ) WITHOUT ROWID;`,
+  `CREATE TABLE improv_programs (
+     key TEXT PRIMARY KEY,
+     role TEXT NOT NULL,
+     method TEXT NOT NULL,
+     code TEXT NOT NULL,
+     uses INTEGER NOT NULL,
+     failures INTEGER NOT NULL,
+     failures_in_row INTEGER NOT NULL,
+     kept_at TEXT NOT NULL,
+     last_used TEXT
+   );
+   CREATE INDEX improv_programs_role ON improv_programs (role);`,
 ];
 
 /** PostgreSQL (`PostgresStore`). */
@@ -43,4 +55,16 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
      record TEXT NOT NULL,
      PRIMARY KEY (agent_id, position)
    );`,
+  `CREATE TABLE improv_programs (
+     key TEXT PRIMARY KEY,
+     role TEXT NOT NULL,
+     method TEXT NOT NULL,
+     code TEXT NOT NULL,
+     uses BIGINT NOT NULL,
+     failures BIGINT NOT NULL,
+     failures_in_row BIGINT NOT NULL,
+     kept_at TIMESTAMPTZ NOT NULL,
+     last_used TIMESTAMPTZ
+   );
+   CREATE INDEX improv_programs_role ON improv_programs (role);`,
 ];

@@ -1,6 +1,8 @@
 import pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+import type { KeptProgram } from "../programs/kept.ts";
+import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type WriteResult } from "./store.ts";
 
 /** Options of {@link PostgresStore}. */
@@ -154,6 +156,52 @@ export class PostgresStore implements Store {
       await client.query("UPDATE improv_agents SET epoch = epoch + 1, first = $1, length = $2, updated_at = $3 WHERE id = $4", [row.first + drop, keepLast, new Date().toISOString(), id]);
       return drop;
     });
+  }
+
+  async program(key: string): Promise<KeptProgram | undefined> {
+    return this.#use("read a kept program", async (client) => {
+      const row = (await client.query<ProgramRow>("SELECT * FROM improv_programs WHERE key = $1", [key])).rows[0];
+      return row === undefined ? undefined : keptProgram(row);
+    });
+  }
+
+  async keepProgram(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void> {
+    await this.#use("keep a program", async (client) => {
+      await client.query(
+        "INSERT INTO improv_programs (key, role, method, code, uses, failures, failures_in_row, kept_at, last_used) VALUES ($1, $2, $3, $4, 0, 0, 0, $5, NULL) ON CONFLICT (key) DO UPDATE SET code = excluded.code, uses = 0, failures = 0, failures_in_row = 0, kept_at = excluded.kept_at, last_used = NULL",
+        [program.key, program.role, program.method, program.code, new Date().toISOString()],
+      );
+    });
+  }
+
+  async programRan(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
+    return this.#use("count a kept program's call", async (client) => {
+      const now = new Date().toISOString();
+      if (ended === "ok") {
+        await client.query("UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = $1 WHERE key = $2", [now, key]);
+        return false;
+      }
+      // One statement: the failure counted, and the program dropped when that makes too many in a row.
+      const result = await client.query(
+        "WITH counted AS (UPDATE improv_programs SET failures = failures + 1, failures_in_row = failures_in_row + 1, last_used = $1 WHERE key = $2 RETURNING key, failures_in_row) DELETE FROM improv_programs WHERE key IN (SELECT key FROM counted WHERE failures_in_row >= $3)",
+        [now, key, maxFailuresInRow],
+      );
+      return (result.rowCount ?? 0) > 0;
+    });
+  }
+
+  async programs(role?: string): Promise<readonly KeptProgram[]> {
+    return this.#use("list kept programs", async (client) => {
+      const result =
+        role === undefined
+          ? await client.query<ProgramRow>('SELECT * FROM improv_programs ORDER BY key COLLATE "C"')
+          : await client.query<ProgramRow>('SELECT * FROM improv_programs WHERE role = $1 ORDER BY key COLLATE "C"', [role]);
+      return result.rows.map(keptProgram);
+    });
+  }
+
+  async forgetProgram(key: string): Promise<boolean> {
+    return this.#use("forget a kept program", async (client) => ((await client.query("DELETE FROM improv_programs WHERE key = $1", [key])).rowCount ?? 0) > 0);
   }
 
   /** Whether `close()` was called. */

@@ -4,6 +4,8 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
+import type { KeptProgram } from "../programs/kept.ts";
+import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type WriteResult } from "./store.ts";
 
 /** Options of {@link SqliteStore}. */
@@ -220,6 +222,45 @@ export class SqliteStore implements SyncStore {
       const synchronous = (["off", "normal", "full", "extra"] as const)[Number(value("synchronous"))] ?? "off";
       return { journalMode: String(value("journal_mode")), synchronous, busyTimeoutMs: Number(value("busy_timeout")), journalSizeLimit: Number(value("journal_size_limit")) };
     });
+  }
+
+  async program(key: string): Promise<KeptProgram | undefined> {
+    return this.#guard("read a kept program", () => {
+      const row = this.#statement("SELECT * FROM improv_programs WHERE key = ?").get(key) as unknown as ProgramRow | undefined;
+      return row === undefined ? undefined : keptProgram(row);
+    });
+  }
+
+  async keepProgram(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void> {
+    this.#guard("keep a program", () => {
+      this.#statement(
+        "INSERT INTO improv_programs (key, role, method, code, uses, failures, failures_in_row, kept_at, last_used) VALUES (?, ?, ?, ?, 0, 0, 0, ?, NULL) ON CONFLICT (key) DO UPDATE SET code = excluded.code, uses = 0, failures = 0, failures_in_row = 0, kept_at = excluded.kept_at, last_used = NULL",
+      ).run(program.key, program.role, program.method, program.code, new Date().toISOString());
+    });
+  }
+
+  async programRan(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
+    return this.#guard("count a kept program's call", () =>
+      this.#transaction(() => {
+        const now = new Date().toISOString();
+        if (ended === "ok") {
+          this.#statement("UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = ? WHERE key = ?").run(now, key);
+          return false;
+        }
+        this.#statement("UPDATE improv_programs SET failures = failures + 1, failures_in_row = failures_in_row + 1, last_used = ? WHERE key = ?").run(now, key);
+        return Number(this.#statement("DELETE FROM improv_programs WHERE key = ? AND failures_in_row >= ?").run(key, maxFailuresInRow).changes) > 0;
+      }),
+    );
+  }
+
+  async programs(role?: string): Promise<readonly KeptProgram[]> {
+    return this.#guard("list kept programs", () =>
+      ((role === undefined ? this.#statement("SELECT * FROM improv_programs ORDER BY key").all() : this.#statement("SELECT * FROM improv_programs WHERE role = ? ORDER BY key").all(role)) as unknown as ProgramRow[]).map(keptProgram),
+    );
+  }
+
+  async forgetProgram(key: string): Promise<boolean> {
+    return this.#guard("forget a kept program", () => Number(this.#statement("DELETE FROM improv_programs WHERE key = ?").run(key).changes) > 0);
   }
 
   /** Whether `close()` was called. */

@@ -10,6 +10,8 @@
  * processes sharing an agent never lose each other's updates (docs/storage.md).
  */
 
+import type { KeptProgram } from "../programs/kept.ts";
+
 /** An agent's context as stored: the values, and the keys among them the application wrote. */
 export interface StoredContext {
   readonly values: Record<string, unknown>;
@@ -93,6 +95,16 @@ export interface Store {
    * `waitMs`, then resolves without the lock (the version check still keeps writes correct).
    */
   lock?(id: string, waitMs: number): Promise<() => Promise<void>>;
+  /** The program kept under `key`, if any (see `programs/kept.ts`). */
+  program?(key: string): Promise<KeptProgram | undefined>;
+  /** Keeps a program under its key, replacing what was there (counts start over). */
+  keepProgram?(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void>;
+  /** Counts a call a kept program served; true when a failure in a row past `maxFailuresInRow` dropped it. */
+  programRan?(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean>;
+  /** Every kept program, optionally of one role, by key. */
+  programs?(role?: string): Promise<readonly KeptProgram[]>;
+  /** Drops the program kept under `key`; false when there was none. */
+  forgetProgram?(key: string): Promise<boolean>;
 }
 
 /** A store that can also work synchronously (`Agent.for` with a store, setters written through at once). */

@@ -1,0 +1,78 @@
+/**
+ * Whether a program that worked may be kept and run again for later calls of the same shape:
+ * only when its method takes part in reuse, and the program does not bake this call's input
+ * into its text (then it would answer every later call as it answered this one). Decided on
+ * the program's syntax tree, never by searching its text.
+ */
+import type { Node } from "acorn";
+import { full } from "acorn-walk";
+import type { ReuseRule } from "../options.ts";
+
+/** Methods that by convention take free-form requests: kept only when named in `reuse: { only }`. */
+export const FREE_FORM_METHODS: ReadonlySet<string> = new Set(["ask", "chat", "discuss", "answer", "respond"]);
+
+/** Shortest string argument that counts as baked in when the program holds it as a literal. */
+const MIN_BAKED_CHARS = 3;
+/** Consecutive words of a string argument that, repeated in a literal, count as baked in. */
+const BAKED_WORDS = 3;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyNode = Node & { readonly [field: string]: any };
+
+/** Whether calls of `method` may run a kept program (and keep the ones that work). */
+export function takesPartInReuse(method: string, rule: ReuseRule): boolean {
+  if (!rule.enabled) return false;
+  if (rule.only !== undefined) return rule.only.has(method);
+  return !rule.except.has(method) && !FREE_FORM_METHODS.has(method);
+}
+
+/**
+ * Why the program bakes this call's input into itself (so it must not be kept), or undefined
+ * when it does not: the call had arguments and the program reads neither `args` nor `kwargs`
+ * (a function or class the call's shape rule calls with them counts as reading them),
+ * or a string literal of the program holds a string argument (three characters or more) or
+ * repeats three consecutive words of one.
+ */
+export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, readsInputByShape = false): string | undefined {
+  let readsInput = readsInputByShape;
+  const literals: string[] = [];
+  full(ast, (node) => {
+    const any = node as AnyNode;
+    if (any.type === "Identifier" && (any.name === "args" || any.name === "kwargs")) readsInput = true;
+    else if (any.type === "Literal" && typeof any.value === "string") literals.push(normalize(any.value));
+    else if (any.type === "TemplateElement" && typeof any.value?.cooked === "string") literals.push(normalize(any.value.cooked));
+  });
+  const hasInput = args.length > 0 || Object.keys(kwargs).length > 0;
+  if (hasInput && !readsInput) return "the call had arguments and the program reads neither args nor kwargs";
+  for (const argument of stringArguments([...args, ...Object.values(kwargs)])) {
+    const text = normalize(argument);
+    if (text.length >= MIN_BAKED_CHARS && literals.some((literal) => literal.includes(text))) return "the program holds a string argument as a literal";
+    const words = text.split(" ");
+    for (let start = 0; start + BAKED_WORDS <= words.length; start += 1) {
+      const run = words.slice(start, start + BAKED_WORDS).join(" ");
+      if (literals.some((literal) => literal.includes(run))) return "a literal of the program repeats words of a string argument";
+    }
+  }
+  return undefined;
+}
+
+function normalize(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
+/** The strings among the arguments, nested ones included (a bounded walk). */
+function stringArguments(values: readonly unknown[]): string[] {
+  const strings: string[] = [];
+  const pending: unknown[] = [...values];
+  const seen = new Set<object>();
+  for (let visited = 0; pending.length > 0 && visited < 1_000; visited += 1) {
+    const value = pending.pop();
+    if (typeof value === "string") strings.push(value);
+    else if (typeof value === "object" && value !== null && !seen.has(value)) {
+      seen.add(value);
+      if (Array.isArray(value)) pending.push(...value.slice(0, 100));
+      else if (Object.getPrototypeOf(value) === Object.prototype) pending.push(...Object.values(value).slice(0, 100));
+    }
+  }
+  return strings;
+}

@@ -1,0 +1,126 @@
+/**
+ * Kept programs: a program that worked, run again for later calls of the same key without
+ * asking the provider. The key is the role, the method, the call's shape (how many positional
+ * arguments, which named ones) and the prompt version; it ignores provider and model, as a
+ * kept program is plain JavaScript. In memory, programs are shared by the agents of a role that
+ * use the same provider object; in a store, by every agent of the role using it, across
+ * processes and restarts.
+ */
+import type { Provider } from "../providers/provider.ts";
+import type { Store } from "../store/store.ts";
+
+/** A kept program and how it has fared. */
+export interface KeptProgram {
+  readonly key: string;
+  readonly role: string;
+  readonly method: string;
+  /** The model's program, as it wrote it. */
+  readonly code: string;
+  /** Calls it served, and failed by its own mistake (in all, and in a row up to now). */
+  readonly uses: number;
+  readonly failures: number;
+  readonly failuresInRow: number;
+  /** ISO 8601 times. */
+  readonly keptAt: string;
+  readonly lastUsed: string | null;
+}
+
+/** Where an agent's kept programs are: in memory, or in its store. */
+export interface ProgramShelf {
+  get(key: string): KeptProgram | undefined | Promise<KeptProgram | undefined>;
+  /** Keeps `code` under `key`, replacing what was kept there (counts start over). */
+  keep(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): void | Promise<void>;
+  /** A call the kept program served: `ok`, or failed by its own mistake; true when that failure dropped it. */
+  ran(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): boolean | Promise<boolean>;
+}
+
+/** The key of a call: `role.method(2; from,to)@promptVersion`. */
+export function programKey(role: string, method: string, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, promptVersion: string): string {
+  const names = Object.keys(kwargs).sort();
+  return `${role}.${method}(${args.length}${names.length === 0 ? "" : `; ${names.join(",")}`})@${promptVersion}`;
+}
+
+/** Kept programs in this process's memory. */
+export class MemoryShelf implements ProgramShelf {
+  readonly #programs = new Map<string, KeptProgram>();
+
+  get(key: string): KeptProgram | undefined {
+    return this.#programs.get(key);
+  }
+
+  keep(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): void {
+    this.#programs.set(program.key, { ...program, uses: 0, failures: 0, failuresInRow: 0, keptAt: new Date().toISOString(), lastUsed: null });
+  }
+
+  ran(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): boolean {
+    const program = this.#programs.get(key);
+    if (program === undefined) return false;
+    const updated = afterRun(program, ended);
+    if (updated.failuresInRow >= maxFailuresInRow) {
+      this.#programs.delete(key);
+      return true;
+    }
+    this.#programs.set(key, updated);
+    return false;
+  }
+
+  /** Every kept program, optionally of one role. */
+  list(role?: string): KeptProgram[] {
+    return [...this.#programs.values()].filter((program) => role === undefined || program.role === role);
+  }
+
+  forget(key: string): boolean {
+    return this.#programs.delete(key);
+  }
+}
+
+/** A program's counts after one more call. */
+export function afterRun(program: KeptProgram, ended: "ok" | "mistake"): KeptProgram {
+  const lastUsed = new Date().toISOString();
+  return ended === "ok"
+    ? { ...program, uses: program.uses + 1, failuresInRow: 0, lastUsed }
+    : { ...program, failures: program.failures + 1, failuresInRow: program.failuresInRow + 1, lastUsed };
+}
+
+/** Kept programs in a store. */
+class StoreShelf implements ProgramShelf {
+  readonly #store: Store & Required<Pick<Store, "program" | "keepProgram" | "programRan">>;
+
+  constructor(store: Store & Required<Pick<Store, "program" | "keepProgram" | "programRan">>) {
+    this.#store = store;
+  }
+
+  get(key: string): Promise<KeptProgram | undefined> {
+    return this.#store.program(key);
+  }
+
+  keep(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void> {
+    return this.#store.keepProgram(program);
+  }
+
+  ran(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
+    return this.#store.programRan(key, ended, maxFailuresInRow);
+  }
+}
+
+const byProvider = new WeakMap<Provider, MemoryShelf>();
+const byStore = new WeakMap<Store, ProgramShelf>();
+
+/** The shelf of an agent with `store` (when it has one) and `provider`. */
+export function shelfFor(store: Store | undefined, provider: Provider | undefined): ProgramShelf | undefined {
+  if (store !== undefined && store.program !== undefined && store.keepProgram !== undefined && store.programRan !== undefined) {
+    let shelf = byStore.get(store);
+    if (shelf === undefined) {
+      shelf = new StoreShelf(store as Store & Required<Pick<Store, "program" | "keepProgram" | "programRan">>);
+      byStore.set(store, shelf);
+    }
+    return shelf;
+  }
+  if (provider === undefined) return undefined;
+  let shelf = byProvider.get(provider);
+  if (shelf === undefined) {
+    shelf = new MemoryShelf();
+    byProvider.set(provider, shelf);
+  }
+  return shelf;
+}
