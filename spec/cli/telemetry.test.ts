@@ -77,7 +77,9 @@ describe("improv telemetry", () => {
     expect(stdout.text).toContain("  errors                2  (28.6% of calls)");
     expect(stdout.text).toContain("  code reads history    3  (42.9% of calls)");
     expect(stdout.text).toMatch(/\n {4}count +2 +66\.7%\n/);
-    expect(stdout.text).toMatch(/calculator\.recent +1 +0\.0% +100\.0% +(slice 1, map 1|map 1, slice 1)/);
+    // calls, errors, reused, reads history, top operations
+    expect(stdout.text).toMatch(/calculator\.recent +1 +0\.0% +0\.0% +100\.0% +(slice 1, map 1|map 1, slice 1)/);
+    expect(stdout.text).toContain("  served by kept programs 1  (14.3% of calls, no provider request)");
   });
 
   test("malformed lines are counted and located, never fatal", async () => {

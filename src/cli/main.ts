@@ -7,7 +7,7 @@ import { openStore } from "../store/open.ts";
 import { sqlitePath, SqliteStore } from "../store/sqlite-store.ts";
 import type { Store } from "../store/store.ts";
 import { runDemo } from "./demo.ts";
-import { agentsTable, historyTable } from "./tables.ts";
+import { agentsTable, historyTable, programsTable } from "./tables.ts";
 import { runTelemetry, UsageError } from "./telemetry-command.ts";
 
 // Piping into `head` closes stdout early; that is the reader's choice, not an error.
@@ -95,6 +95,33 @@ program
       process.stderr.write(`improv telemetry: ${(error as Error).message}\n`);
       process.exitCode = error instanceof UsageError || /^Cannot read/.test((error as Error).message) ? 2 : 1;
     }
+  });
+
+program
+  .command("programs")
+  .description("List the programs a store keeps for reuse (key, uses, failures, last used), show one, or forget one.")
+  .argument("<store>", "a SQLite file or sqlite: URL, or a postgres:// URL")
+  .option("--role <role>", "only the programs of this role")
+  .option("--show <key>", "print the program kept under this key")
+  .option("--forget <key>", "drop the program kept under this key (the next call of that shape asks the provider)")
+  .option("--json", "print the list as JSON")
+  .action(async (location: string, options: { role?: string; show?: string; forget?: string; json?: boolean }) => {
+    await withStore(location, async (store) => {
+      if (store.programs === undefined || store.forgetProgram === undefined) throw new UsageError(`${store.label} keeps no programs.`);
+      if (options.forget !== undefined) {
+        if (!(await store.forgetProgram(options.forget))) throw new UsageError(`No program kept under ${options.forget}.`);
+        process.stdout.write(`Forgot ${options.forget}.\n`);
+        return;
+      }
+      const programs = await store.programs(options.role);
+      if (options.show !== undefined) {
+        const program = programs.find((kept) => kept.key === options.show);
+        if (program === undefined) throw new UsageError(`No program kept under ${options.show}.`);
+        process.stdout.write(`${program.code}\n`);
+        return;
+      }
+      process.stdout.write(options.json ? `${JSON.stringify(programs, null, 2)}\n` : programs.length === 0 ? "No kept programs.\n" : `${programsTable(programs)}\n`);
+    });
   });
 
 /** Opens the store a command names, runs `work`, closes it; a failure is reported with exit code 1 (2 for usage). */

@@ -1,4 +1,5 @@
 import type { HistoryRecord } from "../history/record.ts";
+import type { KeptProgram } from "../programs/kept.ts";
 import type { AgentSummary } from "../store/store.ts";
 
 /** Lays out rows under a header, each column as wide as its widest cell. */
@@ -25,4 +26,12 @@ export function historyTable(records: readonly HistoryRecord[]): string {
 /** A plain-text table of stored agents. */
 export function agentsTable(agents: readonly AgentSummary[]): string {
   return table(["id", "role", "records", "last call"], agents.map((agent) => [agent.id, agent.role, String(agent.records), agent.updatedAt]));
+}
+
+/** A plain-text table of kept programs. */
+export function programsTable(programs: readonly KeptProgram[]): string {
+  return table(
+    ["key", "uses", "failures", "last used"],
+    programs.map((program) => [program.key, String(program.uses), `${program.failures}${program.failuresInRow > 0 ? ` (${program.failuresInRow} in a row)` : ""}`, program.lastUsed ?? "never"]),
+  );
 }

@@ -8,6 +8,8 @@ export interface GroupStats {
   readsHistory: number;
   patterns: Partial<Record<PatternTag, number>>;
   scans: Record<string, number>;
+  /** Calls served by a kept program, with no provider request. */
+  reused: number;
 }
 
 /** What `improv telemetry` reports (`--json` prints exactly this). */
@@ -27,7 +29,7 @@ export interface TelemetryReport {
 const MAX_MALFORMED_EXAMPLES = 20;
 
 function emptyStats(): GroupStats {
-  return { calls: 0, errors: 0, errorTypes: {}, readsHistory: 0, patterns: {}, scans: {} };
+  return { calls: 0, errors: 0, errorTypes: {}, readsHistory: 0, patterns: {}, scans: {}, reused: 0 };
 }
 
 /** Accumulates call log lines into a {@link TelemetryReport}. */
@@ -122,6 +124,7 @@ function add(stats: GroupStats, line: Record<string, unknown>): void {
     stats.errorTypes[type] = (stats.errorTypes[type] ?? 0) + 1;
   }
   if (line.history_access_detected === true) stats.readsHistory += 1;
+  if (line.artifact_hit === true) stats.reused += 1;
   if (Array.isArray(line.history_query_patterns)) {
     for (const tag of line.history_query_patterns) {
       if ((PATTERN_TAGS as readonly unknown[]).includes(tag)) stats.patterns[tag as PatternTag] = (stats.patterns[tag as PatternTag] ?? 0) + 1;
@@ -144,6 +147,7 @@ export function formatReport(report: TelemetryReport): string {
   for (const [type, count] of Object.entries(overall.errorTypes).sort((a, b) => b[1] - a[1])) {
     out.push(`    ${type.padEnd(20)}${String(count).padStart(8)}  ${percent(count, overall.calls)}`);
   }
+  out.push(`  served by kept programs ${overall.reused}  (${percent(overall.reused, overall.calls).trim()} of calls, no provider request)`);
   out.push(`  code reads history    ${overall.readsHistory}  (${percent(overall.readsHistory, overall.calls).trim()} of calls)`);
   out.push("  history operations    (calls using each, share of history-reading calls)");
   for (const tag of PATTERN_TAGS) {
@@ -161,10 +165,10 @@ export function formatReport(report: TelemetryReport): string {
 function table(title: string, groups: Record<string, GroupStats>): string[] {
   const rows = Object.entries(groups).sort((a, b) => b[1].calls - a[1].calls);
   const width = Math.max(title.length, ...rows.map(([name]) => name.length));
-  const lines = [`${title.padEnd(width)}  ${"calls".padStart(7)}  ${"errors".padStart(7)}  ${"reads history".padStart(13)}  top operations`];
+  const lines = [`${title.padEnd(width)}  ${"calls".padStart(7)}  ${"errors".padStart(7)}  ${"reused".padStart(7)}  ${"reads history".padStart(13)}  top operations`];
   for (const [name, stats] of rows) {
     const top = Object.entries(stats.patterns).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([tag, count]) => `${tag} ${count}`).join(", ");
-    lines.push(`${name.padEnd(width)}  ${String(stats.calls).padStart(7)}  ${percent(stats.errors, stats.calls).padStart(7)}  ${percent(stats.readsHistory, stats.calls).padStart(13)}  ${top || "-"}`);
+    lines.push(`${name.padEnd(width)}  ${String(stats.calls).padStart(7)}  ${percent(stats.errors, stats.calls).padStart(7)}  ${percent(stats.reused, stats.calls).padStart(7)}  ${percent(stats.readsHistory, stats.calls).padStart(13)}  ${top || "-"}`);
   }
   return lines;
 }

@@ -1,0 +1,159 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { Agent, kw, ScriptedProvider, SqliteStore } from "../../src/index.ts";
+import { scriptedAgent } from "../helpers/agents.ts";
+
+const logPath = () => join(mkdtempSync(join(tmpdir(), "improv-reuse-")), "calls.jsonl");
+const requests = (provider: ScriptedProvider) => provider.calls.map((call) => call.method);
+
+describe("program reuse", () => {
+  test("a program that worked runs again for a call of the same shape, with no provider request, and the record says so", async () => {
+    const log = logPath();
+    const { agent, provider } = scriptedAgent("calculator", { add: "return args[0] + args[1]" }, { log });
+    expect((await agent.add(2, 3)).value).toBe(5);
+    expect((await agent.add(10, 20)).value).toBe(30);
+    expect((await agent.add(1, 1)).value).toBe(2);
+    expect(requests(provider)).toEqual(["add"]);
+    expect(Agent.history(agent).map((record) => [record.program_source, record.artifact_hit, record.program])).toEqual([
+      ["generated", false, "return args[0] + args[1]"],
+      ["reused", true, "return args[0] + args[1]"],
+      ["reused", true, "return args[0] + args[1]"],
+    ]);
+    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => [line.program_source, line.artifact_hit])).toEqual([["generated", false], ["reused", true], ["reused", true]]);
+  });
+
+  test("another call shape (more arguments, other named ones) asks the provider", async () => {
+    const { agent, provider } = scriptedAgent("calculator", { add: "return args.reduce((a, b) => a + b, 0) + (kwargs.plus ?? 0)" });
+    await agent.add(1, 2);
+    await agent.add(1, 2, 3);
+    await agent.add(1, 2, kw({ plus: 1 }));
+    await agent.add(4, 5, kw({ plus: 2 }));
+    expect(requests(provider)).toEqual(["add", "add", "add"]);
+  });
+
+  test("agents of the role that share a provider share its kept programs; another provider does not", async () => {
+    const shared = new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } });
+    await Agent.for("calculator", { provider: shared }).add(1, 2);
+    expect((await Agent.for("calculator", { provider: shared }).add(3, 4)).value).toBe(7);
+    expect(shared.calls).toHaveLength(1);
+    const other = new ScriptedProvider({ programs: { add: "return args[0] * args[1]" } });
+    expect((await Agent.for("calculator", { provider: other }).add(3, 4)).value).toBe(12);
+    expect((await Agent.for("accountant", { provider: shared }).add(3, 4)).value).toBe(7);
+    expect(shared.calls).toHaveLength(2);
+  });
+
+  test.each([
+    ["reads neither args nor kwargs", "add", [2, 3], "return 5"],
+    ["holds a string argument as a literal", "greet", ["Alice"], "return args[0] === 'Alice' ? 'Hello, Alice!' : 'Hello'"],
+    ["repeats three words of a string argument", "title", ["the quick brown fox jumps"], "return args[0] && 'Quick: the quick brown fox'"],
+  ])("a program that %s bakes the call's input in and is not kept", async (_name, method, args, program) => {
+    const { agent, provider } = scriptedAgent("baker", { [method]: program });
+    const call = agent[method] as (...values: unknown[]) => Promise<unknown>;
+    await call(...args);
+    await call(...args);
+    expect(provider.calls).toHaveLength(2);
+  });
+
+  test("a program that reads its arguments through a called function is kept", async () => {
+    const { agent, provider } = scriptedAgent("calculator", { add: "function add(a, b) { return a + b }" });
+    await agent.add(1, 2);
+    expect((await agent.add(5, 5)).value).toBe(10);
+    expect(provider.calls).toHaveLength(1);
+  });
+
+  test("free-form methods are not kept unless named in reuse: { only }; reuse: false and { except } turn it off", async () => {
+    const programs = { ask: "return 'answer to ' + args[0].length", add: "return args[0] + args[1]" };
+    const plain = scriptedAgent("assistant", programs);
+    await plain.agent.ask("hello there");
+    await plain.agent.ask("hello there");
+    expect(plain.provider.calls).toHaveLength(2);
+    const only = scriptedAgent("assistant", programs, { reuse: { only: ["ask"] } });
+    await only.agent.ask("a");
+    await only.agent.ask("b");
+    await only.agent.add(1, 2);
+    await only.agent.add(1, 2);
+    expect(requests(only.provider)).toEqual(["ask", "add", "add"]);
+    const off = scriptedAgent("calculator", programs, { reuse: false });
+    await off.agent.add(1, 2);
+    await off.agent.add(1, 2);
+    expect(off.provider.calls).toHaveLength(2);
+    const except = scriptedAgent("calculator", programs, { reuse: { except: ["add"] } });
+    await except.agent.add(1, 2);
+    await except.agent.add(1, 2);
+    expect(except.provider.calls).toHaveLength(2);
+    expect(() => Agent.for("x", { reuse: { sometimes: true } as never })).toThrow('Option "reuse" must be true, false, { except: [methods] } or { only: [methods] }. "sometimes" is not one of them.');
+  });
+
+  test("a kept program that fails by its own mistake is repaired in the same call, with its failure as feedback, and replaced", async () => {
+    const { agent, provider } = scriptedAgent("formatter", { format: ["return args[0].toFixed(2)", "return String(args[0])"] });
+    expect((await agent.format(1.5)).value).toBe("1.50");
+    const repaired = await agent.format("text");
+    expect(repaired.value).toBe("text");
+    expect(provider.calls).toHaveLength(2);
+    expect(provider.calls[1]?.user).toContain("The program kept from an earlier call did not work this time. It was:\n```js\nreturn args[0].toFixed(2)\n```");
+    expect(provider.calls[1]?.user).toContain("It failed with: TypeError: args[0].toFixed is not a function");
+    expect(Agent.history(agent).map((record) => record.program_source)).toEqual(["generated", "repaired"]);
+    // The repaired program is the kept one now.
+    expect((await agent.format(7)).value).toBe("7");
+    expect(provider.calls).toHaveLength(2);
+  });
+
+  test("a kept program that fails by its own mistake maxReuseFailures calls in a row is dropped", async () => {
+    const { agent, provider } = scriptedAgent("shouter", { shout: ["return args[0].toUpperCase()", "return args[0].nope()"] }, { maxGenerationAttempts: 1, maxReuseFailures: 2 });
+    await agent.shout("hi");
+    await agent.shout(42); // the kept program fails (1), and so does its repair
+    await agent.shout(42); // fails again (2): dropped
+    await agent.shout("again"); // nothing kept: the provider is asked
+    expect(provider.calls.map((call) => call.user.includes("The program kept from an earlier call"))).toEqual([false, true, true, false]);
+  });
+
+  test("a time-out is not charged to a kept program", async () => {
+    const { agent, provider } = scriptedAgent("waiter", { wait: "if (args[0] > 0) { const end = Date.now() + args[0]; while (Date.now() < end) {} } return 'done'" }, { executionTimeoutMs: 150, maxReuseFailures: 1 });
+    await agent.wait(0);
+    expect((await agent.wait(5_000)).errorType).toBe("timeout");
+    expect((await agent.wait(5_000)).errorType).toBe("timeout");
+    expect((await agent.wait(0)).value).toBe("done");
+    expect(provider.calls).toHaveLength(1);
+  });
+});
+
+describe("program reuse through a store", () => {
+  test("a program kept by one process is run by another, with no provider request there", () => {
+    const path = join(mkdtempSync(join(tmpdir(), "improv-reuse-store-")), "improv.db");
+    const script = (programs: string) => `
+      import { Agent, ScriptedProvider } from ${JSON.stringify(new URL("../../src/index.ts", import.meta.url).href)};
+      const provider = new ScriptedProvider({ programs: ${programs} });
+      const calc = await Agent.open("calculator", { store: ${JSON.stringify(path)}, id: "calc-" + process.pid, provider });
+      const r = await calc.add(20, 22);
+      console.log(JSON.stringify({ value: r.value, errorType: r.errorType ?? null, requests: provider.calls.length, source: Agent.history(calc).at(-1)?.program_source }));
+    `;
+    const run = (programs: string) => {
+      const result = spawnSync(process.execPath, ["--input-type=module", "-e", script(programs)], { encoding: "utf8", timeout: 60_000 });
+      return JSON.parse(result.stdout.trim().split("\n").at(-1) ?? "null") as Record<string, unknown>;
+    };
+    expect(run('{ add: "return args[0] + args[1]" }')).toEqual({ value: 42, errorType: null, requests: 1, source: "generated" });
+    // A provider that would fail: the kept program answers instead.
+    expect(run('{ add: { error: "no model here" } }')).toEqual({ value: 42, errorType: null, requests: 0, source: "reused" });
+  });
+
+  test("the store counts a kept program's uses and failures", async () => {
+    const store = new SqliteStore(join(mkdtempSync(join(tmpdir(), "improv-reuse-store-")), "improv.db"));
+    const provider = new ScriptedProvider({ programs: { shout: ["return args[0].toUpperCase()", "return String(args[0]).toUpperCase()"] } });
+    const agent = await Agent.open("shouter", { store, provider, maxGenerationAttempts: 1 });
+    await agent.shout("a");
+    await agent.shout("b");
+    await agent.shout("c");
+    const [kept] = await store.programs("shouter");
+    expect(kept).toMatchObject({ role: "shouter", method: "shout", code: "return args[0].toUpperCase()", uses: 2, failures: 0, failuresInRow: 0 });
+    expect(kept?.key).toMatch(/^shouter\.shout\(1\)@[0-9a-f]{12}$/);
+    await agent.shout(1); // fails; its repair is kept in its place, counts starting over
+    expect(await store.programs("shouter")).toMatchObject([{ code: "return String(args[0]).toUpperCase()", uses: 0, failures: 0 }]);
+    expect(await store.forgetProgram(kept?.key as string)).toBe(true);
+    expect(await store.programs()).toEqual([]);
+    await store.close();
+  });
+});
