@@ -43,3 +43,24 @@ export async function childRoundTrip(): Promise<Subject> {
     close: () => child.kill(),
   };
 }
+
+/**
+ * (d) the floor of a sandboxed call: an IPC round trip to a child process that runs the same
+ * body in a persistent isolated-vm context and replies with its value.
+ */
+export async function sandboxRoundTrip(): Promise<Subject> {
+  const child = fork(fileURLToPath(new URL("./sandbox-child.ts", import.meta.url)), [PROGRAM], {
+    serialization: "advanced",
+    execArgv: ["--no-node-snapshot"],
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+  await once(child, "message");
+  return {
+    task: async () => {
+      const reply = once(child, "message");
+      child.send({ args: [1, 2] });
+      await reply;
+    },
+    close: () => child.kill(),
+  };
+}

@@ -14,6 +14,7 @@ import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
 import type { RecordMemory } from "./memory.ts";
 import { syntheticRecord } from "./records.ts";
 import { measure, measureEach, measureInterleaved, type Subject, type Summary } from "./stats.ts";
+import { reuseFigures } from "./reuse.ts";
 import { storeFigures } from "./stores.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 
@@ -60,7 +61,8 @@ function memoryFigure<T extends object>(figure: "agents" | "records", count: num
  */
 async function callAndBaselines(log: string): Promise<Record<"logOff" | "logOn" | "evalClosure" | "evalClosureSync" | "nodeVm" | "childRoundTrip", Summary>> {
   const call = (agentLog: string | false): Subject => {
-    const agent = Agent.for("bench", { provider: provider(), log: agentLog });
+    // Reuse off: every call renders its prompts and asks the provider (figure 8 measures reuse).
+    const agent = Agent.for("bench", { provider: provider(), log: agentLog, reuse: false });
     return { task: () => agent.add(1, 2) };
   };
   return measureEach({ logOff: call(false), logOn: call(log), ...(await bareIsolatedVm()), nodeVm: nodeVm(), childRoundTrip: await childRoundTrip() }, count, warmup);
@@ -73,7 +75,7 @@ async function callAndBaselines(log: string): Promise<Record<"logOff" | "logOn" 
 async function callsWithHistory(sizes: readonly number[]): Promise<{ records: number; summary: Summary }[]> {
   const subjects = Object.fromEntries(
     sizes.map((records) => {
-      const agent = Agent.for("bench", { provider: provider(), log: false });
+      const agent = Agent.for("bench", { provider: provider(), log: false, reuse: false });
       agent.remember({ conversation_history: Array.from({ length: records }, (_, i) => syntheticRecord(i)) });
       return [String(records), { task: () => agent.add(1, 2) }];
     }),
@@ -115,6 +117,7 @@ const results = {
   agentCreation: await agentCreation(),
   scan: await scanTime(quick ? 2_000 : 20_000),
   telemetry: await telemetryThroughput(quick ? 100_000 : 1_000_000),
+  reuse: await reuseFigures({ calls: quick ? 40 : 200, delayMs: 50, count, warmup }),
   stores: await storeFigures({ count: quick ? 300 : 2_000, warmup, records: quick ? 10_000 : 100_000, callsEach: quick ? 100 : 500 }),
 };
 
@@ -122,6 +125,7 @@ const results = {
 const overheadBound = 2.5 * (results.baselines.evalClosure.p50 + results.baselines.childRoundTrip.p50);
 const growthRatio = (results.growth.at(-1)?.summary.p50 ?? Number.NaN) / (results.growth[0]?.summary.p50 ?? Number.NaN);
 const promptRatio = results.prompt.at10000 / results.prompt.at10;
+const reusedRatio = results.reuse.reusedCall.p50 / results.reuse.sandboxRoundTrip.p50;
 const sqliteRatio = (results.stores.calls.sqlite?.p50 ?? Number.NaN) / (results.stores.calls.memory?.p50 ?? Number.NaN);
 const targets = [
   { figure: "call p50 (log off) ≤ 400 µs", met: results.call.logOff.p50 <= 400 },
@@ -131,6 +135,8 @@ const targets = [
   { figure: "≤ 1 MiB per live agent", met: results.memory.liveAgents.bytesPerAgent <= 2 ** 20 },
   { figure: "≤ 2 KiB per history record", met: results.memory.records.bytesPerRecord <= 2048 },
   { figure: `call p50 with SqliteStore ≤ 1.5 × memory-only (×${sqliteRatio.toFixed(2)})`, met: sqliteRatio <= 1.5 },
+  { figure: `${results.reuse.slowProvider.calls} calls, 50 ms provider, with reuse: one request (${results.reuse.slowProvider.withReuse.requests})`, met: results.reuse.slowProvider.withReuse.requests === 1 },
+  { figure: `reused call p50 ≤ 2 × sandbox round trip (×${reusedRatio.toFixed(2)})`, met: reusedRatio <= 2 },
 ];
 Object.assign(results, { targets, seconds: Math.round((performance.now() - started) / 1000) });
 
@@ -138,7 +144,7 @@ const us = (value: number) => `${value.toFixed(0).padStart(6)} µs`;
 const row = (label: string, s: Summary) => console.log(`  ${label.padEnd(46)} p50 ${us(s.p50)}   p95 ${us(s.p95)}   n=${s.count}`);
 console.log(`improv bench (${results.mode}) on ${results.machine.cpu}, ${results.machine.cpus} cores, Node ${results.machine.node}`);
 console.log(`Medians of n repetitions after ${warmup} warm-up runs (excluded); baselines measured in this same run.\n`);
-console.log("1. One dynamic call (ScriptedProvider answering at once)");
+console.log("1. One dynamic call (ScriptedProvider answering at once; reuse off, so every call renders prompts and asks)");
 row("improv call, log off", results.call.logOff);
 row("improv call, log on", results.call.logOn);
 row("(a) isolated-vm evalClosure, persistent context", results.baselines.evalClosure);
@@ -172,6 +178,13 @@ for (const [name, { openMs, firstCallMs }] of Object.entries(results.stores.reop
 for (const [name, { oneProcess, twoProcesses, callsEach }] of Object.entries(results.stores.throughput)) {
   console.log(`  ${name}: one agent, ${callsEach * 2} calls: ${oneProcess.toFixed(0)} calls/s from one process, ${twoProcesses.toFixed(0)} calls/s from two at once`);
 }
+const { slowProvider: slow } = results.reuse;
+console.log(`\n8. Program reuse (${slow.calls} calls of one method, a provider that takes ${slow.delayMs} ms)`);
+console.log(`  with reuse     ${slow.withReuse.seconds.toFixed(2)} s, ${slow.withReuse.requests} provider request(s)`);
+console.log(`  without reuse  ${slow.withoutReuse.seconds.toFixed(2)} s, ${slow.withoutReuse.requests} provider request(s)`);
+row("reused call (alternating with the floor below)", results.reuse.reusedCall);
+row("(d) sandbox round trip: IPC + isolated-vm body", results.reuse.sandboxRoundTrip);
+console.log(`  reused call ÷ (d) = ×${reusedRatio.toFixed(2)}`);
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);

@@ -5,7 +5,9 @@
  */
 import { AgentIsolate } from "./agent-isolate.ts";
 import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
+import { writeSync } from "node:fs";
 import { maxEncodedChars, SANDBOX_LIMITS } from "../limits.ts";
+import { REPORT_FD, startedLine } from "../protocol.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
@@ -20,6 +22,14 @@ let nextRequestId = 1;
 
 function send(message: ChildMessage): void {
   if (process.connected) process.send?.(message);
+}
+
+function reportStarted(runId: number): void {
+  try {
+    writeSync(REPORT_FD, startedLine(runId));
+  } catch {
+    // No host to tell.
+  }
 }
 
 function bridgeError(message: string): BridgeOutcome {
@@ -123,7 +133,7 @@ async function run(message: RunRequestMessage): Promise<RunReport> {
     isolate.busy = true;
     memoryWatch.setCeiling(memoryCeilingMb());
     const onStarted = () => {
-      send({ type: "started", runId: message.runId });
+      reportStarted(message.runId);
       memoryWatch.holding(message.runId);
     };
     // The program's synchronous part runs inside this call, before its first await.

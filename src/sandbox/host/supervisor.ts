@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { killGraceMs } from "../limits.ts";
 import type { Readable } from "node:stream";
-import { REPORT_FD, type BridgeOutcome, type BridgeRequest, type CeilingReport, type ChildMessage, type HostMessage, type RunReport, type RunRequestMessage, type SyncRequestMessage } from "../protocol.ts";
+import { REPORT_FD, startedRun, type BridgeOutcome, type BridgeRequest, type CeilingReport, type ChildMessage, type HostMessage, type RunReport, type RunRequestMessage, type SyncRequestMessage } from "../protocol.ts";
 
 /** Time allowed for starting the sandbox process and building an isolate, on top of a run's own limit. */
 const STARTUP_ALLOWANCE_MS = 10_000;
@@ -194,14 +194,6 @@ export class SandboxSupervisor {
 
   #onMessage(child: ChildProcess, message: ChildMessage): void {
     switch (message.type) {
-      case "started": {
-        const pending = this.#runs.get(message.runId);
-        if (!pending) return;
-        pending.started = true;
-        clearTimeout(pending.timer);
-        pending.timer = setTimeout(() => this.#overrun(message.runId), pending.timeoutMs + killGraceMs(pending.timeoutMs));
-        return;
-      }
       case "result":
         this.#runs.get(message.runId)?.resolve(message.report);
         return;
@@ -227,6 +219,15 @@ export class SandboxSupervisor {
     }
   }
 
+  /** The sandbox process is about to run the program: it cannot be resent now, and its own deadline starts. */
+  #started(runId: number): void {
+    const pending = this.#runs.get(runId);
+    if (!pending || pending.started) return;
+    pending.started = true;
+    clearTimeout(pending.timer);
+    pending.timer = setTimeout(() => this.#overrun(runId), pending.timeoutMs + killGraceMs(pending.timeoutMs));
+  }
+
   /** A run outlived its deadline plus grace: its isolate could not be stopped, so the process goes. */
   #overrun(runId: number): void {
     const pending = this.#runs.get(runId);
@@ -248,6 +249,11 @@ export class SandboxSupervisor {
       while ((newline = pending.indexOf("\n")) !== -1) {
         const line = pending.slice(0, newline);
         pending = pending.slice(newline + 1);
+        const started = startedRun(line);
+        if (started !== undefined) {
+          this.#started(started);
+          continue;
+        }
         const report = parseCeilingReport(line);
         if (report && !this.#ceilingReports.has(child)) {
           this.#ceilingReports.set(child, report);
