@@ -67,6 +67,9 @@ describe("improv demo", () => {
     expect(second.stdout).toMatch(/"computed":\["add\(3\)","multiply\(4\)","convert\(100\)","summary\(\)","add\(3\)"/);
     // The log is fresh each run: the summary describes this run only.
     expect(second.stdout).toContain("  calls                 11");
+    // Programs kept in the store by the first run answer the second run's calls, with no provider request.
+    expect(second.stdout).toMatch(/ add +\[3\] +ok \(number\) +[0-9a-f]{8} +reused\n/);
+    expect(second.stdout).toMatch(/served by kept programs \d+/);
 
     const fresh = await runCli(["demo", "--log", log, "--fresh"], offlineEnv());
     expect(fresh.stdout).toContain("(new: the agents will remember this run next time)");

@@ -19,8 +19,9 @@ export function historyTable(records: readonly HistoryRecord[]): string {
     JSON.stringify(r.args).slice(0, 28),
     r.outcome_summary.ok ? `ok (${r.outcome_summary.value_class})` : `error ${r.outcome_summary.error_type}`,
     (r.trace_id ?? "").slice(0, 8),
+    r.program_source ?? "-",
   ]);
-  return table(["call", "speaker", "depth", "method", "args", "outcome", "trace"], rows);
+  return table(["call", "speaker", "depth", "method", "args", "outcome", "trace", "program"], rows);
 }
 
 /** A plain-text table of stored agents. */
