@@ -40,6 +40,9 @@ export function programKey(role: string, method: string, args: readonly unknown[
   return `${role}.${method}(${args.length}${names.length === 0 ? "" : `; ${names.join(",")}`})@${promptVersion}`;
 }
 
+/** Most programs one in-memory shelf keeps. */
+const MAX_PROGRAMS_IN_MEMORY = 10_000;
+
 /** Kept programs in this process's memory. */
 export class MemoryShelf implements ProgramShelf {
   readonly #programs = new Map<string, KeptProgram>();
@@ -49,6 +52,9 @@ export class MemoryShelf implements ProgramShelf {
   }
 
   keep(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): void {
+    this.#programs.delete(program.key);
+    // Bounded: past the cap, the program kept longest ago goes (a Map keeps insertion order).
+    if (this.#programs.size >= MAX_PROGRAMS_IN_MEMORY) this.#programs.delete(this.#programs.keys().next().value as string);
     this.#programs.set(program.key, { ...program, uses: 0, failures: 0, failuresInRow: 0, keptAt: new Date().toISOString(), lastUsed: null });
   }
 
