@@ -1,9 +1,10 @@
 /** Resident memory of the host and its sandbox process together. */
 import { readFileSync } from "node:fs";
 import { Agent, type AgentProxy, type HistoryRecord, type Provider } from "../src/index.ts";
-import { sandboxSupervisor } from "../src/sandbox/host/supervisor.ts";
+import { sandboxPool } from "../src/sandbox/host/pool.ts";
 
-function rssOf(pid: number | undefined): number {
+/** Resident set of a process, from /proc (0 when it is gone). */
+export function rssOf(pid: number | undefined): number {
   if (pid === undefined) return 0;
   try {
     const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -20,7 +21,7 @@ export async function residentBytes(): Promise<{ host: number; sandbox: number; 
     await new Promise((resolve) => setImmediate(resolve));
   }
   const host = process.memoryUsage.rss();
-  const sandbox = rssOf(sandboxSupervisor().pid);
+  const sandbox = sandboxPool().pids.reduce((sum, pid) => sum + rssOf(pid), 0);
   return { host, sandbox, total: host + sandbox };
 }
 
@@ -32,7 +33,8 @@ const provider = (): Provider => ({ generate: async () => ({ code: "return args[
 
 /** Bytes per live agent that made one call, beyond the process baseline (sandbox warm). */
 export async function perLiveAgent(count: number): Promise<{ agents: number; bytesPerAgent: number }> {
-  await Agent.for("warm", { provider: provider() }).add(1, 2);
+  // One warm agent per sandbox process the pool keeps, so every process has started before the baseline.
+  for (let index = 0; index < sandboxPool().config.processes; index += 1) await Agent.for(`warm-${index}`, { provider: provider() }).add(1, 2);
   const before = await residentBytes();
   const agents: AgentProxy[] = [];
   for (let i = 0; i < count; i += 1) {

@@ -14,6 +14,7 @@ import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
 import type { RecordMemory } from "./memory.ts";
 import { syntheticRecord } from "./records.ts";
 import { measure, measureEach, measureInterleaved, type Subject, type Summary } from "./stats.ts";
+import { poolFigures } from "./pool.ts";
 import { reuseFigures } from "./reuse.ts";
 import { storeFigures } from "./stores.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
@@ -119,6 +120,7 @@ const results = {
   telemetry: await telemetryThroughput(quick ? 100_000 : 1_000_000),
   reuse: await reuseFigures({ calls: quick ? 40 : 200, delayMs: 50, count, warmup }),
   stores: await storeFigures({ count: quick ? 300 : 2_000, warmup, records: quick ? 10_000 : 100_000, callsEach: quick ? 100 : 500 }),
+  pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
 };
 
 // Targets, each judged against figures from this same run.
@@ -127,6 +129,8 @@ const growthRatio = (results.growth.at(-1)?.summary.p50 ?? Number.NaN) / (result
 const promptRatio = results.prompt.at10000 / results.prompt.at10;
 const reusedRatio = results.reuse.reusedCall.p50 / results.reuse.sandboxRoundTrip.p50;
 const sqliteRatio = (results.stores.calls.sqlite?.p50 ?? Number.NaN) / (results.stores.calls.memory?.p50 ?? Number.NaN);
+const fairBound = Math.max(5 * results.pool.fairness.without.p99, 200);
+const fairThroughput = results.pool.fairness.withSpinners.callsPerSecond / results.pool.fairness.without.callsPerSecond;
 const targets = [
   { figure: "call p50 (log off) ≤ 400 µs", met: results.call.logOff.p50 <= 400 },
   { figure: `call p50 (log off) ≤ 2.5 × (evalClosure + round trip) = ${overheadBound.toFixed(0)} µs`, met: results.call.logOff.p50 <= overheadBound },
@@ -137,6 +141,12 @@ const targets = [
   { figure: `call p50 with SqliteStore ≤ 1.5 × memory-only (×${sqliteRatio.toFixed(2)})`, met: sqliteRatio <= 1.5 },
   { figure: `${results.reuse.slowProvider.calls} calls, 50 ms provider, with reuse: one request (${results.reuse.slowProvider.withReuse.requests})`, met: results.reuse.slowProvider.withReuse.requests === 1 },
   { figure: `reused call p50 ≤ 2 × sandbox round trip (×${reusedRatio.toFixed(2)})`, met: reusedRatio <= 2 },
+  {
+    figure: `short-call p99 with two 2 s spinners ≤ max(5 × without, 200 ms) = ${fairBound.toFixed(0)} ms (${results.pool.fairness.withSpinners.p99.toFixed(1)} ms)`,
+    met: results.pool.fairness.withSpinners.p99 <= fairBound && results.pool.fairness.withSpinners.failed === 0,
+  },
+  { figure: `short-call throughput with the spinners ≥ ¼ of without (×${fairThroughput.toFixed(2)})`, met: fairThroughput >= 0.25 },
+  { figure: `sandbox process growth ≤ 1 KiB per record, second half of the soak (${results.pool.soak.steadySandboxBytesPerRecord} B)`, met: results.pool.soak.steadySandboxBytesPerRecord <= 1024 },
 ];
 Object.assign(results, { targets, seconds: Math.round((performance.now() - started) / 1000) });
 
@@ -185,6 +195,16 @@ console.log(`  without reuse  ${slow.withoutReuse.seconds.toFixed(2)} s, ${slow.
 row("reused call (alternating with the floor below)", results.reuse.reusedCall);
 row("(d) sandbox round trip: IPC + isolated-vm body", results.reuse.sandboxRoundTrip);
 console.log(`  reused call ÷ (d) = ×${reusedRatio.toFixed(2)}`);
+const { pool } = results;
+const load = (label: string, figure: { calls: number; callsPerSecond: number; p50: number; p99: number; failed: number; processes: number }) =>
+  console.log(`  ${label.padEnd(40)} ${figure.callsPerSecond.toFixed(0).padStart(6)} calls/s   p50 ${figure.p50.toFixed(1).padStart(6)} ms   p99 ${figure.p99.toFixed(1).padStart(7)} ms   failed ${figure.failed}   processes started ${figure.processes}`);
+console.log(`\n9. Sandbox pool (default ${pool.defaultProcesses} process${pool.defaultProcesses === 1 ? "" : "es"} here; each figure in a fresh process)`);
+load(`32 agents × ${pool.fairness.without.calls / 32} short calls`, pool.fairness.without);
+load("  the same, two agents computing 2 s loops", pool.fairness.withSpinners);
+load(`8 agents at once, one sandbox process`, pool.scaling.oneProcess);
+load(`8 agents at once, the default pool`, pool.scaling.pool);
+const { soak } = pool;
+console.log(`  soak, one agent, ${soak.calls.toLocaleString("en-US")} calls, RSS growth per record: host ${soak.hostBytesPerRecord} B, sandbox ${soak.sandboxBytesPerRecord} B from call ${soak.checkpoints[1]?.calls.toLocaleString("en-US")}; second half: host ${soak.steadyHostBytesPerRecord} B, sandbox ${soak.steadySandboxBytesPerRecord} B`);
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);

@@ -6,7 +6,7 @@ import { resolveOptions, type AgentOptions, type ResolvedOptions } from "./optio
 import { OpenAIProvider } from "./providers/openai.ts";
 import type { Provider } from "./providers/provider.ts";
 import { readEnv } from "./env.ts";
-import { sandboxSupervisor } from "./sandbox/host/supervisor.ts";
+import { sandboxPool } from "./sandbox/host/pool.ts";
 import { DurableLink, forgetOpened, openedAgent, rememberOpened, type ValueChange } from "./store/durable.ts";
 import { childId, isSyncStore, RoleMismatchError, type Store, type StoredContext } from "./store/store.ts";
 
@@ -27,7 +27,7 @@ export class SerialQueue {
 let defaultProvider: Provider | undefined;
 
 /** Frees an agent's isolate once the agent itself is garbage. */
-const isolateReleaser = new FinalizationRegistry<string>((agentId) => sandboxSupervisor().forget(agentId));
+const isolateReleaser = new FinalizationRegistry<string>((agentId) => sandboxPool().forget(agentId));
 
 /**
  * Everything an agent owns, kept by the host: its role, options, context, history and

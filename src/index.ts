@@ -17,6 +17,8 @@ export type { OpenAIProviderOptions } from "./providers/openai.ts";
 export type { HistoryRecord, OutcomeSummary, Speaker } from "./history/record.ts";
 export type { JsonValue } from "./history/json-safe.ts";
 export { SANDBOX_LIMITS } from "./sandbox/limits.ts";
+export { configureSandbox } from "./sandbox/host/pool.ts";
+export type { SandboxConfig } from "./sandbox/host/pool.ts";
 export { SqliteStore } from "./store/sqlite-store.ts";
 export { PostgresStore } from "./store/postgres-store.ts";
 export type { PostgresStoreOptions } from "./store/postgres-store.ts";

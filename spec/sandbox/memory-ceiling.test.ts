@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
-import { sandboxSupervisor } from "../../src/sandbox/host/supervisor.ts";
+import { configureSandbox, sandboxPool } from "../../src/sandbox/host/pool.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 // `new Array(1e8).fill(0)` cannot be interrupted and grows the process far past the isolate's
@@ -8,6 +8,9 @@ import { waitFor } from "../helpers/wait-for.ts";
 // well before the time limit.
 const FILL = "new Array(1e8).fill(0); return 'filled'";
 const LIMIT_MS = 20_000;
+
+// One sandbox process, so the process these tests watch is the one every agent uses.
+configureSandbox({ processes: 1, maxProcesses: 1 });
 
 describe("the sandbox process memory ceiling", () => {
   test("a program that takes the process past its ceiling ends memory_limit; the process is replaced and the next call is served", async () => {
@@ -18,13 +21,13 @@ describe("the sandbox process memory ceiling", () => {
     });
     agent.kept = "intact";
     await agent.ping();
-    const supervisor = sandboxSupervisor();
-    const pidBefore = supervisor.pid;
+    const supervisor = sandboxPool();
+    const pidBefore = supervisor.pids[0];
     const r = await agent.fill();
     expect(r).toMatchObject({ errorType: "memory_limit", retriable: false });
     expect(r.errorMessage).toMatch(/^The sandbox process grew to \d+ MiB, past its 1024 MiB memory ceiling, while this program ran; the program was stopped and the process restarted\.$/);
     expect((await agent.ping()).value).toBe("pong:intact");
-    expect(supervisor.pid).not.toBe(pidBefore);
+    expect(supervisor.pids[0]).not.toBe(pidBefore);
     expect(Agent.history(agent).map((record) => record.outcome_summary.error_type)).toEqual([null, "memory_limit", null]);
   });
 
@@ -36,7 +39,7 @@ describe("the sandbox process memory ceiling", () => {
     const filler = Agent.for("filler", { provider: new ScriptedProvider({ programs: { fill: FILL } }), executionTimeoutMs: LIMIT_MS, memoryLimitMb: 32 });
     await waiter.ping();
     const waiting = waiter.wait();
-    await waitFor(() => sandboxSupervisor().startedRuns > 0);
+    await waitFor(() => sandboxPool().startedRuns > 0);
     const [filled, waited] = await Promise.all([filler.fill(), waiting]);
     expect(filled.errorType).toBe("memory_limit");
     expect(waited).toMatchObject({

@@ -1,13 +1,16 @@
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
-import { sandboxSupervisor } from "../../src/sandbox/host/supervisor.ts";
+import { configureSandbox, sandboxPool } from "../../src/sandbox/host/pool.ts";
 import { waitFor } from "../helpers/wait-for.ts";
+
+// One sandbox process, so the process these tests watch is the one every agent uses.
+configureSandbox({ processes: 1, maxProcesses: 1 });
 
 describe("the supervised sandbox process", () => {
   test("programs run in a separate process, never in the host", async () => {
     const agent = Agent.for("where", { provider: new ScriptedProvider({ programs: { ping: "return 1" } }) });
     await agent.ping();
-    const pid = sandboxSupervisor().pid;
+    const pid = sandboxPool().pids[0];
     expect(pid).toBeTypeOf("number");
     expect(pid).not.toBe(process.pid);
   });
@@ -19,9 +22,9 @@ describe("the supervised sandbox process", () => {
     });
     agent.kept = "intact";
     await agent.ping();
-    const supervisor = sandboxSupervisor();
+    const supervisor = sandboxPool();
     const startsBefore = supervisor.starts;
-    const frozenPid = supervisor.pid as number;
+    const frozenPid = supervisor.pids[0] as number;
     const pending = agent.wait();
     await waitFor(() => supervisor.activeRuns > 0);
     // A stopped process cannot dispose its isolate or answer: only the host's deadline helps.
@@ -31,7 +34,7 @@ describe("the supervised sandbox process", () => {
     expect(r.errorMessage).toBe("The program ran longer than executionTimeoutMs (300 ms) and could not be stopped inside the sandbox; the sandbox process was restarted.");
     expect((await agent.ping()).value).toBe("pong:intact");
     expect(supervisor.starts).toBe(startsBefore + 1);
-    expect(supervisor.pid).not.toBe(frozenPid);
+    expect(supervisor.pids[0]).not.toBe(frozenPid);
     expect(Agent.history(agent)).toHaveLength(3);
   });
 
@@ -42,8 +45,8 @@ describe("the supervised sandbox process", () => {
     });
     await agent.count();
     const pending = agent.wait();
-    await waitFor(() => sandboxSupervisor().activeRuns > 0);
-    process.kill(sandboxSupervisor().pid as number, "SIGKILL");
+    await waitFor(() => sandboxPool().activeRuns > 0);
+    process.kill(sandboxPool().pids[0] as number, "SIGKILL");
     const r = await pending;
     expect(r).toMatchObject({ errorType: "execution", retriable: true, errorMessage: "The sandbox process stopped (SIGKILL) while this program ran, and was restarted. Call again." });
     expect(Agent.history(agent).at(-1)?.outcome_summary).toMatchObject({ error_type: "execution", retriable: true });
@@ -59,7 +62,7 @@ describe("the supervised sandbox process", () => {
     const quick = Agent.for("quick", { provider: new ScriptedProvider({ programs: { ping: "return 'pong'" } }), executionTimeoutMs: 200 });
     await Promise.all([busy.spin(), quick.ping()]); // both isolates exist before the race
     const spinning = busy.spin();
-    await waitFor(() => sandboxSupervisor().activeRuns > 0);
+    await waitFor(() => sandboxPool().activeRuns > 0);
     const started = Date.now();
     const ping = await quick.ping();
     expect(ping.errorMessage).toBeUndefined();

@@ -18,6 +18,19 @@
  */
 import type { ErrorType } from "../outcome.ts";
 
+/**
+ * The mirror rule. The host owns an agent's history; the agent's isolate holds a mirror of
+ * it, identified by the history's epoch (changed whenever the history is replaced rather than
+ * appended to) and its length. A run or sync carries only the records from `historyStart`;
+ * the sandbox takes them when they continue its mirror (same epoch, `historyStart` equal to
+ * the mirror's length) or start it afresh (`historyStart` 0), and otherwise answers `resync`
+ * (a sync: `ok: false`), after which the host sends everything from 0. No message carries more
+ * than {@link MIRROR_CHUNK_RECORDS} records (a longer catch-up goes ahead of the run as syncs),
+ * and the isolate copies them in at most that many at a time, so neither process ever holds a
+ * whole large history in one transfer.
+ */
+export const MIRROR_CHUNK_RECORDS = 1_000;
+
 /** Records for the isolate's history mirror, the first at index `start` of the agent's history. */
 export interface MirrorChunk {
   readonly start: number;
@@ -132,17 +145,32 @@ export type ChildMessage =
 export const REPORT_FD = 4;
 
 /**
- * Written on the report pipe when a run's program is about to start: `S<runId>` and a newline.
- * A bare line on a raw pipe, not an IPC message: it is sent for every run, and serialising it
- * for the IPC channel costs more than the rest of what the sandbox process does for a short run.
+ * How long a run's synchronous part may hold the sandbox process's main thread before the
+ * process counts as busy: the host then sends other agents' runs to another process.
+ * @unit ms
  */
-export function startedLine(runId: number): string {
-  return `S${runId}\n`;
+export const BUSY_GRACE_MS = 50;
+
+/**
+ * What a line of the report pipe says about a run: `S<runId>` its program is about to start
+ * (written by the main thread for every run: a bare line on a raw pipe, because serialising
+ * an IPC message costs more than the rest of a short run), `B<runId>` its synchronous part has
+ * held the main thread longer than {@link BUSY_GRACE_MS}, `F<runId>` it let go again (both
+ * written by the watch thread, since the main thread is the one held).
+ */
+export type RunSignal = { readonly kind: "started" | "busy" | "free"; readonly runId: number };
+
+const SIGNAL_LETTERS = { started: "S", busy: "B", free: "F" } as const;
+const SIGNAL_KINDS: Readonly<Record<string, RunSignal["kind"]>> = { S: "started", B: "busy", F: "free" };
+
+export function signalLine(kind: RunSignal["kind"], runId: number): string {
+  return `${SIGNAL_LETTERS[kind]}${runId}\n`;
 }
 
-/** The run a `startedLine` names, or undefined when `line` is not one. */
-export function startedRun(line: string): number | undefined {
-  return /^S\d+$/.test(line) ? Number(line.slice(1)) : undefined;
+/** The run signal a report line holds, or undefined when it is not one. */
+export function readSignal(line: string): RunSignal | undefined {
+  const kind = SIGNAL_KINDS[line.charAt(0)];
+  return kind !== undefined && /^[SBF][1-9]\d{0,15}$/.test(line) ? { kind, runId: Number(line.slice(1)) } : undefined;
 }
 
 /** Written on the report pipe by the memory watch when the process passed its memory ceiling. */

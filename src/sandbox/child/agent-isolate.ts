@@ -4,16 +4,21 @@ import { createEncoder } from "../prelude/encode.ts";
 import { hardenRealm } from "../prelude/harden.ts";
 import { createPrinter } from "../prelude/print.ts";
 import { createRuntime } from "../prelude/runtime.ts";
-import type { BridgeOutcome, IsolateResult, MirrorChunk, RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
+import { MIRROR_CHUNK_RECORDS, type BridgeOutcome, type IsolateResult, type MirrorChunk, type RunReport, type RunRequestMessage, type SyncRequestMessage } from "../protocol.ts";
 
 const RUNTIME_SOURCE = `(${hardenRealm})();
 return (${createRuntime})({ createEncoder: (${createEncoder}), createPrinter: (${createPrinter}), notify: $0, bridge: $1, limits: $2 });`;
 
+/** What the sandbox process may do to a run in progress. */
+export interface RunControl {
+  /** Stops the run (set by the run). */
+  cancel?: () => void;
+  /** Adds time another run held the process's main thread, which this run's deadline does not count (set by the run). */
+  excuse?: (ms: number) => void;
+}
+
 /** Forwards a program's `delegate` call (an untrusted copy of its request) to the host; must never reject. */
 export type BridgeHandler = (callId: string, request: unknown) => Promise<BridgeOutcome>;
-
-/** Records copied into the isolate per step of a large mirror sync, bounding the copy's peak memory. */
-const SYNC_CHUNK = 1_000;
 
 /** How often a long run checks whether isolated-vm disposed its isolate (memory limit). */
 const DISPOSAL_POLL_MS = 25;
@@ -114,11 +119,11 @@ export class AgentIsolate {
    * programs settle there, and their result is taken at once. One that awaits the bridge or
    * never settles is finished by `notify`, the wall-clock deadline, or the disposal watch.
    */
-  async run(request: RunRequestMessage, onStarted: () => void, control: { cancel?: () => void }): Promise<RunReport> {
+  async run(request: RunRequestMessage, onStarted: () => void, control: RunControl): Promise<RunReport> {
     const { payload, timeoutMs } = request;
     let history = this.#continuation(request.historyEpoch, request.historyStart, payload.history.records);
     if (history === undefined) return { kind: "resync" };
-    if (history.records.length > SYNC_CHUNK) {
+    if (history.records.length > MIRROR_CHUNK_RECORDS) {
       this.#addToMirror(history);
       history = { start: history.start + history.records.length, reset: false, records: [] };
     }
@@ -157,8 +162,23 @@ export class AgentIsolate {
 
     let deadline: NodeJS.Timeout | undefined;
     let poll: NodeJS.Timeout | undefined;
+    // Time this thread spent held by other runs' long synchronous parts, not counted against this one.
+    let excused = 0;
+    const armDeadline = () => {
+      clearTimeout(deadline);
+      deadline = setTimeout(() => {
+        if (performance.now() - started - excused < timeoutMs) return armDeadline();
+        // A program that settled while another run held this thread (its notice still queued
+        // behind this timer) is taken, not timed out for that wait.
+        this.#take(callId, settle);
+        if (!done) abort("timeout", timeoutMessage(timeoutMs));
+      }, Math.max(0, timeoutMs + excused - (performance.now() - started)));
+    };
+    control.excuse = (ms) => {
+      excused += ms;
+    };
     if (!done) {
-      deadline = setTimeout(() => abort("timeout", timeoutMessage(timeoutMs)), Math.max(0, timeoutMs - (performance.now() - started)));
+      armDeadline();
       poll = setInterval(() => {
         if (this.#isolate.isDisposed && !this.#disposedOnPurpose) abort("memory_limit", memoryMessage(this.memoryLimitMb));
       }, DISPOSAL_POLL_MS);
@@ -182,8 +202,8 @@ export class AgentIsolate {
 
   /** Copies records into the isolate's mirror in bounded steps, keeping each copy's peak small. */
   #addToMirror(history: MirrorChunk): void {
-    for (let index = 0; index < history.records.length; index += SYNC_CHUNK) {
-      const chunk: MirrorChunk = { start: history.start + index, reset: history.reset && index === 0, records: history.records.slice(index, index + SYNC_CHUNK) };
+    for (let index = 0; index < history.records.length; index += MIRROR_CHUNK_RECORDS) {
+      const chunk: MirrorChunk = { start: history.start + index, reset: history.reset && index === 0, records: history.records.slice(index, index + MIRROR_CHUNK_RECORDS) };
       this.#applyRepeatable(this.#sync, [chunk], { arguments: { copy: true }, timeout: 60_000 });
     }
   }

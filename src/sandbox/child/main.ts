@@ -3,11 +3,11 @@
  * every isolate, talks to the host only through IPC messages (see `../protocol.ts`), and
  * keeps no state the host cannot rebuild: if it dies, the host starts a new one.
  */
-import { AgentIsolate } from "./agent-isolate.ts";
+import { AgentIsolate, type RunControl } from "./agent-isolate.ts";
 import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
 import { writeSync } from "node:fs";
 import { maxEncodedChars, SANDBOX_LIMITS } from "../limits.ts";
-import { REPORT_FD, startedLine } from "../protocol.ts";
+import { BUSY_GRACE_MS, REPORT_FD, signalLine } from "../protocol.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
@@ -15,7 +15,7 @@ const MAX_IDLE_ISOLATES = 32;
 
 const isolates = new Map<string, AgentIsolate>();
 const creating = new Map<string, Promise<AgentIsolate>>();
-const cancels = new Map<number, { cancel?: () => void }>();
+const controls = new Map<number, RunControl>();
 const runIdByCall = new Map<string, number>();
 const bridgeWaiters = new Map<number, (outcome: BridgeOutcome) => void>();
 let nextRequestId = 1;
@@ -26,7 +26,7 @@ function send(message: ChildMessage): void {
 
 function reportStarted(runId: number): void {
   try {
-    writeSync(REPORT_FD, startedLine(runId));
+    writeSync(REPORT_FD, signalLine("started", runId));
   } catch {
     // No host to tell.
   }
@@ -122,9 +122,48 @@ function evictIdle(): void {
   }
 }
 
-async function run(message: RunRequestMessage): Promise<RunReport> {
-  const control: { cancel?: () => void } = {};
-  cancels.set(message.runId, control);
+/**
+ * A synchronous part that held this thread past the busy grace delayed every other run here:
+ * their deadlines do not count that time (the host's do not either, from the busy signal on).
+ */
+function excuseOthers(runId: number, heldMs: number): void {
+  if (heldMs < BUSY_GRACE_MS) return;
+  for (const [other, control] of controls) if (other !== runId) control.excuse?.(heldMs);
+}
+
+/**
+ * Runs start one at a time, and a run that arrives while another is starting waits for the
+ * next turn of the event loop after that one's synchronous part: by then the answers of the
+ * runs before it have been sent, so none waits behind another's program. A run that arrives
+ * alone starts at once.
+ */
+const waitingRuns: RunRequestMessage[] = [];
+let startingRun = false;
+
+function enqueueRun(message: RunRequestMessage): void {
+  waitingRuns.push(message);
+  if (!startingRun) startNextRun();
+}
+
+function startNextRun(): void {
+  const message = waitingRuns.shift();
+  startingRun = message !== undefined;
+  if (message === undefined) return;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    if (waitingRuns.length > 0) setImmediate(startNextRun);
+    else startingRun = false;
+  };
+  void run(message, release)
+    .then((report) => send({ type: "result", runId: message.runId, report }))
+    .finally(release);
+}
+
+async function run(message: RunRequestMessage, release: () => void): Promise<RunReport> {
+  const control: RunControl = {};
+  controls.set(message.runId, control);
   runIdByCall.set(message.payload.callId, message.runId);
   memoryWatch.runStarted();
   let isolate: AgentIsolate | undefined;
@@ -137,14 +176,18 @@ async function run(message: RunRequestMessage): Promise<RunReport> {
       memoryWatch.holding(message.runId);
     };
     // The program's synchronous part runs inside this call, before its first await.
+    const holdStart = performance.now();
     const running = isolate.run(message, onStarted, control);
     memoryWatch.holding(0);
+    excuseOthers(message.runId, performance.now() - holdStart);
+    release();
     return await running;
   } catch (error) {
     return { kind: "failed", errorType: "execution", message: `The sandbox could not run the program: ${error instanceof Error ? error.message : String(error)}` };
   } finally {
+    release();
     memoryWatch.runEnded();
-    cancels.delete(message.runId);
+    controls.delete(message.runId);
     runIdByCall.delete(message.payload.callId);
     if (isolate) {
       isolate.busy = false;
@@ -157,7 +200,7 @@ async function run(message: RunRequestMessage): Promise<RunReport> {
 process.on("message", (message: HostMessage) => {
   switch (message.type) {
     case "run":
-      void run(message).then((report) => send({ type: "result", runId: message.runId, report }));
+      enqueueRun(message);
       break;
     case "sync":
       void isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb)
@@ -166,7 +209,7 @@ process.on("message", (message: HostMessage) => {
         .then((ok) => send({ type: "synced", syncId: message.syncId, ok }));
       break;
     case "cancel":
-      cancels.get(message.runId)?.cancel?.();
+      controls.get(message.runId)?.cancel?.();
       break;
     case "bridge-result": {
       const resolve = bridgeWaiters.get(message.requestId);

@@ -1,6 +1,6 @@
-import type { BridgeOutcome, BridgeRequest, RunReport } from "../protocol.ts";
+import { MIRROR_CHUNK_RECORDS, type BridgeOutcome, type BridgeRequest, type RunReport } from "../protocol.ts";
 import { readRunReport, type ProgramResult } from "./inbound.ts";
-import { sandboxSupervisor } from "./supervisor.ts";
+import { sandboxPool } from "./pool.ts";
 
 /** The agent's history as the sandbox mirror needs it: what was sent, and what is new. */
 export interface MirrorSource {
@@ -38,9 +38,6 @@ export interface ProgramRun {
  */
 const MIRROR_HEAP_PER_JSON_BYTE = 3;
 
-/** Most records one message carries; a longer sync goes ahead of the run in chunks of this size. */
-const SYNC_CHUNK = 1_000;
-
 /**
  * Runs a program in the sandbox process. Sends only the history records the sandbox does
  * not hold yet; if the sandbox lost its mirror (a new isolate or process), sends it all once.
@@ -57,10 +54,10 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
   let from = Math.min(start, history.length);
   // Large syncs (a new isolate, or a history replaced by the application) go in chunks, so
   // neither process ever holds the whole transfer at once.
-  while (history.length - from > SYNC_CHUNK) {
-    const records = history.since(from, from + SYNC_CHUNK);
+  while (history.length - from > MIRROR_CHUNK_RECORDS) {
+    const records = history.since(from, from + MIRROR_CHUNK_RECORDS);
     const base = { agentId: run.agentId, memoryLimitMb: run.memoryLimitMb, mirrorMb, historyEpoch: history.epoch };
-    if (await sandboxSupervisor().sync({ ...base, historyStart: from, records })) {
+    if (await sandboxPool().sync({ ...base, historyStart: from, records })) {
       from += records.length;
     } else if (from !== 0) {
       from = 0;
@@ -70,7 +67,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
   }
   const records = history.since(from);
   const sentUpTo = from + records.length;
-  const report = await sandboxSupervisor().execute(
+  const report = await sandboxPool().execute(
     {
       agentId: run.agentId,
       memoryLimitMb: run.memoryLimitMb,

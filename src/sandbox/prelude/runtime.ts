@@ -122,11 +122,38 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   }
 
   const parseJson = JSON.parse;
+  const stringifyJson = JSON.stringify;
+
+  // Most records repeat the same method, program text and outcome summary. The mirror keeps
+  // one copy of each such string and of each such (frozen) summary, which roughly halves what
+  // a record costs here; a bounded table, so a history of all-different values costs no more.
+  const SHARED_FIELDS = ["method_name", "speaker", "program_source", "program"] as const;
+  const MAX_SHARED = 4_096;
+  const sharedValues = new MapCtor<string, unknown>();
+  function shared<T>(key: string, value: T): T {
+    const known = sharedValues.get(key);
+    if (known !== undefined) return known as T;
+    if (sharedValues.size < MAX_SHARED) sharedValues.set(key, value);
+    return value;
+  }
+  const emptyKwargs = freeze({});
+  function shareParts(record: Record<string, unknown>): void {
+    for (const field of SHARED_FIELDS) {
+      const value = record[field];
+      if (typeof value === "string") record[field] = shared(value, value);
+    }
+    const summary = record.outcome_summary;
+    if (typeof summary === "object" && summary !== null) record.outcome_summary = shared(`\u0000${stringifyJson(summary)}`, summary);
+    const kwargs = record.kwargs;
+    if (typeof kwargs === "object" && kwargs !== null && !isArray(kwargs) && keys(kwargs).length === 0) record.kwargs = emptyKwargs;
+  }
+
   function syncHistory(chunk: MirrorChunk): void {
     if (chunk.reset) mirror.length = 0;
     const { records } = chunk;
     for (let index = Math.max(0, mirror.length - chunk.start); index < records.length; index += 1) {
-      const record = parseJson(records[index] as string) as object;
+      const record = parseJson(records[index] as string) as Record<string, unknown>;
+      if (typeof record === "object" && record !== null) shareParts(record);
       deepFreeze(record);
       apply(arrayPush, mirror, [record]);
     }

@@ -1,0 +1,206 @@
+import { afterEach, describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../src/index.ts";
+import { defaultSandboxConfig, sandboxPool } from "../../src/sandbox/host/pool.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+
+const SPIN = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return 'spun'`;
+
+function agents(count: number, role: string, program: string, options: Record<string, unknown> = {}): AgentProxy[] {
+  const provider = new ScriptedProvider({ programs: { work: program, warm: "return 1" } });
+  return Array.from({ length: count }, () => Agent.for(role, { provider, reuse: false, ...options }));
+}
+
+afterEach(() => {
+  sandboxPool().shutdown();
+});
+
+describe("configureSandbox", () => {
+  test("takes processes and maxProcesses, and says what is wrong with anything else", () => {
+    expect(configureSandbox({ processes: 3, maxProcesses: 5 })).toEqual({ processes: 3, maxProcesses: 5 });
+    expect(configureSandbox({ processes: 2 })).toEqual({ processes: 2, maxProcesses: 5 });
+    expect(() => configureSandbox({ processes: 0 })).toThrow("Sandbox option processes must be a whole number from 1 to 64; got 0.");
+    expect(() => configureSandbox({ maxProcesses: 1.5 })).toThrow("Sandbox option maxProcesses must be a whole number from 1 to 64; got 1.5.");
+    expect(() => configureSandbox({ processes: 4, maxProcesses: 2 })).toThrow("Sandbox option maxProcesses (2) must be at least processes (4).");
+    expect(() => configureSandbox({ threads: 2 } as never)).toThrow('Unknown sandbox option "threads". Valid options: processes, maxProcesses.');
+    expect(sandboxPool().config).toEqual({ processes: 2, maxProcesses: 5 });
+  });
+});
+
+describe("IMPROV_SANDBOX_PROCESSES", () => {
+  test("sets the default number of processes; a bad value is ignored with a warning naming it", () => {
+    const saved = process.env.IMPROV_SANDBOX_PROCESSES;
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", onWarning);
+    try {
+      process.env.IMPROV_SANDBOX_PROCESSES = " 3 ";
+      expect(defaultSandboxConfig()).toEqual({ processes: 3, maxProcesses: 8 });
+      process.env.IMPROV_SANDBOX_PROCESSES = "12";
+      expect(defaultSandboxConfig()).toEqual({ processes: 12, maxProcesses: 12 });
+      process.env.IMPROV_SANDBOX_PROCESSES = "lots";
+      expect(defaultSandboxConfig().processes).toBeLessThanOrEqual(4);
+    } finally {
+      if (saved === undefined) delete process.env.IMPROV_SANDBOX_PROCESSES;
+      else process.env.IMPROV_SANDBOX_PROCESSES = saved;
+    }
+    // Warnings are emitted on a later tick.
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      process.off("warning", onWarning);
+      expect(warnings).toContain('Ignoring IMPROV_SANDBOX_PROCESSES="lots": use a whole number from 1 to 64.');
+    });
+  });
+});
+
+describe("the sandbox pool", () => {
+  test("while one agent's program computes, other agents move to a free process and are served before it ends", async () => {
+    configureSandbox({ processes: 2, maxProcesses: 2 });
+    const [spinner] = agents(1, "spinner", SPIN(3_000), { executionTimeoutMs: 10_000 });
+    const others = agents(6, "quick", "context.n = (context.n ?? 0) + 1; return context.n");
+    // Every agent has a home process before the spin starts; some share the spinner's.
+    await Promise.all([...others.map((agent) => agent.work()), Promise.resolve()]);
+    const homes = new Set(sandboxPool().pids);
+    expect(homes.size).toBe(2);
+    let spun = false;
+    const spinning = spinner!.work().then((outcome) => {
+      spun = true;
+      return outcome;
+    });
+    await waitFor(() => sandboxPool().busyProcesses === 1);
+    const results = await Promise.all(others.map(async (agent) => [await agent.work(), await agent.work(), await agent.work()]));
+    expect(spun).toBe(false);
+    for (const outcome of results.flat()) expect(outcome.ok).toBe(true);
+    for (const agent of others) expect(agent.runtimeContext.n).toBe(4);
+    expect((await spinning).value).toBe("spun");
+    expect(sandboxPool().starts).toBe(2);
+  });
+
+  test("when every process is busy, the pool grows to maxProcesses, and the extra process ends once idle", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 2 });
+    const [spinner] = agents(1, "spinner", SPIN(2_000), { executionTimeoutMs: 10_000 });
+    const [quick] = agents(1, "quick", "return 'pong'");
+    await quick!.work();
+    const startsBefore = sandboxPool().starts;
+    let spun = false;
+    const spinning = spinner!.work().then((outcome) => {
+      spun = true;
+      return outcome;
+    });
+    await waitFor(() => sandboxPool().busyProcesses === 1);
+    expect((await quick!.work()).value).toBe("pong");
+    expect(spun).toBe(false);
+    expect(sandboxPool().starts).toBe(startsBefore + 1);
+    expect(sandboxPool().pids).toHaveLength(2);
+    expect((await spinning).ok).toBe(true);
+    await waitFor(() => sandboxPool().pids.length === 1, 15_000);
+    expect((await quick!.work()).value).toBe("pong");
+  });
+
+  test("runs that arrive together behind another program are not charged for the wait (one process)", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const [third] = agents(1, "third", SPIN(500), { executionTimeoutMs: 3_000 });
+    const pair = agents(2, "pair", SPIN(2_000), { executionTimeoutMs: 3_000 });
+    await Promise.all([third!.warm(), ...pair.map((agent) => agent.warm())]);
+    const first = third!.work();
+    await waitFor(() => sandboxPool().startedRuns > 0);
+    const outcomes = await Promise.all([first, ...pair.map((agent) => agent.work())]);
+    for (const outcome of outcomes) expect(outcome.errorMessage).toBeUndefined();
+    expect(outcomes.map((outcome) => outcome.value)).toEqual(["spun", "spun", "spun"]);
+  });
+
+  test("a program awaiting a delegate is not timed out while another program holds its process", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    let helperAsked = false;
+    const provider = new ScriptedProvider({
+      programs: (request) => {
+        if (request.role === "helper") {
+          helperAsked = true;
+          return { delayMs: 300, code: "return 'pong'" };
+        }
+        return request.role === "asker" ? "const r = await delegate('helper').ping(); return r.value" : SPIN(1_500);
+      },
+    });
+    const asker = Agent.for("asker", { provider, executionTimeoutMs: 1_000, reuse: false });
+    const hog = Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false });
+    await Promise.all([asker.work(), hog.work()]);
+    helperAsked = false;
+    // The asker's program waits for its delegate's answer while the hog holds the one process
+    // for longer than the asker's whole time limit.
+    const asking = asker.work();
+    await waitFor(() => helperAsked);
+    const [asked, hogged] = await Promise.all([asking, hog.work()]);
+    expect(asked.errorMessage).toBeUndefined();
+    expect(asked.value).toBe("pong");
+    expect(hogged.ok).toBe(true);
+  });
+});
+
+describe("fault containment", () => {
+  test("sandbox processes killed again and again under load: every call ends typed, no record lost or doubled, context matches the ok records", async () => {
+    configureSandbox({ processes: 2, maxProcesses: 2 });
+    const provider = new ScriptedProvider({ programs: { bump: "context.n = (context.n ?? 0) + 1; await null; return context.n" } });
+    const team = Array.from({ length: 6 }, () => Agent.for<{ n: number }>("counter", { provider, reuse: false }));
+    const calls = 30;
+    let kills = 0;
+    let running = true;
+    const killer = (async () => {
+      while (running) {
+        await new Promise((resolve) => setTimeout(resolve, 40 + Math.random() * 60));
+        const pids = sandboxPool().pids;
+        const pid = pids[Math.floor(Math.random() * pids.length)];
+        if (pid === undefined) continue;
+        try {
+          process.kill(pid, "SIGKILL");
+          kills += 1;
+        } catch {
+          // Already gone.
+        }
+      }
+    })();
+    const outcomes = await Promise.all(
+      team.map(async (agent) => {
+        const mine = [];
+        for (let call = 0; call < calls; call += 1) mine.push(await agent.bump());
+        return mine;
+      }),
+    );
+    running = false;
+    await killer;
+    expect(kills).toBeGreaterThan(3);
+    let failed = 0;
+    team.forEach((agent, index) => {
+      const mine = outcomes[index]!;
+      for (const outcome of mine) {
+        if (!outcome.ok) {
+          failed += 1;
+          expect(outcome, outcome.errorMessage).toMatchObject({ errorType: "execution", retriable: true });
+        }
+      }
+      const history = Agent.history(agent);
+      expect(history).toHaveLength(calls);
+      expect(new Set(history.map((record) => record.call_id)).size).toBe(calls);
+      const oks = mine.filter((outcome) => outcome.ok);
+      // Each ok call saw the context the ok calls before it left, and nothing else.
+      expect(oks.map((outcome) => outcome.value)).toEqual(oks.map((_, position) => position + 1));
+      expect(agent.runtimeContext.n ?? 0).toBe(oks.length);
+      expect(history.filter((record) => record.outcome_summary.ok)).toHaveLength(oks.length);
+    });
+    expect(failed).toBeGreaterThan(0);
+    // The pool is whole again afterwards.
+    expect((await team[0]!.bump()).ok).toBe(true);
+  });
+
+  test("uninterruptible work after an await ends as a timeout, its process replaced; the pool goes on", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const provider = new ScriptedProvider({ programs: { fill: "await null; new Array(2e8).fill(0); return 'filled'", ping: "return 'pong'" } });
+    const agent = Agent.for("filler", { provider, executionTimeoutMs: 300, memoryLimitMb: 32 });
+    await agent.ping();
+    const [pid] = sandboxPool().pids;
+    const startsBefore = sandboxPool().starts;
+    const filled = await agent.fill();
+    expect(filled).toMatchObject({ errorType: "timeout", retriable: true });
+    expect(filled.errorMessage).toBe("The program ran longer than executionTimeoutMs (300 ms) and could not be stopped inside the sandbox; the sandbox process was restarted.");
+    expect((await agent.ping()).value).toBe("pong");
+    expect(sandboxPool().starts).toBe(startsBefore + 1);
+    expect(sandboxPool().pids).not.toContain(pid);
+  });
+});

@@ -1,0 +1,274 @@
+import { availableParallelism } from "node:os";
+import { readEnv } from "../../env.ts";
+import type { RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
+import { PendingRun, type RunHooks } from "./pending-run.ts";
+import { SandboxProcess } from "./sandbox-process.ts";
+
+export type { RunHooks } from "./pending-run.ts";
+
+/** How many sandbox processes run programs. */
+export interface SandboxConfig {
+  /** Processes kept for the agents (started as agents need them). Default: available parallelism, at most 4. */
+  readonly processes: number;
+  /** Most processes at once: the pool grows past `processes` only while every process is busy. Default 8. */
+  readonly maxProcesses: number;
+}
+
+/** How long a process beyond `processes` may stay idle before it is ended. @unit ms */
+const RETIRE_IDLE_MS = 5_000;
+/** A run sent again to a new process at most this often after its process died before it started. */
+const MAX_RESENDS = 2;
+const LIMIT = 64;
+
+export function defaultSandboxConfig(): SandboxConfig {
+  const fromEnv = readProcessesEnv();
+  const processes = fromEnv ?? Math.max(1, Math.min(4, availableParallelism()));
+  return { processes, maxProcesses: Math.max(8, processes) };
+}
+
+function readProcessesEnv(): number | undefined {
+  const raw = readEnv("IMPROV_SANDBOX_PROCESSES");
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (Number.isInteger(value) && value >= 1 && value <= LIMIT) return value;
+  process.emitWarning(`Ignoring IMPROV_SANDBOX_PROCESSES=${JSON.stringify(raw)}: use a whole number from 1 to ${LIMIT}.`, { code: "IMPROV_ENV" });
+  return undefined;
+}
+
+/** Checks a `configureSandbox` argument and fills in what it leaves out. */
+export function resolveSandboxConfig(options: Partial<SandboxConfig>, current: SandboxConfig): SandboxConfig {
+  if (typeof options !== "object" || options === null) throw new TypeError("configureSandbox() takes an object: { processes?, maxProcesses? }.");
+  for (const name of Object.keys(options)) {
+    if (name !== "processes" && name !== "maxProcesses") throw new TypeError(`Unknown sandbox option "${name}". Valid options: processes, maxProcesses.`);
+  }
+  for (const name of ["processes", "maxProcesses"] as const) {
+    const value = options[name];
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= LIMIT)) {
+      throw new TypeError(`Sandbox option ${name} must be a whole number from 1 to ${LIMIT}; got ${JSON.stringify(value)}.`);
+    }
+  }
+  const processes = options.processes ?? current.processes;
+  const maxProcesses = options.maxProcesses ?? Math.max(current.maxProcesses, processes);
+  if (maxProcesses < processes) throw new TypeError(`Sandbox option maxProcesses (${maxProcesses}) must be at least processes (${processes}).`);
+  return { processes, maxProcesses };
+}
+
+/**
+ * The sandbox processes. Each agent's isolate lives in one process (its home); an agent goes
+ * to a new home when its own is busy with another agent's program past the busy grace, or
+ * hosts an agent whose latest program was that long (its history mirror is rebuilt there on
+ * its first run). Agents that compute long thus end up apart from those that do not, and a
+ * short call does not queue behind a long program that had not yet been seen to be long. New agents go to the process with the
+ * fewest agents; processes start as agents need them, up to `processes`, and beyond that,
+ * up to `maxProcesses`, only while every process is busy; those extra processes end when idle.
+ */
+export class SandboxPool {
+  #config: SandboxConfig;
+  readonly #processes: SandboxProcess[] = [];
+  readonly #homes = new Map<string, SandboxProcess>();
+  #nextId = 1;
+  /** How many sandbox processes were started, for tests and diagnostics. */
+  starts = 0;
+  /** How many times an agent moved to another process because its own was busy. */
+  moves = 0;
+
+  constructor(config: SandboxConfig = defaultSandboxConfig()) {
+    this.#config = config;
+  }
+
+  get config(): SandboxConfig {
+    return this.#config;
+  }
+
+  configure(options: Partial<SandboxConfig>): SandboxConfig {
+    this.#config = resolveSandboxConfig(options, this.#config);
+    for (const process of this.#processes) this.#retireIfSpare(process);
+    return this.#config;
+  }
+
+  /** Process ids of the live sandbox processes. */
+  get pids(): number[] {
+    return this.#processes.flatMap((process) => (process.alive && process.pid !== undefined ? [process.pid] : []));
+  }
+
+  /** The process id of the process that holds `agentId`'s isolate, if it has one. */
+  pidOf(agentId: string): number | undefined {
+    const home = this.#homes.get(agentId);
+    return home?.alive ? home.pid : undefined;
+  }
+
+  /** Processes whose main thread a program's synchronous part holds past the busy grace. */
+  get busyProcesses(): number {
+    return this.#processes.filter((process) => process.alive && process.busyRun !== undefined).length;
+  }
+
+  /** Runs sent and not yet answered. */
+  get activeRuns(): number {
+    return this.#processes.reduce((sum, process) => sum + process.activeRuns, 0);
+  }
+
+  /** Runs whose program a sandbox process has begun to run, and not yet answered. */
+  get startedRuns(): number {
+    return this.#processes.reduce((sum, process) => sum + process.startedRuns, 0);
+  }
+
+  /** Runs one program; always resolves with a report, never rejects. */
+  execute(request: Omit<RunRequestMessage, "type" | "runId">, hooks: RunHooks): Promise<RunReport> {
+    const message: RunRequestMessage = { type: "run", runId: this.#nextId++, ...request };
+    return new Promise<RunReport>((resolve) => {
+      let home: SandboxProcess | undefined;
+      const onAbort = () => {
+        if (home !== undefined) home.cancel(run);
+        else run.settle({ kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." });
+      };
+      const run = new PendingRun(
+        message,
+        hooks,
+        (report) => {
+          hooks.signal?.removeEventListener("abort", onAbort);
+          resolve(report);
+        },
+        (pending) => home?.onDeadline(pending),
+      );
+      if (hooks.signal?.aborted) {
+        run.settle({ kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." });
+        return;
+      }
+      hooks.signal?.addEventListener("abort", onAbort, { once: true });
+      run.sendTo = (target: SandboxProcess) => {
+        home = target;
+        void target.take(run);
+      };
+      run.sendTo(this.#homeFor(message.agentId));
+    });
+  }
+
+  /** Sends one chunk of a history sync to the agent's process; false when it must start again from 0. */
+  sync(request: Omit<SyncRequestMessage, "type" | "syncId">): Promise<boolean> {
+    return this.#homeFor(request.agentId).sync(this.#nextId++, request);
+  }
+
+  /** Tells the agent's process it may free the agent's isolate. */
+  forget(agentId: string): void {
+    const home = this.#homes.get(agentId);
+    this.#homes.delete(agentId);
+    home?.forget(agentId);
+  }
+
+  /** Ends every sandbox process (new ones start with the next run). */
+  shutdown(): void {
+    for (const process of this.#processes) process.kill();
+  }
+
+  /**
+   * The process for an agent's next run: its home, unless that is gone or busy with another
+   * agent's program; then a process that is not busy (started if the pool may grow), the one
+   * with the fewest runs in flight; when every process is busy and the pool is full, its home.
+   */
+  #homeFor(agentId: string): SandboxProcess {
+    const home = this.#homes.get(agentId);
+    if (home?.alive && !home.busyFor(agentId)) return home;
+    const live = this.#processes.filter((process) => process.alive);
+    const free = live.filter((process) => !process.busyFor(agentId));
+    let target: SandboxProcess | undefined;
+    if (home === undefined || !home.alive) {
+      // A new agent (or one whose process died): a process of its own while the pool is below
+      // `processes`, else the free one with the fewest agents.
+      target = live.length < this.#config.processes ? this.#start() : leastBy(free, (process) => process.agents.size);
+    } else {
+      target = leastBy(free, (process) => process.activeRuns);
+    }
+    target ??= live.length < this.#config.maxProcesses ? this.#start() : (home?.alive ? home : leastBy(live, (process) => process.activeRuns));
+    if (target === undefined) target = this.#start();
+    if (home !== undefined && home !== target) {
+      if (home.alive) {
+        this.moves += 1;
+        home.forget(agentId);
+      }
+      home.agents.delete(agentId);
+      home.heavy.delete(agentId);
+    }
+    target.agents.add(agentId);
+    this.#homes.set(agentId, target);
+    return target;
+  }
+
+  #start(): SandboxProcess {
+    const process = new SandboxProcess({
+      onLost: (lost, queued) => this.#onLost(lost, queued),
+      onIdle: (idle) => this.#retireIfSpare(idle),
+      onRunEnd: (home, agentId, heldLong) => {
+        if (heldLong) home.heavy.add(agentId);
+        else home.heavy.delete(agentId);
+      },
+    });
+    this.starts += 1;
+    this.#processes.push(process);
+    return process;
+  }
+
+  /** A process ended: its queued runs go to other processes (no program code of theirs ran). */
+  #onLost(lost: SandboxProcess, queued: PendingRun[]): void {
+    const index = this.#processes.indexOf(lost);
+    if (index !== -1) this.#processes.splice(index, 1);
+    for (const agentId of lost.agents) if (this.#homes.get(agentId) === lost) this.#homes.delete(agentId);
+    for (const run of queued) {
+      if (run.settled) continue;
+      if (run.resends >= MAX_RESENDS) {
+        const message = `The program could not be run: ${run.lostBecause ?? "the sandbox process stopped"}, ${run.resends + 1} times in a row. Call again.`;
+        run.settle({ kind: "failed", errorType: "execution", message, retriable: true });
+        continue;
+      }
+      run.resends += 1;
+      run.lostBecause = undefined;
+      run.sendTo(this.#homeFor(run.agentId));
+    }
+  }
+
+  /** Ends a process beyond `processes` once it has been idle a while. */
+  #retireIfSpare(process: SandboxProcess): void {
+    if (this.#processes.length <= this.#config.processes || process.retiring || !process.alive || process.activeRuns > 0) return;
+    process.retiring = setTimeout(() => {
+      process.retiring = undefined;
+      const live = this.#processes.filter((candidate) => candidate.alive);
+      if (live.length <= this.#config.processes || !process.alive || process.activeRuns > 0) return;
+      if (performance.now() - process.idleSince < RETIRE_IDLE_MS) {
+        this.#retireIfSpare(process);
+        return;
+      }
+      for (const agentId of process.agents) if (this.#homes.get(agentId) === process) this.#homes.delete(agentId);
+      process.kill();
+    }, RETIRE_IDLE_MS);
+    process.retiring.unref();
+  }
+}
+
+function leastBy<T>(items: readonly T[], measure: (item: T) => number): T | undefined {
+  let best: T | undefined;
+  let bestValue = Infinity;
+  for (const item of items) {
+    const value = measure(item);
+    if (value < bestValue) {
+      best = item;
+      bestValue = value;
+    }
+  }
+  return best;
+}
+
+let shared: SandboxPool | undefined;
+
+/** The process-wide pool, created on first use. */
+export function sandboxPool(): SandboxPool {
+  shared ??= new SandboxPool();
+  return shared;
+}
+
+/**
+ * Sets how many sandbox processes run programs, for this process: `processes` (default: the
+ * machine's available parallelism, at most 4, or `IMPROV_SANDBOX_PROCESSES`) and `maxProcesses`
+ * (default 8), the most while every process is busy. Returns the settings now in force.
+ */
+export function configureSandbox(options: Partial<SandboxConfig> = {}): SandboxConfig {
+  return sandboxPool().configure(options);
+}
