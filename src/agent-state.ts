@@ -27,7 +27,21 @@ export class SerialQueue {
 let defaultProvider: Provider | undefined;
 
 /** Frees an agent's isolate once the agent itself is garbage. */
-const isolateReleaser = new FinalizationRegistry<string>((agentId) => sandboxPool().forget(agentId));
+const isolateReleaser = new FinalizationRegistry<string>((agentId) => {
+  sandboxPool().forget(agentId);
+  liveAgents.delete(agentId);
+});
+
+/** Every agent of the process that is still reachable, for `Agent.trace()`. */
+const liveAgents = new Map<string, WeakRef<AgentState>>();
+
+/** The agents of this process that are still in use. */
+export function* agentsInProcess(): Generator<AgentState> {
+  for (const ref of liveAgents.values()) {
+    const state = ref.deref();
+    if (state !== undefined) yield state;
+  }
+}
 
 /**
  * Everything an agent owns, kept by the host: its role, options, context, history and
@@ -57,6 +71,12 @@ export class AgentState {
     this.depth = depth;
     this.link = durable === undefined ? undefined : new DurableLink(durable.store, durable.id, role, this);
     isolateReleaser.register(this, this.id);
+    liveAgents.set(this.id, new WeakRef(this));
+  }
+
+  /** The agent's identity in records of traces: its durable id, or its in-process id. */
+  get agentId(): string {
+    return this.link?.id ?? this.id;
   }
 
   /**

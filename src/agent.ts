@@ -1,7 +1,9 @@
 import { inspect } from "node:util";
-import { AgentState } from "./agent-state.ts";
+import { AgentState, agentsInProcess } from "./agent-state.ts";
 import { performCall } from "./call/lifecycle.ts";
+import { validateHistoryQuery, type HistoryQuery } from "./history/history-index.ts";
 import type { HistoryRecord } from "./history/record.ts";
+import { buildTrace, type TraceEntry, type TraceNode } from "./history/trace.ts";
 import { resolveOptions, type AgentOptions } from "./options.ts";
 import { ImprovError, type Outcome } from "./outcome.ts";
 import { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
@@ -140,9 +142,28 @@ export class Agent {
     return stateOf(agent, "Agent.role()").role;
   }
 
-  /** The agent's canonical history records: a frozen array, shared until the next call. */
-  static history(agent: unknown): readonly HistoryRecord[] {
-    return stateOf(agent, "Agent.history()").history.snapshot();
+  /**
+   * The agent's canonical history records: a frozen array, shared until the next call. With a
+   * query, the matching records, oldest first (`last: n` the latest n), found through an index
+   * kept as records are appended, without copying the whole history.
+   */
+  static history(agent: unknown, query?: HistoryQuery): readonly HistoryRecord[] {
+    const { history } = stateOf(agent, "Agent.history()");
+    return query === undefined ? history.snapshot() : history.query(validateHistoryQuery(query));
+  }
+
+  /**
+   * The call tree of one trace across the agents of this process: every record whose
+   * `trace_id` is `traceId`, each with its agent's `role` and `agent_id` and the calls its
+   * program made as `children` (ordered as they were made), parents before their children.
+   */
+  static trace(traceId: string): readonly TraceNode[] {
+    if (typeof traceId !== "string" || traceId === "") throw new TypeError("Agent.trace(traceId) takes the trace id of a call (a non-empty string).");
+    const entries: TraceEntry[] = [];
+    for (const state of agentsInProcess()) {
+      state.history.query({ traceId }).forEach((record, order) => entries.push({ record, role: state.role, agentId: state.agentId, order }));
+    }
+    return buildTrace(entries);
   }
 
   /**

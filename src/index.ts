@@ -15,6 +15,8 @@ export { DEFAULT_OPENAI_MODEL, OpenAIProvider } from "./providers/openai.ts";
 export { extractProgram } from "./programs/extract.ts";
 export type { OpenAIProviderOptions } from "./providers/openai.ts";
 export type { HistoryRecord, OutcomeSummary, Speaker } from "./history/record.ts";
+export type { HistoryQuery } from "./history/history-index.ts";
+export type { TraceNode } from "./history/trace.ts";
 export type { JsonValue } from "./history/json-safe.ts";
 export { SANDBOX_LIMITS } from "./sandbox/limits.ts";
 export { configureSandbox } from "./sandbox/host/pool.ts";

@@ -1,3 +1,4 @@
+import { HistoryIndex, type HistoryQuery } from "./history-index.ts";
 import type { HistoryRecord, SerializedRecord } from "./record.ts";
 import { TextArena } from "./text-arena.ts";
 
@@ -25,6 +26,7 @@ function parseRecord(json: string): HistoryRecord {
  */
 export class HistoryStore {
   #records = new TextArena();
+  #index = new HistoryIndex();
   #snapshot: readonly HistoryRecord[] | undefined;
   /** The records `latest()` last returned and the index of the first, so each call parses only what is new. */
   #tail: { start: number; records: readonly HistoryRecord[] } = { start: 0, records: [] };
@@ -42,8 +44,11 @@ export class HistoryStore {
     return this.#records.bytes;
   }
 
-  append({ json }: SerializedRecord): void {
+  append({ record, json }: SerializedRecord): void {
+    // Indexed at once when the index is up to date; records that arrived as text are indexed when a query needs them.
+    const indexNow = this.#index.count === this.length;
     this.appendJson(json);
+    if (indexNow) this.#index.add(record);
   }
 
   /** Appends a record's JSON text (a record another process wrote, say). */
@@ -57,6 +62,7 @@ export class HistoryStore {
     const arena = new TextArena();
     for (const json of records) arena.push(json);
     this.#records = arena;
+    this.#index = new HistoryIndex();
     this.#snapshot = undefined;
     this.#tail = { start: 0, records: [] };
     this.epoch += 1;
@@ -78,6 +84,25 @@ export class HistoryStore {
     }
     this.#tail = { start, records };
     return records;
+  }
+
+  /** The records that match `query`, oldest first; parses only those (and records not yet indexed). */
+  query(query: HistoryQuery): readonly HistoryRecord[] {
+    while (this.#index.count < this.length) this.#index.add(this.#at(this.#index.count));
+    const limit = query.last ?? Infinity;
+    const found: HistoryRecord[] = [];
+    for (const position of this.#index.candidates(query)) {
+      if (found.length >= limit) break;
+      const record = this.#at(position);
+      if (query.traceId !== undefined && record.trace_id !== query.traceId) continue;
+      found.push(record);
+    }
+    return Object.freeze(found.reverse());
+  }
+
+  /** The record at `position`, from the shared snapshot when there is one. */
+  #at(position: number): HistoryRecord {
+    return this.#snapshot?.[position] ?? parseRecord(this.#records.at(position));
   }
 
   /** A frozen array of all records (frozen too), shared until the history changes. */
