@@ -19,33 +19,18 @@ export interface HistoryQuery {
 
 export const HISTORY_QUERY_NAMES = ["method", "status", "errorType", "speaker", "traceId", "since", "until", "last"] as const;
 
-/** A growable array of 32-bit integers. */
-class IntList {
-  #items = new Int32Array(16);
+/** A growable array of numbers, kept in a typed array (32-bit integers, or doubles for times). */
+class NumberList {
+  #items: Int32Array | Float64Array;
   length = 0;
+
+  constructor(kind: "int" | "double" = "int") {
+    this.#items = kind === "int" ? new Int32Array(16) : new Float64Array(16);
+  }
 
   push(value: number): void {
     if (this.length === this.#items.length) {
-      const grown = new Int32Array(this.#items.length * 2);
-      grown.set(this.#items);
-      this.#items = grown;
-    }
-    this.#items[this.length++] = value;
-  }
-
-  at(index: number): number {
-    return this.#items[index] as number;
-  }
-}
-
-/** A growable array of doubles. */
-class TimeList {
-  #items = new Float64Array(16);
-  length = 0;
-
-  push(value: number): void {
-    if (this.length === this.#items.length) {
-      const grown = new Float64Array(this.#items.length * 2);
+      const grown = this.#items instanceof Int32Array ? new Int32Array(this.length * 2) : new Float64Array(this.length * 2);
       grown.set(this.#items);
       this.#items = grown;
     }
@@ -75,13 +60,13 @@ function hash(text: string): number {
  */
 export class HistoryIndex {
   readonly #codes = new Map<string, number>();
-  readonly #positions = new Map<number, IntList>();
-  readonly #method = new IntList();
-  readonly #outcome = new IntList();
-  readonly #speaker = new IntList();
-  readonly #trace = new IntList();
-  readonly #time = new TimeList();
-  readonly #all = new IntList();
+  readonly #positions = new Map<number, NumberList>();
+  readonly #method = new NumberList();
+  readonly #outcome = new NumberList();
+  readonly #speaker = new NumberList();
+  readonly #trace = new NumberList();
+  readonly #time = new NumberList("double");
+  readonly #all = new NumberList();
 
   /** How many records are indexed (the first `count` of the history). */
   get count(): number {
@@ -110,7 +95,7 @@ export class HistoryIndex {
    */
   *candidates(query: HistoryQuery): Generator<number> {
     // Position lists that apply (method, outcome); the walk follows the shortest.
-    const lists: IntList[] = [];
+    const lists: NumberList[] = [];
     const listFor = (key: string) => {
       const code = this.#codes.get(key);
       const list = code === undefined ? undefined : this.#positions.get(code);
@@ -148,10 +133,10 @@ export class HistoryIndex {
     return code;
   }
 
-  #listOf(code: number): IntList {
+  #listOf(code: number): NumberList {
     let list = this.#positions.get(code);
     if (list === undefined) {
-      list = new IntList();
+      list = new NumberList();
       this.#positions.set(code, list);
     }
     return list;
@@ -159,7 +144,7 @@ export class HistoryIndex {
 }
 
 /** Whether a sorted position list holds `position` (binary search). */
-function includes(list: IntList, position: number): boolean {
+function includes(list: NumberList, position: number): boolean {
   let low = 0;
   let high = list.length - 1;
   while (low <= high) {
