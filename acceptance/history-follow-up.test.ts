@@ -63,4 +63,34 @@ describe("generated code answers a follow-up by reading prior records", () => {
     expect(server.requests).toHaveLength(3);
     expect(Agent.history(calc).map((r) => r.program_source)).toEqual(["generated", "reused", "generated", "generated"]);
   });
+
+  test("a follow-up converts the previous result, read back through content(ref)", async () => {
+    server = await OpenAITestServer.start([
+      // measure("Oslo")
+      { kind: "structured", code: "return { city: args[0], celsius: 21.5, taken: new Date(Date.UTC(2026, 10, 23)) }" },
+      // convertLast(): "and in Fahrenheit?"
+      {
+        kind: "structured",
+        code: [
+          "const last = context.conversation_history.findLast((r) => r.outcome_summary.ok && r.outcome_summary.content_ref);",
+          "const reading = await content(last.outcome_summary.content_ref);",
+          "return { city: reading.city, fahrenheit: reading.celsius * 9 / 5 + 32, year: reading.taken.getUTCFullYear(), from: last.call_id };",
+        ].join("\n"),
+      },
+    ]);
+    const provider = new OpenAIProvider({ apiKey: "test", baseURL: server.baseURL, model: "scripted-model" });
+    const weather = Agent.for("weather", { provider });
+    const reading = await weather.measure("Oslo");
+    expect(reading.value).toMatchObject({ city: "Oslo", celsius: 21.5 });
+    const converted = await weather.convertLast();
+    expect(converted.value).toEqual({ city: "Oslo", fahrenheit: 70.7, year: 2026, from: reading.callId });
+
+    const messages = server.requests[1]?.body.messages as { role: string; content: string }[];
+    expect(messages[0]?.content).toContain("await content(ref)");
+    expect(messages[1]?.content).toContain(`- ${reading.callId} measure: ok (value kept: content_ref ${reading.callId})`);
+    const [first, second] = Agent.history(weather);
+    expect(first!.outcome_summary.content_ref).toBe(reading.callId);
+    expect(second!.outcome_summary.content_ref).toBe(converted.callId);
+    expect(await Agent.value(weather, reading.callId)).toMatchObject({ city: "Oslo" });
+  });
 });

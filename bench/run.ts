@@ -14,6 +14,7 @@ import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
 import type { RecordMemory } from "./memory.ts";
 import { syntheticRecord } from "./records.ts";
 import { measure, measureEach, measureInterleaved, type Subject, type Summary } from "./stats.ts";
+import { followUpFigures } from "./follow-ups.ts";
 import { poolFigures } from "./pool.ts";
 import { reuseFigures } from "./reuse.ts";
 import { storeFigures } from "./stores.ts";
@@ -120,6 +121,7 @@ const results = {
   telemetry: await telemetryThroughput(quick ? 100_000 : 1_000_000),
   reuse: await reuseFigures({ calls: quick ? 40 : 200, delayMs: 50, count, warmup }),
   stores: await storeFigures({ count: quick ? 300 : 2_000, warmup, records: quick ? 10_000 : 100_000, callsEach: quick ? 100 : 500 }),
+  followUps: await followUpFigures({ sizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000], count: quick ? 200 : 2_000 }),
   pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
 };
 
@@ -131,6 +133,8 @@ const reusedRatio = results.reuse.reusedCall.p50 / results.reuse.sandboxRoundTri
 const sqliteRatio = (results.stores.calls.sqlite?.p50 ?? Number.NaN) / (results.stores.calls.memory?.p50 ?? Number.NaN);
 const fairBound = Math.max(5 * results.pool.fairness.without.p99, 200);
 const fairThroughput = results.pool.fairness.withSpinners.callsPerSecond / results.pool.fairness.without.callsPerSecond;
+const followUpSizes = results.followUps.sizes;
+const relevantRatio = (followUpSizes.at(-1)?.relevantPrompt.p50 ?? Number.NaN) / (followUpSizes[0]?.relevantPrompt.p50 ?? Number.NaN);
 const targets = [
   { figure: "call p50 (log off) ≤ 400 µs", met: results.call.logOff.p50 <= 400 },
   { figure: `call p50 (log off) ≤ 2.5 × (evalClosure + round trip) = ${overheadBound.toFixed(0)} µs`, met: results.call.logOff.p50 <= overheadBound },
@@ -145,6 +149,7 @@ const targets = [
     figure: `short-call p99 with two 2 s spinners ≤ max(5 × without, 200 ms) = ${fairBound.toFixed(0)} ms (${results.pool.fairness.withSpinners.p99.toFixed(1)} ms)`,
     met: results.pool.fairness.withSpinners.p99 <= fairBound && results.pool.fairness.withSpinners.failed === 0,
   },
+  { figure: `relevant-history prompt at ${followUpSizes.at(-1)?.records} records ≤ 1.25 × at ${followUpSizes[0]?.records} (×${relevantRatio.toFixed(2)})`, met: relevantRatio <= 1.25 },
   { figure: `short-call throughput with the spinners ≥ ¼ of without (×${fairThroughput.toFixed(2)})`, met: fairThroughput >= 0.25 },
   { figure: `sandbox process growth ≤ 1 KiB per record, second half of the soak (${results.pool.soak.steadySandboxBytesPerRecord} B)`, met: results.pool.soak.steadySandboxBytesPerRecord <= 1024 },
 ];
@@ -205,6 +210,12 @@ load(`8 agents at once, one sandbox process`, pool.scaling.oneProcess);
 load(`8 agents at once, the default pool`, pool.scaling.pool);
 const { soak } = pool;
 console.log(`  soak, one agent, ${soak.calls.toLocaleString("en-US")} calls, RSS growth per record: host ${soak.hostBytesPerRecord} B, sandbox ${soak.sandboxBytesPerRecord} B from call ${soak.checkpoints[1]?.calls.toLocaleString("en-US")}; second half: host ${soak.steadyHostBytesPerRecord} B, sandbox ${soak.steadySandboxBytesPerRecord} B`);
+console.log("\n10. Follow-ups (p50; the history block chosen and rendered for a call, a query, and the kept values of 200 calls)");
+for (const size of results.followUps.sizes) {
+  console.log(
+    `  ${String(size.records).padStart(7)} records   prompt (latest) ${us(size.latestPrompt.p50)}   prompt (relevant) ${us(size.relevantPrompt.p50)}   query ${us(size.query.p50)}   kept values ${size.keptValues.count} (${(size.keptValues.bytes / 1024).toFixed(0)} KiB as JSON)`,
+  );
+}
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);

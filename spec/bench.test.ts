@@ -16,7 +16,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
   expect(code, output).toBe(0);
-  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "Targets"]) {
+  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "Targets"]) {
     expect(output).toContain(heading);
   }
   expect(output).toMatch(/\(a\) isolated-vm evalClosure, persistent context +p50 +\d+ µs/);
@@ -26,7 +26,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(12);
+  expect(results.targets).toHaveLength(13);
   expect(results.reuse.slowProvider.withReuse.requests).toBe(1);
   expect(results.reuse.slowProvider.withoutReuse.requests).toBe(results.reuse.slowProvider.calls);
   expect(output).toMatch(/\(d\) sandbox round trip: IPC \+ isolated-vm body +p50 +\d+ µs/);
@@ -38,6 +38,8 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(records.hostBytesPerRecord + records.sandboxBytesPerRecord).toBeCloseTo(records.bytesPerRecord, -1);
   expect(output).toMatch(/records: \d+ bytes per record = host -?\d+ \+ sandbox mirror -?\d+/);
   expect(results.telemetry.lines).toBe(100_000);
+  expect(results.followUps.sizes.map((size: { records: number }) => size.records)).toEqual([1_000, 10_000]);
+  for (const size of results.followUps.sizes) expect(size.keptValues.count).toBe(100);
   const { pool } = results;
   expect(pool.fairness.without.calls).toBe(32 * 50);
   expect(pool.fairness.withSpinners.calls).toBe(32 * 50);

@@ -7,6 +7,7 @@ import { OpenAIProvider } from "./providers/openai.ts";
 import type { Provider } from "./providers/provider.ts";
 import { readEnv } from "./env.ts";
 import { sandboxPool } from "./sandbox/host/pool.ts";
+import { KeptValues } from "./history/kept-values.ts";
 import { DurableLink, forgetOpened, openedAgent, rememberOpened, type ValueChange } from "./store/durable.ts";
 import { childId, isSyncStore, RoleMismatchError, type Store, type StoredContext } from "./store/store.ts";
 
@@ -59,6 +60,8 @@ export class AgentState {
   /** Context keys the application wrote, which read back as values on the agent. */
   readonly appKeys = new Set<string>();
   readonly history = new HistoryStore();
+  /** Values of the latest ok calls, by call id, for follow-ups. */
+  readonly values = new KeptValues();
   /** Programs of one agent run and commit one at a time. */
   readonly queue = new SerialQueue();
   /** Where the agent is kept, when it is durable. */

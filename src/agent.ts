@@ -1,5 +1,6 @@
 import { inspect } from "node:util";
 import { AgentState, agentsInProcess } from "./agent-state.ts";
+import { keptValue } from "./call/delegation.ts";
 import { performCall } from "./call/lifecycle.ts";
 import { validateHistoryQuery, type HistoryQuery } from "./history/history-index.ts";
 import type { HistoryRecord } from "./history/record.ts";
@@ -150,6 +151,17 @@ export class Agent {
   static history(agent: unknown, query?: HistoryQuery): readonly HistoryRecord[] {
     const { history } = stateOf(agent, "Agent.history()");
     return query === undefined ? history.snapshot() : history.query(validateHistoryQuery(query));
+  }
+
+  /**
+   * A copy of the value call `ref` returned (a record's `outcome_summary.content_ref`), or
+   * undefined when the agent does not keep it (never kept, or evicted). A durable agent's
+   * values are read from its store when this process does not hold them.
+   */
+  static async value(agent: unknown, ref: string): Promise<unknown> {
+    const state = stateOf(agent, "Agent.value()");
+    if (typeof ref !== "string") throw new TypeError("Agent.value(agent, ref) takes a record's content_ref (a string).");
+    return (await keptValue(state, ref)).value;
   }
 
   /**

@@ -59,6 +59,30 @@ export interface AgentOptions {
   reuse?: boolean | { readonly except?: readonly string[]; readonly only?: readonly string[] };
   /** Calls in a row a kept program may fail by its own mistake before it is dropped. Default: 2. */
   maxReuseFailures?: number;
+  /**
+   * Keep the values of ok calls for follow-ups (`content(ref)` in programs, `Agent.value()`):
+   * `false`, or the latest `count` values within `maxBytes` of encoded text. Default:
+   * `{ count: 100, maxBytes: 16 MiB }`.
+   */
+  keepValues?: false | { readonly count?: number; readonly maxBytes?: number };
+  /**
+   * The prompt's history block: at most `limit` records (default `historyPreviewLimit`), chosen
+   * by `strategy` (`"latest"`, the default, or `"relevant"`), within `maxChars` (default 2000).
+   */
+  historyPreview?: { readonly limit?: number; readonly strategy?: "latest" | "relevant"; readonly maxChars?: number };
+}
+
+/** How the prompt's history block is chosen. */
+export interface HistoryPreviewRule {
+  readonly limit: number;
+  readonly strategy: "latest" | "relevant";
+  readonly maxChars: number;
+}
+
+/** How many call values an agent keeps; count 0 keeps none. */
+export interface KeepValuesRule {
+  readonly count: number;
+  readonly maxBytes: number;
 }
 
 /** Which methods' programs are kept and run again. */
@@ -88,6 +112,8 @@ export interface ResolvedOptions {
   readonly id: string | undefined;
   readonly reuse: ReuseRule;
   readonly maxReuseFailures: number;
+  readonly keepValues: KeepValuesRule;
+  readonly historyPreview: HistoryPreviewRule;
 }
 
 /** Every default, in one place. */
@@ -99,6 +125,8 @@ export const DEFAULT_OPTIONS = {
   maxDelegationDepth: 8,
   historyPreviewLimit: 3,
   maxReuseFailures: 2,
+  keepValues: { count: 100, maxBytes: 16 * 2 ** 20 },
+  historyPreview: { limit: 3, strategy: "latest", maxChars: 2_000 },
 } as const;
 
 /** The smallest heap isolated-vm accepts. */
@@ -121,6 +149,8 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   id: true,
   reuse: true,
   maxReuseFailures: true,
+  keepValues: true,
+  historyPreview: true,
 };
 
 /** The names `Agent.for()` accepts, in documentation order. */
@@ -162,6 +192,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   }
   const id = optionalString(given, "id");
   if (id !== undefined && id.length > MAX_ID_LENGTH) throw new RangeError(`Option "id" must be at most ${MAX_ID_LENGTH} characters, got ${id.length}.`);
+  const historyPreview = historyPreviewRule(given, base);
   return {
     provider: provider ?? base.provider,
     model: optionalString(given, "model") ?? base.model,
@@ -172,14 +203,54 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     executionTimeoutMs: integer(given, "executionTimeoutMs", 1) ?? base.executionTimeoutMs,
     memoryLimitMb: integer(given, "memoryLimitMb", MIN_MEMORY_LIMIT_MB) ?? base.memoryLimitMb,
     maxDelegationDepth: integer(given, "maxDelegationDepth", 0) ?? base.maxDelegationDepth,
-    historyPreviewLimit: integer(given, "historyPreviewLimit", 0) ?? base.historyPreviewLimit,
+    historyPreviewLimit: historyPreview.limit,
     traceId: optionalString(given, "traceId") ?? base.traceId,
     signal: signal ?? base.signal,
     store: store === undefined ? base.store : typeof store === "string" ? openStore(store) : store,
     id,
     reuse: reuseRule(given.reuse) ?? base.reuse,
     maxReuseFailures: integer(given, "maxReuseFailures", 1) ?? base.maxReuseFailures,
+    keepValues: keepValuesRule(given.keepValues, base.keepValues),
+    historyPreview,
   };
+}
+
+const PREVIEW_SHAPE = 'Option "historyPreview" must be { limit?, strategy?: "latest" | "relevant", maxChars? }.';
+
+/** `historyPreview`, with `historyPreviewLimit` as the shorthand for its limit (`historyPreview.limit` wins). */
+function historyPreviewRule(given: AgentOptions, base: ResolvedOptions): HistoryPreviewRule {
+  const value = given.historyPreview;
+  const shorthand = integer(given, "historyPreviewLimit", 0);
+  if (value === undefined) return shorthand === undefined ? base.historyPreview : { ...base.historyPreview, limit: shorthand };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${PREVIEW_SHAPE} Got ${describeType(value)}.`);
+  for (const key of Object.keys(value)) if (!["limit", "strategy", "maxChars"].includes(key)) throw new TypeError(`${PREVIEW_SHAPE} "${key}" is not one of them.`);
+  if (value.strategy !== undefined && value.strategy !== "latest" && value.strategy !== "relevant") throw new TypeError(`${PREVIEW_SHAPE} Got strategy: ${JSON.stringify(value.strategy)}.`);
+  const count = (name: "limit" | "maxChars", minimum: number) => {
+    const field = value[name];
+    if (field !== undefined && !(Number.isSafeInteger(field) && field >= minimum)) throw new TypeError(`${PREVIEW_SHAPE} ${name} must be a whole number ≥ ${minimum}; got ${JSON.stringify(field)}.`);
+    return field;
+  };
+  return {
+    limit: count("limit", 0) ?? shorthand ?? base.historyPreview.limit,
+    strategy: value.strategy ?? base.historyPreview.strategy,
+    maxChars: count("maxChars", 100) ?? base.historyPreview.maxChars,
+  };
+}
+
+const KEEP_VALUES_SHAPE = 'Option "keepValues" must be false or { count?, maxBytes? } with whole numbers ≥ 0.';
+
+function keepValuesRule(value: AgentOptions["keepValues"], base: KeepValuesRule): KeepValuesRule {
+  if (value === undefined) return base;
+  if (value === false) return { count: 0, maxBytes: 0 };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${KEEP_VALUES_SHAPE} Got ${describeType(value)}.`);
+  for (const key of Object.keys(value)) if (key !== "count" && key !== "maxBytes") throw new TypeError(`${KEEP_VALUES_SHAPE} "${key}" is not one of them.`);
+  const field = (name: "count" | "maxBytes", fallback: number) => {
+    const given = value[name];
+    if (given === undefined) return fallback;
+    if (!Number.isSafeInteger(given) || given < 0) throw new TypeError(`${KEEP_VALUES_SHAPE} Got ${name}: ${JSON.stringify(given)}.`);
+    return given;
+  };
+  return { count: field("count", DEFAULT_OPTIONS.keepValues.count), maxBytes: field("maxBytes", DEFAULT_OPTIONS.keepValues.maxBytes) };
 }
 
 const REUSE_SHAPE = 'Option "reuse" must be true, false, { except: [methods] } or { only: [methods] }.';

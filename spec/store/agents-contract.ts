@@ -7,6 +7,8 @@ const MIXED = new URL("./fixtures/mixed.ts", import.meta.url).pathname;
 
 const programs = {
   inc: "context.n = (context.n ?? 0) + 1; return context.n",
+  reading: "return { city: args[0], at: new Date(Date.UTC(2026, 0, args[1])) }",
+  recall: "return content(args[0])",
   count: "return context.conversation_history.length",
   fail: "context.n = 1000; throw new Error('no')",
   ask: "const r = await delegate('helper').note(args[0]); return r.value",
@@ -53,6 +55,28 @@ describe(`durable agents on ${name}`, () => {
     expect(again.runtimeContext).toEqual({ n: 2, unit: "apples" });
     expect((await again.inc()).value).toBe(3);
     expect((await again.count()).value).toBe(4);
+    await store.close();
+  });
+
+  test("kept values are stored with their records, bounded, and read back in another process's view", async () => {
+    const path = await location();
+    const writer = await Agent.open("counter", { store: open(path), id: "v1", provider: provider(), keepValues: { count: 2, maxBytes: 1_000_000 } });
+    const refs = [];
+    for (const day of [1, 2, 3]) refs.push((await writer.reading("Oslo", day)).callId);
+    await writer.fail();
+    const store = open(path);
+    const reader = await Agent.open("counter", { store, id: "v1", provider: provider(), keepValues: { count: 2, maxBytes: 1_000_000 } });
+    // The oldest of three went, in the store as in the writer.
+    expect(await Agent.value(reader, refs[0]!)).toBeUndefined();
+    expect(await Agent.value(reader, refs[2]!)).toEqual({ city: "Oslo", at: new Date(Date.UTC(2026, 0, 3)) });
+    expect((await reader.recall(refs[1])).value).toEqual({ city: "Oslo", at: new Date(Date.UTC(2026, 0, 2)) });
+    // A value the writer keeps after the reader opened is read from the store.
+    const later = (await writer.reading("Bergen", 9)).callId;
+    expect(await Agent.value(reader, later)).toEqual({ city: "Bergen", at: new Date(Date.UTC(2026, 0, 9)) });
+    expect((await reader.recall(later)).value).toMatchObject({ city: "Bergen" });
+    expect(await store.value("v1", refs[1]!)).toBeUndefined(); // evicted by the two newer values ("recall" kept one too)
+    await Agent.forget(reader);
+    expect(await store.value("v1", later)).toBeUndefined();
     await store.close();
   });
 

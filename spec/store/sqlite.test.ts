@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, test } from "vitest";
+import { SQLITE_MIGRATIONS } from "../../src/store/migrations.ts";
 import { SqliteStore } from "../../src/store/sqlite-store.ts";
 import { StoreError } from "../../src/store/store.ts";
 import { storeContract } from "./contract.ts";
@@ -52,7 +53,7 @@ describe("SqliteStore set-up", () => {
     const db = new DatabaseSync(path);
     db.prepare("UPDATE improv_meta SET value = '99' WHERE key = 'schema_version'").run();
     db.close();
-    expect(() => new SqliteStore(path)).toThrow(`sqlite:${path}: the database has schema version 99, made by a newer improv; this one knows up to 2. Upgrade improv to use it.`);
+    expect(() => new SqliteStore(path)).toThrow(`sqlite:${path}: the database has schema version 99, made by a newer improv; this one knows up to ${SQLITE_MIGRATIONS.length}. Upgrade improv to use it.`);
   });
 
   test("a file that cannot be written is a StoreError naming the store", () => {

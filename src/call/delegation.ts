@@ -2,8 +2,8 @@ import type { AgentState } from "../agent-state.ts";
 import type { AgentOptions } from "../options.ts";
 import type { Outcome } from "../outcome.ts";
 import { MAX_NAME_LENGTH, RESERVED_NAMES } from "../reserved-names.ts";
-import type { BridgeOutcome, BridgeRequest } from "../sandbox/protocol.ts";
-import { readDelegateInput } from "../sandbox/host/inbound.ts";
+import type { BridgeOutcome, DelegateRequest } from "../sandbox/protocol.ts";
+import { readDelegateInput, readKeptValue } from "../sandbox/host/inbound.ts";
 import type { CallOrigin } from "./lifecycle.ts";
 import type { CallDraft } from "./finalize.ts";
 
@@ -42,7 +42,7 @@ function programOptions(state: AgentState, options: Record<string, unknown> | un
  * then run as a full dynamic call of the child agent, recorded in the child's history with
  * speaker `tool`, and answered with a plain Outcome.
  */
-export async function handleDelegate(state: AgentState, draft: CallDraft, request: BridgeRequest, performCall: PerformCall): Promise<BridgeOutcome> {
+export async function handleDelegate(state: AgentState, draft: CallDraft, request: DelegateRequest, performCall: PerformCall): Promise<BridgeOutcome> {
   const { role, method } = request;
   if (role.trim() === "" || role.length > MAX_NAME_LENGTH) return refuse("invalid_input", "delegate(role) needs a non-empty role of at most 200 characters.");
   if (method === "" || method.length > MAX_NAME_LENGTH) return refuse("invalid_input", "A delegated method name must be 1 to 200 characters long.");
@@ -62,4 +62,26 @@ export async function handleDelegate(state: AgentState, draft: CallDraft, reques
   }
   const outcome = await performCall(child, method, input.args, { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId });
   return toBridgeOutcome(outcome);
+}
+
+/**
+ * A program's `content(ref)`: a copy of a value the agent keeps (in this process, or for a
+ * durable agent in its store, where another process may have kept it), or no value
+ * (`ok: false`) when it keeps none under `ref`.
+ */
+export async function handleContent(state: AgentState, ref: string): Promise<BridgeOutcome> {
+  const found = await keptValue(state, ref);
+  return found.kept ? { status: "ok", ok: true, value: found.value, retriable: false } : { status: "error", ok: false, error_type: "invalid_input", error_message: `No value is kept under "${ref}".`, retriable: false };
+}
+
+/** The value `ref` names, from this process's copy or the agent's store; a value that no longer decodes counts as not kept. */
+export async function keptValue(state: AgentState, ref: string): Promise<{ kept: boolean; value?: unknown }> {
+  try {
+    if (state.values.has(ref)) return { kept: true, value: state.values.get(ref) };
+    if (state.link === undefined || state.options.keepValues.count === 0) return { kept: false };
+    const text = await state.link.store.value(state.link.id, ref);
+    return text === undefined ? { kept: false } : { kept: true, value: readKeptValue(text) };
+  } catch {
+    return { kept: false };
+  }
 }

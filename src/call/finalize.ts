@@ -6,6 +6,7 @@ import { Outcome } from "../outcome.ts";
 import type { WriteResult } from "../store/store.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import { attemptErrors, type AttemptFailure } from "./repair.ts";
+import { KeptValues } from "../history/kept-values.ts";
 
 /** Everything a call learned along the way, for its record and log line. */
 export interface CallDraft {
@@ -30,6 +31,8 @@ export interface CallDraft {
   system: string | undefined;
   user: string | undefined;
   console: readonly string[];
+  /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
+  valueText: string | undefined;
   /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
   readonly failures: AttemptFailure[];
   finalized: boolean;
@@ -60,25 +63,33 @@ export async function finalize(
   // One duration for both, so the record and the log line agree.
   const durationMs = performance.now() - draft.startedMs;
   let final = outcome;
-  let serialized = buildRecord(draft, final, durationMs);
+  const keepValue = final.ok && draft.valueText !== undefined && KeptValues.fits(target.options.keepValues, draft.valueText);
+  let serialized = buildRecord(draft, final, durationMs, keepValue);
   let appended = true;
   const { link } = target;
   if (link === undefined) {
     target.history.append(serialized);
     if (changed !== undefined) target.commitContext(changed.context);
+    if (keepValue) target.values.keep(target.options.keepValues, draft.callId, draft.valueText as string);
   } else {
     let result: WriteResult | undefined;
     try {
       // The version check is against the context the program ran on, not whatever the copy holds now.
-      result = await link.write({ record: serialized.json, ...(changed === undefined ? {} : { context: target.storedContext(changed.context), baseVersion: changed.baseVersion }) });
+      const { keepValues } = target.options;
+      result = await link.write({
+        record: serialized.json,
+        ...(keepValue ? { value: { ref: draft.callId, text: draft.valueText as string, count: keepValues.count, maxBytes: keepValues.maxBytes } } : {}),
+        ...(changed === undefined ? {} : { context: target.storedContext(changed.context), baseVersion: changed.baseVersion }),
+      });
     } catch (error) {
       final = Outcome.failure(draft.callId, "store", storeFailure(error));
-      serialized = buildRecord(draft, final, durationMs);
+      serialized = buildRecord(draft, final, durationMs, false);
       appended = false;
     }
     if (result !== undefined) {
       if (!result.ok) return CONFLICT;
       await link.committed(serialized, changed?.context, result);
+      if (keepValue) target.values.keep(target.options.keepValues, draft.callId, draft.valueText as string);
     }
   }
   draft.finalized = true;
@@ -92,8 +103,9 @@ export function storeFailure(error: unknown): string {
   return `The store failed, so nothing of this call was kept (${message}). Call again.`;
 }
 
-function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number): SerializedRecord {
+function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, keepsValue: boolean): SerializedRecord {
   return createRecord({
+    contentRef: keepsValue ? draft.callId : undefined,
     callId: draft.callId,
     startedAt: draft.startedAt,
     speaker: draft.speaker,
@@ -138,7 +150,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
             user: draft.user,
             console: draft.console,
             context: target.context,
-            historyPreview: history.latest(options.historyPreviewLimit),
+            historyPreview: history.latest(options.historyPreview.limit),
           },
         }
       : {}),

@@ -5,9 +5,10 @@ import { Outcome, type ErrorType } from "../outcome.ts";
 import type { Generation, GenerationRequest, Provider } from "../providers/provider.ts";
 import { runProgram } from "../sandbox/host/run-program.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
-import { handleDelegate } from "./delegation.ts";
+import { handleContent, handleDelegate } from "./delegation.ts";
 import { CONFLICT, finalize, type CallDraft } from "./finalize.ts";
 import { PROMPT_VERSION, renderPrompts } from "./prompt.ts";
+import { choosePreview } from "./preview.ts";
 import { feedbackBlock, type AttemptFailure } from "./repair.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
@@ -47,6 +48,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     system: undefined,
     user: undefined,
     console: [],
+    valueText: undefined,
     failures: [],
     finalized: false,
   };
@@ -95,7 +97,8 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
     kwargs: split.kwargs,
     contextKeys: Object.keys(state.context),
     historyCount: state.history.length,
-    historyPreview: state.history.latest(state.options.historyPreviewLimit),
+    historyPreview: choosePreview(state.history, state.options.historyPreview, { method: draft.method, args: split.args, kwargs: split.kwargs }),
+    previewMaxChars: state.options.historyPreview.maxChars,
   };
   const prompts = renderPrompts(promptInput);
   draft.system = prompts.system;
@@ -348,7 +351,7 @@ async function runInSandbox(
     timeoutMs: state.options.executionTimeoutMs,
     memoryLimitMb: state.options.memoryLimitMb,
     history: state.history,
-    onDelegate: (request) => handleDelegate(state, draft, request, performCall),
+    onBridge: (request) => (request.kind === "content" ? handleContent(state, request.ref) : handleDelegate(state, draft, request, performCall)),
     signal,
   });
   draft.console = result.console;
@@ -356,5 +359,6 @@ async function runInSandbox(
     const outcome = Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
     return { outcome, failure: { errorType: result.errorType, ...(result.thrownName === undefined ? {} : { thrownName: result.thrownName }), ...(result.location ? { location: result.location } : {}) } };
   }
+  draft.valueText = result.valueText;
   return { outcome: Outcome.success(draft.callId, result.value), context: result.context };
 }

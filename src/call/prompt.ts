@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { HistoryRecord } from "../history/record.ts";
+import type { PreviewEntry } from "./preview.ts";
 import { toJsonSafe, truncateString } from "../history/json-safe.ts";
 
 /** The folder of prompt templates, beside `src/` and `dist/` alike. */
@@ -30,8 +31,10 @@ export interface PromptInput {
   readonly kwargs: Readonly<Record<string, unknown>>;
   readonly contextKeys: readonly string[];
   readonly historyCount: number;
-  /** The latest records, oldest first (at most `historyPreviewLimit`). */
-  readonly historyPreview: readonly HistoryRecord[];
+  /** The records the history block shows, and why each was chosen (see `preview.ts`). */
+  readonly historyPreview: readonly PreviewEntry[];
+  /** Longest the history block's lines may be together. @unit characters */
+  readonly previewMaxChars?: number;
   /** The feedback block on an earlier attempt of this call, if any (see `repair.ts`). */
   readonly feedback?: string;
 }
@@ -43,11 +46,33 @@ function render(template: string, values: Record<string, string>): string {
 /** Longest error message of a failed call shown in the history preview. @unit characters */
 const MAX_PREVIEW_ERROR_CHARS = 200;
 
+const DEFAULT_PREVIEW_CHARS = 2_000;
+
+/**
+ * The history block: the latest records, oldest first, under "Latest:"; or the relevant ones
+ * (see `preview.ts`), each saying why it was chosen. Lines stop before `maxChars`.
+ */
+function previewBlock(entries: readonly PreviewEntry[], maxChars: number): string {
+  if (entries.length === 0) return "(no earlier calls)";
+  const relevant = entries.some((entry) => entry.why !== "latest");
+  const lines: string[] = [];
+  let used = 0;
+  for (const { record, why } of entries) {
+    const line = relevant ? `${previewLine(record)} [${why}]` : previewLine(record);
+    if (used + line.length + 1 > maxChars) break;
+    lines.push(line);
+    used += line.length + 1;
+  }
+  if (lines.length === 0) return "(earlier calls not shown: the preview has no room)";
+  return `${relevant ? "Relevant earlier calls" : "Latest"}:\n${lines.join("\n")}`;
+}
+
 function previewLine(record: HistoryRecord): string {
   const status = record.outcome_summary.status;
   const errorType = record.outcome_summary.error_type;
   const error = typeof record.error_message === "string" && record.error_message !== "" ? `: ${truncateString(record.error_message.replace(/\s+/g, " "), MAX_PREVIEW_ERROR_CHARS)}` : "";
-  return `- ${record.call_id} ${truncateString(record.method_name, 80)}: ${status}${errorType ? ` (${errorType})` : ""}${error}`;
+  const kept = typeof record.outcome_summary.content_ref === "string" ? ` (value kept: content_ref ${record.outcome_summary.content_ref})` : "";
+  return `- ${record.call_id} ${truncateString(record.method_name, 80)}: ${status}${errorType ? ` (${errorType})` : ""}${error}${kept}`;
 }
 
 /**
@@ -92,7 +117,7 @@ function systemPrompt(role: string): string {
 export function renderPrompts(input: PromptInput): { system: string; user: string } {
   const keys = input.contextKeys.slice(0, MAX_CONTEXT_KEYS).map((key) => truncateString(key, 80));
   const extraKeys = input.contextKeys.length - keys.length;
-  const preview = input.historyPreview.length === 0 ? "(no earlier calls)" : `Latest:\n${input.historyPreview.map(previewLine).join("\n")}`;
+  const preview = previewBlock(input.historyPreview, input.previewMaxChars ?? DEFAULT_PREVIEW_CHARS);
   const values = {
     role: input.role,
     method: input.method,

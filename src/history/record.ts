@@ -13,6 +13,8 @@ export interface OutcomeSummary {
   readonly retriable: boolean;
   /** The class of the returned value (`number`, `array`, `Date`, …); only when ok. */
   readonly value_class?: string;
+  /** Set when the call's value is kept: `content(ref)` in a program, `Agent.value(agent, ref)` in the application. */
+  readonly content_ref?: string;
 }
 
 /**
@@ -65,6 +67,8 @@ export interface RecordInput {
   readonly durationMs: number;
   /** The program that ran (or the last one tried), and where it came from; null when no program was produced. */
   readonly program: { readonly code: string; readonly source: ProgramSource } | null;
+  /** Set when the call's value is kept: the reference programs pass to `content()`. */
+  readonly contentRef?: string | undefined;
 }
 
 // Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
@@ -98,6 +102,7 @@ export function createRecord(input: RecordInput): SerializedRecord {
       error_type: outcome.errorType ?? null,
       retriable: outcome.retriable,
       ...(outcome.ok ? { value_class: valueClass(outcome.value) } : {}),
+      ...(input.contentRef === undefined ? {} : { content_ref: input.contentRef }),
     },
     trace_id: input.traceId,
     ...(input.parentCallId === undefined ? {} : { parent_call_id: input.parentCallId }),

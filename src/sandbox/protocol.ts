@@ -68,8 +68,18 @@ export type IsolateResult =
       readonly location?: { readonly line: number; readonly column: number };
     };
 
+/** What a program asks the host for while it runs: a delegated call, or a kept value. */
+export type BridgeRequest = DelegateRequest | ContentRequest;
+
+/** `content(ref)`: the value a call returned, kept by the agent (answered with `{ ok, value }`). */
+export interface ContentRequest {
+  readonly kind: "content";
+  readonly ref: string;
+}
+
 /** A `delegate(role).method(...args)` request from a program. */
-export interface BridgeRequest {
+export interface DelegateRequest {
+  readonly kind: "delegate";
   readonly role: string;
   readonly method: string;
   /** Serialised options given to `delegate(role, options)`, or null when none were (or they were too large). */

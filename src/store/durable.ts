@@ -1,3 +1,5 @@
+import type { KeptValues } from "../history/kept-values.ts";
+import type { KeepValuesRule } from "../options.ts";
 import type { SerializedRecord } from "../history/record.ts";
 import type { HistoryStore } from "../history/store.ts";
 import { isSyncStore, StoreError, type AgentChanges, type AgentView, type AgentWrite, type Store, type WriteResult } from "./store.ts";
@@ -19,6 +21,9 @@ export interface LocalCopy {
   readonly context: Record<string, unknown>;
   readonly appKeys: Set<string>;
   readonly history: HistoryStore;
+  /** The values of its latest calls, and how many it keeps. */
+  readonly values: KeptValues;
+  readonly options: { readonly keepValues: KeepValuesRule };
   /** Replaces the context's values in place. */
   commitContext(values: Record<string, unknown>): void;
 }
@@ -180,6 +185,10 @@ export class DurableLink {
   #apply(changes: AgentChanges | undefined, from: AgentView): void {
     if (changes === undefined) return;
     const local = this.#local;
+    if (changes.values !== undefined) {
+      local.values.clear();
+      for (const [ref, text] of changes.values) local.values.keep(local.options.keepValues, ref, text);
+    }
     let { version, epoch, length } = this.view;
     if (changes.reset) {
       if (changes.epoch < epoch) return;

@@ -34,6 +34,15 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
      last_used TEXT
    );
    CREATE INDEX improv_programs_role ON improv_programs (role);`,
+  `CREATE TABLE improv_values (
+     agent_id TEXT NOT NULL,
+     ref TEXT NOT NULL,
+     seq INTEGER NOT NULL,
+     value TEXT NOT NULL,
+     bytes INTEGER NOT NULL,
+     PRIMARY KEY (agent_id, ref)
+   ) WITHOUT ROWID;
+   CREATE INDEX improv_values_seq ON improv_values (agent_id, seq);`,
 ];
 
 /** PostgreSQL (`PostgresStore`). */
@@ -67,4 +76,13 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
      last_used TIMESTAMPTZ
    );
    CREATE INDEX improv_programs_role ON improv_programs (role);`,
+  `CREATE TABLE improv_values (
+     agent_id TEXT NOT NULL,
+     ref TEXT NOT NULL,
+     seq BIGINT NOT NULL,
+     value TEXT NOT NULL,
+     bytes BIGINT NOT NULL,
+     PRIMARY KEY (agent_id, ref)
+   );
+   CREATE INDEX improv_values_seq ON improv_values (agent_id, seq);`,
 ];

@@ -3,7 +3,7 @@ import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts"
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import type { KeptProgram } from "../programs/kept.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type WriteResult } from "./store.ts";
+import { evictValuesSql, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type WriteResult } from "./store.ts";
 
 /** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -63,7 +63,8 @@ export class PostgresStore implements Store {
       await client.query("INSERT INTO improv_agents (id, role, version, epoch, first, length, context, created_at, updated_at) VALUES ($1, $2, 0, 0, 0, 0, $3, $4, $4) ON CONFLICT (id) DO NOTHING", [id, role, Buffer.from(encodeContext(EMPTY_CONTEXT)), now]);
       const row = (await this.#row(client, id, true)) as AgentRow;
       if (row.role !== role) throw new RoleMismatchError(id, row.role, role, "stored");
-      return { ...changesOf(row), context: await this.#context(client, id), records: await this.#recordsFrom(client, id, row.first, row.first + row.length), reset: true };
+      const values = (await client.query<{ ref: string; value: string }>("SELECT ref, value FROM improv_values WHERE agent_id = $1 ORDER BY seq", [id])).rows.map((value) => [value.ref, value.value] as const);
+      return { ...changesOf(row), context: await this.#context(client, id), records: await this.#recordsFrom(client, id, row.first, row.first + row.length), reset: true, values };
     });
   }
 
@@ -112,6 +113,14 @@ export class PostgresStore implements Store {
         position = first + length;
         await client.query("INSERT INTO improv_records (agent_id, position, record) VALUES ($1, $2, $3)", [id, position, write.record]);
         length += 1;
+        if (write.value !== undefined) {
+          const { ref, text, count, maxBytes } = write.value;
+          await client.query(
+            "INSERT INTO improv_values (agent_id, ref, seq, value, bytes) VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM improv_values WHERE agent_id = $1), $3, $4) ON CONFLICT (agent_id, ref) DO UPDATE SET seq = EXCLUDED.seq, value = EXCLUDED.value, bytes = EXCLUDED.bytes",
+            [id, ref, text, text.length * 2],
+          );
+          await client.query(evictValuesSql((index) => `$${index}`), [id, count, maxBytes]);
+        }
       }
       if (write.context !== undefined) {
         version += 1;
@@ -139,8 +148,13 @@ export class PostgresStore implements Store {
     });
   }
 
+  async value(id: string, ref: string): Promise<string | undefined> {
+    return this.#use("read a kept value", async (client) => (await client.query<{ value: string }>("SELECT value FROM improv_values WHERE agent_id = $1 AND ref = $2", [id, ref])).rows[0]?.value);
+  }
+
   async forget(id: string): Promise<void> {
     await this.#transaction("forget an agent", async (client) => {
+      await client.query("DELETE FROM improv_values WHERE agent_id = $1 OR starts_with(agent_id, $2)", [id, `${id}/`]);
       await client.query("DELETE FROM improv_agents WHERE id = $1 OR starts_with(id, $2)", [id, `${id}/`]);
     });
   }

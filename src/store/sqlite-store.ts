@@ -6,7 +6,7 @@ import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts"
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import type { KeptProgram } from "../programs/kept.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type WriteResult } from "./store.ts";
+import { evictValuesSql, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type WriteResult } from "./store.ts";
 
 /** Options of {@link SqliteStore}. */
 export interface SqliteStoreOptions {
@@ -95,7 +95,8 @@ export class SqliteStore implements SyncStore {
         } else if (row.role !== role) {
           throw new RoleMismatchError(id, row.role, role, "stored");
         }
-        return { ...changesOf(row), context: this.#context(id), records: this.#recordsFrom(id, row.first, row.first + row.length), reset: true };
+        const values = (this.#statement("SELECT ref, value FROM improv_values WHERE agent_id = ? ORDER BY seq").all(id) as { ref: string; value: string }[]).map((value) => [value.ref, value.value] as const);
+        return { ...changesOf(row), context: this.#context(id), records: this.#recordsFrom(id, row.first, row.first + row.length), reset: true, values };
       }),
     );
   }
@@ -142,6 +143,11 @@ export class SqliteStore implements SyncStore {
           position = first + length;
           this.#statement("INSERT INTO improv_records (agent_id, position, record) VALUES (?, ?, ?)").run(id, position, write.record);
           length += 1;
+          if (write.value !== undefined) {
+            const { ref, text, count, maxBytes } = write.value;
+            this.#statement("INSERT OR REPLACE INTO improv_values (agent_id, ref, seq, value, bytes) VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM improv_values WHERE agent_id = ?1), ?3, ?4)").run(id, ref, text, text.length * 2);
+            this.#statement(evictValuesSql((index) => `?${index}`)).run(id, count, maxBytes);
+          }
         }
         if (write.context !== undefined) {
           version += 1;
@@ -176,6 +182,10 @@ export class SqliteStore implements SyncStore {
     });
   }
 
+  async value(id: string, ref: string): Promise<string | undefined> {
+    return this.#guard("read a kept value", () => (this.#statement("SELECT value FROM improv_values WHERE agent_id = ? AND ref = ?").get(id, ref) as { value: string } | undefined)?.value);
+  }
+
   async agents(): Promise<readonly AgentSummary[]> {
     return this.#guard("list agents", () =>
       (this.#statement("SELECT id, role, length, updated_at FROM improv_agents ORDER BY id").all() as { id: string; role: string; length: number; updated_at: string }[]).map((row) => ({
@@ -193,6 +203,7 @@ export class SqliteStore implements SyncStore {
         // A prefix compared exactly (LIKE would ignore case and need escaping).
         const below = `${id}/`;
         this.#statement("DELETE FROM improv_records WHERE agent_id = ? OR substr(agent_id, 1, length(?)) = ?").run(id, below, below);
+        this.#statement("DELETE FROM improv_values WHERE agent_id = ? OR substr(agent_id, 1, length(?)) = ?").run(id, below, below);
         this.#statement("DELETE FROM improv_agents WHERE id = ? OR substr(id, 1, length(?)) = ?").run(id, below, below);
       }),
     );

@@ -1,6 +1,6 @@
 /**
  * The contract between durable agents and where they are kept. A store keeps, per agent id:
- * its role; its context (the values, and which keys the application wrote) with a version
+ * its role; its latest call values (bounded by the agent's `keepValues`); its context (the values, and which keys the application wrote) with a version
  * that every change bumps; and its history, one row per record keyed by (agent, position),
  * written once. Implementations: `SqliteStore` (embedded, `node:sqlite`) and `PostgresStore`
  * (`pg`, for many processes). One contract test suite runs against both.
@@ -41,6 +41,18 @@ export interface AgentChanges {
   readonly records: readonly string[];
   /** True when `records` are the whole history (the view must replace its own). */
   readonly reset: boolean;
+  /** On open: the agent's kept values (call id and encoded value), oldest first. */
+  readonly values?: readonly (readonly [ref: string, text: string])[];
+}
+
+/** A call's value to keep with its record, and the bounds of what the agent keeps. */
+export interface ValueWrite {
+  readonly ref: string;
+  /** The value as the sandbox encoded it. */
+  readonly text: string;
+  /** After this one is kept, only the latest `count` values within `maxBytes` (2 bytes a character) remain. */
+  readonly count: number;
+  readonly maxBytes: number;
 }
 
 /** One transaction's writes for one agent. */
@@ -53,6 +65,8 @@ export interface AgentWrite {
   readonly baseVersion?: number;
   /** Replaces the whole history with these records (application-supplied history). */
   readonly replaceHistory?: readonly string[];
+  /** A value to keep with the record (with `record` only). */
+  readonly value?: ValueWrite;
 }
 
 /** How a write ended. */
@@ -81,6 +95,8 @@ export interface Store {
   write(id: string, write: AgentWrite): Promise<WriteResult>;
   /** The latest `count` records of agent `id` (all when omitted), oldest first, as JSON text. */
   records(id: string, count?: number): Promise<readonly string[]>;
+  /** The encoded value agent `id` keeps under `ref`, if it still does. */
+  value(id: string, ref: string): Promise<string | undefined>;
   /** Every stored agent. */
   agents(): Promise<readonly AgentSummary[]>;
   /** Deletes agent `id` and the agents delegated from it (ids below `id/`). */
@@ -150,4 +166,17 @@ export function isStore(value: unknown): value is Store {
 /** The durable id of a child agent made by `delegate(role)` from the agent `parentId`. */
 export function childId(parentId: string, role: string): string {
   return `${parentId}/${role}`;
+}
+
+/**
+ * SQL that deletes agent `?1`'s values beyond the latest `?2` within `?3` bytes (the same rule
+ * as the in-memory `KeptValues`); `$n` placeholders for PostgreSQL, `?n` for SQLite.
+ */
+export function evictValuesSql(placeholder: (index: number) => string): string {
+  const [agent, count, bytes] = [1, 2, 3].map(placeholder);
+  return `DELETE FROM improv_values WHERE agent_id = ${agent} AND ref IN (
+    SELECT ref FROM (
+      SELECT ref, ROW_NUMBER() OVER (ORDER BY seq DESC) AS n, SUM(bytes) OVER (ORDER BY seq DESC) AS total
+      FROM improv_values WHERE agent_id = ${agent}
+    ) AS ranked WHERE n > ${count} OR total > ${bytes})`;
 }

@@ -36,16 +36,17 @@ function bridgeError(message: string): BridgeOutcome {
   return { status: "error", ok: false, error_type: "invalid_input", error_message: message, retriable: false };
 }
 
-/** A program's delegate request, checked for shape and size before it goes to the host. */
+/** A program's delegate or content request, checked for shape and size before it goes to the host. */
 function readBridgeRequest(request: unknown): BridgeRequest | string {
   if (typeof request !== "object" || request === null) return "The delegate request is malformed.";
-  const { role, method, args, options, optionsTooLarge } = request as Record<string, unknown>;
+  const { kind, ref, role, method, args, options, optionsTooLarge } = request as Record<string, unknown>;
+  if (kind === "content") return typeof ref === "string" && ref.length <= 1_000 ? { kind, ref } : "content(ref) takes a record's content_ref (a string).";
   if (typeof role !== "string" || typeof method !== "string" || role.length > 1_000 || method.length > 1_000) return "The delegate request is malformed.";
   if ((typeof args !== "string" && args !== null) || (typeof options !== "string" && options !== null)) return "The delegate request is malformed.";
   // Longer text than the encoder writes for a value within the limit: too large, as the host would say.
   const argsFit = args === null || args.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateArgumentChars);
   const optionsFit = options === null || options.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateOptionChars);
-  return { role, method, args: argsFit ? args : null, options: optionsFit ? options : null, optionsTooLarge: optionsTooLarge === true || !optionsFit };
+  return { kind: "delegate", role, method, args: argsFit ? args : null, options: optionsFit ? options : null, optionsTooLarge: optionsTooLarge === true || !optionsFit };
 }
 
 async function onBridge(callId: string, untrusted: unknown): Promise<BridgeOutcome> {

@@ -8,13 +8,20 @@
  */
 import type { ErrorType } from "../../outcome.ts";
 import { SANDBOX_LIMITS } from "../limits.ts";
-import type { BridgeRequest, IsolateResult, RunReport } from "../protocol.ts";
+import type { DelegateRequest, IsolateResult, RunReport } from "../protocol.ts";
 import { decodeValue, MalformedValueError } from "../value-codec.ts";
 import { ValueTooLargeError } from "../value-size.ts";
 
 /** How the program ended, with its value and context decoded. */
 export type ProgramResult =
-  | { readonly status: "ok"; readonly value: unknown; readonly context: Record<string, unknown>; readonly console: string[] }
+  | {
+      readonly status: "ok";
+      readonly value: unknown;
+      /** The value as the sandbox encoded it (within the result limit), which is what kept values hold. */
+      readonly valueText: string;
+      readonly context: Record<string, unknown>;
+      readonly console: string[];
+    }
   | {
       readonly status: "error";
       readonly errorType: ErrorType;
@@ -94,7 +101,7 @@ function readIsolateResult(result: IsolateResult): ProgramResult {
   if (typeof context !== "object" || context === null || Array.isArray(context)) {
     return unreadable(new MalformedValueError("The sandbox sent back a context that is not an object."), LIMIT_MESSAGES.context, "context", console);
   }
-  return { status: "ok", value, context: context as Record<string, unknown>, console };
+  return { status: "ok", value, valueText: result.value, context: context as Record<string, unknown>, console };
 }
 
 function unreadable(error: unknown, tooLarge: string, what: string, console: string[]): ProgramResult {
@@ -108,7 +115,7 @@ export type DelegateInput =
   | { readonly ok: false; readonly message: string };
 
 /** Reads the arguments and options of a program's `delegate(role, options).method(...args)`. */
-export function readDelegateInput(request: BridgeRequest): DelegateInput {
+export function readDelegateInput(request: DelegateRequest): DelegateInput {
   const { role, method } = request;
   if (request.args === null) return { ok: false, message: LIMIT_MESSAGES.delegateArguments(role, method) };
   let args: unknown;
@@ -156,4 +163,12 @@ function readLocation(location: unknown): ProgramLocation | undefined {
 function bounded(text: unknown, limit: number): string {
   if (typeof text !== "string") return "";
   return text.length > limit ? `${text.slice(0, limit)}… [truncated]` : text;
+}
+
+/**
+ * A kept value's encoded text (kept in memory or in a store, where it could have been changed)
+ * read back into a fresh copy, measured against the result limit like any result.
+ */
+export function readKeptValue(text: string): unknown {
+  return decodeValue(text, SANDBOX_LIMITS.maxResultChars);
 }

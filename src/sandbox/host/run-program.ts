@@ -28,7 +28,7 @@ export interface ProgramRun {
   readonly timeoutMs: number;
   readonly memoryLimitMb: number;
   readonly history: MirrorSource;
-  readonly onDelegate: (request: BridgeRequest) => Promise<BridgeOutcome>;
+  readonly onBridge: (request: BridgeRequest) => Promise<BridgeOutcome>;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -86,7 +86,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
         history: { start: from, reset: from === 0, records },
       },
     },
-    { onBridge: run.onDelegate, signal: run.signal },
+    { onBridge: run.onBridge, signal: run.signal },
   );
   // A failed run may have cost the sandbox its mirror; the next run finds out and resyncs.
   history.mirrored = report.kind === "resync" ? 0 : sentUpTo;

@@ -71,6 +71,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   // times the limit bounds the work here, and the host measures the value itself.
   const encodeWithin = (value: unknown, jsonLimit: number) => encode(value, jsonLimit * limits.encodedCharsPerJsonChar);
   const global = globalThis as Record<PropertyKey, unknown>;
+  defineProperty(global, "content", { value: freeze(content), writable: false, enumerable: false, configurable: false });
   const baselineGlobals = new Set(ownKeys(global));
 
   const copyOptions = freeze(Object.assign(create(null), { copy: true }));
@@ -358,7 +359,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     call.delegatesInFlight += 1;
     let envelope: unknown;
     try {
-      const request = { role, method, args: argsText, options: options.text, optionsTooLarge: options.tooLarge };
+      const request = { kind: "delegate", role, method, args: argsText, options: options.text, optionsTooLarge: options.tooLarge };
       envelope = await apply(bridgeApply, bridge, [undefined, [call.id, request], BRIDGE_OPTIONS]);
     } catch {
       envelope = null;
@@ -367,6 +368,30 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     }
     if (call.ended) return new PromiseCtor<object>(() => {});
     return toOutcome(envelope);
+  }
+
+  // The call whose program runs now: one agent's programs run one at a time, so a program
+  // calling `content` is the one that started last (or one that has ended, and is refused).
+  let currentCall: CallState | null = null;
+
+  /** `content(ref)`: a copy of the value an earlier call returned, when the agent keeps it; else undefined. */
+  async function content(ref: unknown): Promise<unknown> {
+    const call = currentCall;
+    if (call === null || call.ended) return new PromiseCtor<unknown>(() => {});
+    if (typeof ref !== "string" || ref.length > 200) throw new TypeErrorCtor("content(ref) takes a record's content_ref (a string of at most 200 characters).");
+    if (call.delegateCalls >= limits.maxDelegateCalls) {
+      throw budgetError(`This program made more than ${limits.maxDelegateCalls} delegate and content calls, the per-call limit.`);
+    }
+    call.delegateCalls += 1;
+    let envelope: unknown;
+    try {
+      envelope = await apply(bridgeApply, bridge, [undefined, [call.id, { kind: "content", ref }], BRIDGE_OPTIONS]);
+    } catch {
+      envelope = null;
+    }
+    if (call.ended) return new PromiseCtor<unknown>(() => {});
+    const answer = envelope as Record<string, unknown> | null;
+    return typeof answer === "object" && answer !== null && answer.ok === true ? answer.value : undefined;
   }
 
   function makeDelegate(call: CallState) {
@@ -438,6 +463,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
         consoleTruncated: false,
       };
       calls.set(call.id, call);
+      currentCall = call;
       syncHistory(payload.history);
       let program: (...args: unknown[]) => Promise<unknown>;
       try {
