@@ -8,7 +8,7 @@ import { buildTrace, type TraceEntry, type TraceNode } from "./history/trace.ts"
 import { resolveOptions, type AgentOptions } from "./options.ts";
 import { ImprovError, type Outcome } from "./outcome.ts";
 import { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
-import { isSyncStore } from "./store/store.ts";
+import { isSyncStore, type Store } from "./store/store.ts";
 
 /** A dynamic method: any arguments (plain data, with `kw()` last for named ones), an Outcome back. */
 export type DynamicMethod = (...args: unknown[]) => Promise<Outcome>;
@@ -169,13 +169,22 @@ export class Agent {
    * `trace_id` is `traceId`, each with its agent's `role` and `agent_id` and the calls its
    * program made as `children` (ordered as they were made), parents before their children.
    */
-  static trace(traceId: string): readonly TraceNode[] {
+  static trace(traceId: string): readonly TraceNode[];
+  /** The same, with the records of every agent in `store` too (other processes' included). */
+  static trace(traceId: string, options: { readonly store: Store | string }): Promise<readonly TraceNode[]>;
+  static trace(traceId: string, options?: { readonly store: Store | string }): readonly TraceNode[] | Promise<readonly TraceNode[]> {
     if (typeof traceId !== "string" || traceId === "") throw new TypeError("Agent.trace(traceId) takes the trace id of a call (a non-empty string).");
     const entries: TraceEntry[] = [];
     for (const state of agentsInProcess()) {
       state.history.query({ traceId }).forEach((record, order) => entries.push({ record, role: state.role, agentId: state.agentId, order }));
     }
-    return buildTrace(entries);
+    if (options === undefined) return buildTrace(entries);
+    const { store } = resolveOptions({ store: options.store });
+    if (store === undefined) throw new TypeError("Agent.trace(traceId, { store }) needs a store: a Store, a file path or a URL.");
+    return store.traceRecords(traceId).then((rows) => {
+      rows.forEach((row, order) => entries.push({ record: JSON.parse(row.record) as HistoryRecord, role: row.role, agentId: row.agentId, order }));
+      return buildTrace(entries);
+    });
   }
 
   /**

@@ -80,6 +80,28 @@ describe(`durable agents on ${name}`, () => {
     await store.close();
   });
 
+  test("Agent.trace with the store finds a call tree across the agents stored there", async () => {
+    const path = await location();
+    const boss = await Agent.open("counter", { store: open(path), id: "t1", provider: provider(), traceId: "trace-t1" });
+    await boss.ask("first");
+    await boss.ask("second");
+    const store = open(path);
+    const tree = await Agent.trace("trace-t1", { store });
+    expect(tree.map((node) => `${node.agent_id}:${node.method_name}`)).toEqual(["t1:ask", "t1/helper:note", "t1:ask", "t1/helper:note"]);
+    expect(tree[0]!.children.map((node) => node.role)).toEqual(["helper"]);
+    expect(tree[0]!.children[0]!.args).toEqual(["first"]);
+    expect(await Agent.trace("no-such-trace", { store })).toEqual([]);
+    // What the store itself holds of the trace (this process's agents hold the same records).
+    const rows = await store.traceRecords("trace-t1");
+    expect(rows.map((row) => [row.agentId, row.role, (JSON.parse(row.record) as { method_name: string }).method_name])).toEqual([
+      ["t1", "counter", "ask"],
+      ["t1", "counter", "ask"],
+      ["t1/helper", "helper", "note"],
+      ["t1/helper", "helper", "note"],
+    ]);
+    await store.close();
+  });
+
   test("a delegated helper is stored under an id derived from its parent's, with its own history", async () => {
     const path = await location();
     const store = open(path);

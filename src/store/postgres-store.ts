@@ -3,7 +3,7 @@ import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts"
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import type { KeptProgram } from "../programs/kept.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { evictValuesSql, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type WriteResult } from "./store.ts";
+import { evictValuesSql, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -146,6 +146,17 @@ export class PostgresStore implements Store {
       const result = await client.query<{ id: string; role: string; length: string; updated_at: Date }>("SELECT id, role, length, updated_at FROM improv_agents ORDER BY id COLLATE \"C\"");
       return result.rows.map((row) => ({ id: row.id, role: row.role, records: Number(row.length), updatedAt: row.updated_at.toISOString() }));
     });
+  }
+
+  async traceRecords(traceId: string): Promise<readonly TraceRow[]> {
+    return this.#use("read a trace", async (client) =>
+      (
+        await client.query<{ agent_id: string; role: string; record: string }>(
+          "SELECT r.agent_id, a.role, r.record FROM improv_records r JOIN improv_agents a ON a.id = r.agent_id WHERE ((r.record::jsonb) ->> 'trace_id') = $1 ORDER BY r.agent_id COLLATE \"C\", r.position",
+          [traceId],
+        )
+      ).rows.map((row) => ({ agentId: row.agent_id, role: row.role, record: row.record })),
+    );
   }
 
   async value(id: string, ref: string): Promise<string | undefined> {

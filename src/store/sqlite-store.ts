@@ -6,7 +6,7 @@ import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts"
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import type { KeptProgram } from "../programs/kept.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { evictValuesSql, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type WriteResult } from "./store.ts";
+import { evictValuesSql, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link SqliteStore}. */
 export interface SqliteStoreOptions {
@@ -180,6 +180,18 @@ export class SqliteStore implements SyncStore {
       ) as { record: string }[];
       return rows.map((row) => row.record);
     });
+  }
+
+  async traceRecords(traceId: string): Promise<readonly TraceRow[]> {
+    return this.#guard("read a trace", () =>
+      (
+        this.#statement("SELECT r.agent_id, a.role, r.record FROM improv_records r JOIN improv_agents a ON a.id = r.agent_id WHERE json_extract(r.record, '$.trace_id') = ? ORDER BY r.agent_id, r.position").all(traceId) as {
+          agent_id: string;
+          role: string;
+          record: string;
+        }[]
+      ).map((row) => ({ agentId: row.agent_id, role: row.role, record: row.record })),
+    );
   }
 
   async value(id: string, ref: string): Promise<string | undefined> {

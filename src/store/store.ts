@@ -74,6 +74,14 @@ export type WriteResult =
   | { readonly ok: true; readonly version: number; readonly epoch: number; readonly length: number; readonly position?: number }
   | { readonly ok: false; readonly conflict: true; readonly version: number };
 
+/** A record of a trace, and the agent it belongs to. */
+export interface TraceRow {
+  readonly agentId: string;
+  readonly role: string;
+  /** The record's JSON text. */
+  readonly record: string;
+}
+
 /** One stored agent, as `improv agents` lists them. */
 export interface AgentSummary {
   readonly id: string;
@@ -95,6 +103,8 @@ export interface Store {
   write(id: string, write: AgentWrite): Promise<WriteResult>;
   /** The latest `count` records of agent `id` (all when omitted), oldest first, as JSON text. */
   records(id: string, count?: number): Promise<readonly string[]>;
+  /** Every record whose `trace_id` is `traceId`, of every agent, with its agent's id and role (through an index on the trace id). */
+  traceRecords(traceId: string): Promise<readonly TraceRow[]>;
   /** The encoded value agent `id` keeps under `ref`, if it still does. */
   value(id: string, ref: string): Promise<string | undefined>;
   /** Every stored agent. */
