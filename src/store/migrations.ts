@@ -42,7 +42,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
      bytes INTEGER NOT NULL,
      PRIMARY KEY (agent_id, ref)
    ) WITHOUT ROWID;
-   CREATE INDEX improv_values_seq ON improv_values (agent_id, seq);
+   CREATE INDEX improv_values_seq ON improv_values (agent_id, seq, bytes);
    CREATE INDEX improv_records_trace ON improv_records (json_extract(record, '$.trace_id'));`,
 ];
 
@@ -85,6 +85,6 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
      bytes BIGINT NOT NULL,
      PRIMARY KEY (agent_id, ref)
    );
-   CREATE INDEX improv_values_seq ON improv_values (agent_id, seq);
+   CREATE INDEX improv_values_seq ON improv_values (agent_id, seq, bytes);
    CREATE INDEX improv_records_trace ON improv_records (((record::jsonb) ->> 'trace_id'));`,
 ];

@@ -3,7 +3,7 @@ import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts"
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import type { KeptProgram } from "../programs/kept.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { evictValuesSql, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
+import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -113,14 +113,7 @@ export class PostgresStore implements Store {
         position = first + length;
         await client.query("INSERT INTO improv_records (agent_id, position, record) VALUES ($1, $2, $3)", [id, position, write.record]);
         length += 1;
-        if (write.value !== undefined) {
-          const { ref, text, count, maxBytes } = write.value;
-          await client.query(
-            "INSERT INTO improv_values (agent_id, ref, seq, value, bytes) VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM improv_values WHERE agent_id = $1), $3, $4) ON CONFLICT (agent_id, ref) DO UPDATE SET seq = EXCLUDED.seq, value = EXCLUDED.value, bytes = EXCLUDED.bytes",
-            [id, ref, text, text.length * 2],
-          );
-          await client.query(evictValuesSql((index) => `$${index}`), [id, count, maxBytes]);
-        }
+        if (write.value !== undefined) await keepValue(client, id, write.value);
       }
       if (write.context !== undefined) {
         version += 1;
@@ -395,4 +388,18 @@ function withoutCredentials(url: string): string {
   } catch {
     return "postgres://(unparsable URL)";
   }
+}
+
+const POSTGRES_VALUES = valueStatements((index) => `$${index}`);
+const POSTGRES_EVICT_BY_BYTES = evictValuesSql((index) => `$${index}`);
+
+/** Keeps a call's value and holds the agent's values to their bounds (see `valueStatements`), in the caller's transaction. */
+async function keepValue(client: pg.PoolClient, id: string, write: ValueWrite): Promise<void> {
+  const { ref, text, count, maxBytes } = write;
+  const bytes = text.length * 2;
+  const seq = Number((await client.query<{ seq: string }>(POSTGRES_VALUES.insert, [id, ref, text, bytes])).rows[0]?.seq ?? 1);
+  if (seq > count) await client.query(POSTGRES_VALUES.evictOlder, [id, seq - count]);
+  if (!checksBytes(write, seq, bytes)) return;
+  const total = Number((await client.query<{ total: string }>(POSTGRES_VALUES.total, [id])).rows[0]?.total ?? 0);
+  if (total > maxBytes) await client.query(POSTGRES_EVICT_BY_BYTES, [id, count, maxBytes]);
 }

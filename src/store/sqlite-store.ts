@@ -6,7 +6,7 @@ import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts"
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import type { KeptProgram } from "../programs/kept.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { evictValuesSql, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
+import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link SqliteStore}. */
 export interface SqliteStoreOptions {
@@ -40,6 +40,9 @@ interface AgentRow {
  * const store = new SqliteStore("data/improv.db");
  * const calc = await Agent.open("calculator", { store, id: "calc-1" });
  */
+const SQLITE_VALUES = valueStatements((index) => `?${index}`);
+const SQLITE_EVICT_BY_BYTES = evictValuesSql((index) => `?${index}`);
+
 export class SqliteStore implements SyncStore {
   readonly label: string;
   /** The database file's absolute path (or `:memory:`). */
@@ -143,11 +146,7 @@ export class SqliteStore implements SyncStore {
           position = first + length;
           this.#statement("INSERT INTO improv_records (agent_id, position, record) VALUES (?, ?, ?)").run(id, position, write.record);
           length += 1;
-          if (write.value !== undefined) {
-            const { ref, text, count, maxBytes } = write.value;
-            this.#statement("INSERT OR REPLACE INTO improv_values (agent_id, ref, seq, value, bytes) VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM improv_values WHERE agent_id = ?1), ?3, ?4)").run(id, ref, text, text.length * 2);
-            this.#statement(evictValuesSql((index) => `?${index}`)).run(id, count, maxBytes);
-          }
+          if (write.value !== undefined) this.#keepValue(id, write.value);
         }
         if (write.context !== undefined) {
           version += 1;
@@ -180,6 +179,17 @@ export class SqliteStore implements SyncStore {
       ) as { record: string }[];
       return rows.map((row) => row.record);
     });
+  }
+
+  /** Keeps a call's value and holds the agent's values to their bounds (see `valueStatements`). */
+  #keepValue(id: string, write: ValueWrite): void {
+    const { ref, text, count, maxBytes } = write;
+    const bytes = text.length * 2;
+    const seq = Number((this.#statement(SQLITE_VALUES.insert).get(id, ref, text, bytes) as { seq: number }).seq);
+    if (seq > count) this.#statement(SQLITE_VALUES.evictOlder).run(id, seq - count);
+    if (checksBytes(write, seq, bytes) && Number((this.#statement(SQLITE_VALUES.total).get(id) as { total: number }).total) > maxBytes) {
+      this.#statement(SQLITE_EVICT_BY_BYTES).run(id, count, maxBytes);
+    }
   }
 
   async traceRecords(traceId: string): Promise<readonly TraceRow[]> {

@@ -179,9 +179,33 @@ export function childId(parentId: string, role: string): string {
 }
 
 /**
- * SQL that deletes agent `?1`'s values beyond the latest `?2` within `?3` bytes (the same rule
- * as the in-memory `KeptValues`); `$n` placeholders for PostgreSQL, `?n` for SQLite.
+ * The statements that keep agent `?1`'s value `?2` (encoded `?3`, `?4` bytes) under the next
+ * sequence number, then hold its values to the latest `count` within `maxBytes` (the rule of the
+ * in-memory `KeptValues`). Sequence numbers are consecutive per agent, so the count bound is one
+ * indexed range delete. The byte total is read (from a covering index) for every value larger
+ * than `maxBytes / count`, and for every {@link BYTE_CHECK_EVERY}th value: smaller values cannot
+ * take the total over on their own, so between checks it can exceed the bound by at most that
+ * many small values. Only when it is over does the ranking delete ({@link evictValuesSql}) run.
+ * `$n` placeholders for PostgreSQL, `?n` for SQLite.
  */
+export function valueStatements(placeholder: (index: number) => string): { insert: string; evictOlder: string; total: string } {
+  const [agent, ref, value, bytes] = [1, 2, 3, 4].map(placeholder);
+  return {
+    insert: `INSERT INTO improv_values (agent_id, ref, seq, value, bytes) SELECT ${agent}, ${ref}, COALESCE(MAX(seq), 0) + 1, ${value}, ${bytes} FROM improv_values WHERE agent_id = ${agent} RETURNING seq`,
+    evictOlder: `DELETE FROM improv_values WHERE agent_id = ${agent} AND seq <= ${placeholder(2)}`,
+    total: `SELECT COALESCE(SUM(bytes), 0) AS total FROM improv_values WHERE agent_id = ${agent}`,
+  };
+}
+
+/** How often (in values kept) the byte bound is checked when no value is large enough to need it at once. */
+export const BYTE_CHECK_EVERY = 8;
+
+/** Whether keeping a value of `bytes` as number `seq` calls for reading the byte total. */
+export function checksBytes(write: ValueWrite, seq: number, bytes: number): boolean {
+  return bytes * write.count > write.maxBytes || seq % BYTE_CHECK_EVERY === 0;
+}
+
+/** SQL that deletes agent `?1`'s values beyond the latest `?2` within `?3` bytes. */
 export function evictValuesSql(placeholder: (index: number) => string): string {
   const [agent, count, bytes] = [1, 2, 3].map(placeholder);
   return `DELETE FROM improv_values WHERE agent_id = ${agent} AND ref IN (
