@@ -134,6 +134,31 @@ describe("the sandbox pool", () => {
   });
 });
 
+describe("cancellation", () => {
+  test("a call cancelled while its run waits behind another program ends at once, and nothing its program asks for is done", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const provider = new ScriptedProvider({
+      programs: { "hog.work": SPIN(1_500), "caller.work": "const r = await delegate('witness').saw(); return r.value", "witness.saw": "return 'ran'", warm: "return 1" },
+    });
+    const hog = Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false });
+    const controller = new AbortController();
+    const caller = Agent.for("caller", { provider, signal: controller.signal, reuse: false });
+    await Promise.all([hog.warm(), caller.warm()]);
+    const hogging = hog.work();
+    await waitFor(() => sandboxPool().busyProcesses === 1);
+    const calling = caller.work();
+    await waitFor(() => sandboxPool().activeRuns === 2);
+    const started = Date.now();
+    controller.abort();
+    const outcome = await calling;
+    expect(outcome).toMatchObject({ errorType: "cancelled", errorMessage: "The call was cancelled before its program ran." });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect((await hogging).ok).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(provider.calls.filter((call) => call.role === "witness")).toEqual([]);
+  });
+});
+
 describe("fault containment", () => {
   test("sandbox processes killed again and again under load: every call ends typed, no record lost or doubled, context matches the ok records", async () => {
     configureSandbox({ processes: 2, maxProcesses: 2 });

@@ -146,8 +146,15 @@ function enqueueRun(message: RunRequestMessage): void {
   if (!startingRun) startNextRun();
 }
 
+/** Runs the host cancelled before they started here: they are answered, never run. */
+const cancelledEarly = new Set<number>();
+
 function startNextRun(): void {
-  const message = waitingRuns.shift();
+  let message = waitingRuns.shift();
+  while (message !== undefined && cancelledEarly.delete(message.runId)) {
+    send({ type: "result", runId: message.runId, report: { kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." } });
+    message = waitingRuns.shift();
+  }
   startingRun = message !== undefined;
   if (message === undefined) return;
   let released = false;
@@ -209,9 +216,12 @@ process.on("message", (message: HostMessage) => {
         .catch(() => false)
         .then((ok) => send({ type: "synced", syncId: message.syncId, ok }));
       break;
-    case "cancel":
-      controls.get(message.runId)?.cancel?.();
+    case "cancel": {
+      const control = controls.get(message.runId);
+      if (control !== undefined) control.cancel?.();
+      else if (waitingRuns.some((waiting) => waiting.runId === message.runId)) cancelledEarly.add(message.runId);
       break;
+    }
     case "bridge-result": {
       const resolve = bridgeWaiters.get(message.requestId);
       bridgeWaiters.delete(message.requestId);

@@ -198,7 +198,7 @@ export class SandboxPool {
       onLost: (lost, queued) => this.#onLost(lost, queued),
       onIdle: (idle) => this.#retireIfSpare(idle),
       onRunEnd: (home, agentId, heldLong) => {
-        if (heldLong) home.heavy.add(agentId);
+        if (heldLong) home.heavy.set(agentId, performance.now());
         else home.heavy.delete(agentId);
       },
     });

@@ -14,6 +14,9 @@ export interface ProcessEvents {
   readonly onRunEnd: (process: SandboxProcess, agentId: string, heldLong: boolean) => void;
 }
 
+/** How long an agent whose program held its process past the busy grace keeps other agents away from that process. @unit ms */
+const HEAVY_FOR_MS = 10_000;
+
 /** The sandbox entry point beside this module: `.ts` when running from source, `.js` from `dist/`. */
 function childEntry(): { path: string; fromSource: boolean } {
   const fromSource = import.meta.url.endsWith(".ts");
@@ -32,8 +35,11 @@ export class SandboxProcess {
   readonly ready: Promise<void>;
   /** Agents whose isolate lives here (kept by the pool). */
   readonly agents = new Set<string>();
-  /** Those of them whose latest run held the process past the busy grace (kept by the pool). */
-  readonly heavy = new Set<string>();
+  /**
+   * Those of them whose latest run held the process past the busy grace, with when that was
+   * seen (kept by the pool); an agent not seen so for {@link HEAVY_FOR_MS} counts no more.
+   */
+  readonly heavy = new Map<string, number>();
   /** The run whose synchronous part holds this process past the busy grace, if any. */
   busyRun: number | undefined;
   /** When it last became idle. */
@@ -110,7 +116,13 @@ export class SandboxProcess {
    */
   busyFor(agentId: string): boolean {
     if (this.busyRun !== undefined && this.#runs.get(this.busyRun)?.agentId !== agentId) return true;
-    return this.heavy.size > (this.heavy.has(agentId) ? 1 : 0);
+    if (this.heavy.size === 0) return false;
+    const now = performance.now();
+    for (const [other, seen] of this.heavy) {
+      if (now - seen > HEAVY_FOR_MS) this.heavy.delete(other);
+      else if (other !== agentId) return true;
+    }
+    return false;
   }
 
   /** Sends a run here (once the process is ready); its report reaches `run.settle`. */
@@ -275,7 +287,7 @@ export class SandboxProcess {
     }
     if (!run) return;
     run.heldLong = true;
-    this.heavy.add(run.agentId);
+    this.heavy.set(run.agentId, performance.now());
     this.busyRun = runId;
     for (const other of this.#runs.values()) if (other !== run) other.pause(BUSY_GRACE_MS);
   }
