@@ -1,10 +1,11 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Readable, Writable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { Agent, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
+import { OpenAITestServer } from "../helpers/openai-server.ts";
 import { runTelemetry, UsageError, type TelemetryCommandOptions } from "../../src/cli/telemetry-command.ts";
 
 function sink(isTTY = false): Writable & { text: string; isTTY: boolean } {
@@ -77,9 +78,41 @@ describe("improv telemetry", () => {
     expect(stdout.text).toContain("  errors                2  (28.6% of calls)");
     expect(stdout.text).toContain("  code reads history    3  (42.9% of calls)");
     expect(stdout.text).toMatch(/\n {4}count +2 +66\.7%\n/);
-    // calls, errors, reused, reads history, top operations
-    expect(stdout.text).toMatch(/calculator\.recent +1 +0\.0% +0\.0% +100\.0% +(slice 1, map 1|map 1, slice 1)/);
+    // calls, errors, reused, requests, tokens, reads history, top operations
+    expect(stdout.text).toMatch(/calculator\.recent +1 +0\.0% +0\.0% +1 +- +100\.0% +(slice 1, map 1|map 1, slice 1)/);
     expect(stdout.text).toContain("  served by kept programs 1  (14.3% of calls, no provider request)");
+  });
+
+  test("tokens the provider reports are summed per call over its attempts, a reused program costs none, and the report adds them up", async () => {
+    const server = await OpenAITestServer.start([
+      { kind: "structured", code: "return args[0] * 2" },
+      { kind: "content", content: null },
+      { kind: "structured", code: "return args[0] + 1" },
+    ]);
+    try {
+      const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+      const log = join(directory, "calls.jsonl");
+      const agent = Agent.for("pricing", { provider: new OpenAIProvider({ apiKey: "test", baseURL: server.baseURL }), log });
+      await agent.double(2);
+      await agent.double(3); // reused: no request
+      await agent.next(1); // a blank reply, then a program: two requests
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.map((line) => [line.method, line.generation_attempt, line.prompt_tokens, line.completion_tokens])).toEqual([
+        ["double", 1, 10, 5],
+        ["double", 0, 0, 0],
+        ["next", 2, 20, 10],
+      ]);
+      const report = await run({ inputs: [log], json: true }).promise;
+      expect(report.overall).toMatchObject({ requests: 3, promptTokens: 30, completionTokens: 15, callsWithoutTokens: 0, reused: 1 });
+      expect(report.byMethod["pricing.double"]).toMatchObject({ calls: 2, requests: 1, promptTokens: 10, completionTokens: 5 });
+      const text = await run({ inputs: [log] });
+      await text.promise;
+      expect(text.stdout.text).toContain("  tokens                30 prompt + 15 completion");
+      expect(text.stdout.text).toMatch(/pricing\.next +1 +0\.0% +0\.0% +2 +30 /);
+    } finally {
+      await server.close();
+    }
   });
 
   test("malformed lines are counted and located, never fatal", async () => {

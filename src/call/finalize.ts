@@ -31,6 +31,8 @@ export interface CallDraft {
   system: string | undefined;
   user: string | undefined;
   console: readonly string[];
+  /** Tokens the provider reported over the call's attempts; null while none was reported. */
+  tokens: { prompt: number; completion: number } | null;
   /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
   valueText: string | undefined;
   /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
@@ -133,6 +135,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     parsed: draft.parsed,
     durationMs,
     attempts: draft.attempts,
+    tokens: draft.tokens ?? (draft.attempts === 0 ? { prompt: 0, completion: 0 } : null),
     programSource: draft.code === null ? null : draft.programSource,
     attemptErrors: attemptErrors(draft.failures),
     status: outcome.status,

@@ -49,6 +49,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     user: undefined,
     console: [],
     valueText: undefined,
+    tokens: null,
     failures: [],
     finalized: false,
   };
@@ -120,7 +121,7 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
       user,
       ...(state.options.model === undefined ? {} : { model: state.options.model }),
     };
-    const generated = await generate(provider, request, state, fail);
+    const generated = await generate(provider, request, state, draft, fail);
     if (generated instanceof Outcome) {
       last = generated;
       if (generated.errorType === "cancelled") return generated;
@@ -290,6 +291,7 @@ async function generate(
   provider: Provider,
   request: GenerationRequest,
   state: AgentState,
+  draft: CallDraft,
   fail: (errorType: ErrorType, message: string) => Outcome,
 ): Promise<Outcome | { code: string; model: string }> {
   const { providerTimeoutMs, signal } = state.options;
@@ -310,6 +312,7 @@ async function generate(
     pending.catch(() => undefined); // It may reject after the race is lost; that must not go unhandled.
     const generation = (await Promise.race([pending, stopped])) as Generation | undefined;
     if (typeof generation !== "object" || generation === null) return fail("provider", "The provider returned nothing; generate() must resolve to { code, model }.");
+    countTokens(draft, generation.usage);
     const { code } = generation;
     if (typeof code !== "string" || code.trim() === "") {
       return fail("invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${request.attempt}).`);
@@ -361,4 +364,14 @@ async function runInSandbox(
   }
   draft.valueText = result.valueText;
   return { outcome: Outcome.success(draft.callId, result.value), context: result.context };
+}
+
+/** Adds the tokens a provider reported for one attempt to the call's totals (whole numbers ≥ 0 only: the report is the provider's). */
+function countTokens(draft: CallDraft, usage: Generation["usage"]): void {
+  if (typeof usage !== "object" || usage === null) return;
+  const count = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined);
+  const prompt = count(usage.promptTokens);
+  const completion = count(usage.completionTokens);
+  if (prompt === undefined && completion === undefined) return;
+  draft.tokens = { prompt: (draft.tokens?.prompt ?? 0) + (prompt ?? 0), completion: (draft.tokens?.completion ?? 0) + (completion ?? 0) };
 }

@@ -10,6 +10,12 @@ export interface GroupStats {
   scans: Record<string, number>;
   /** Calls served by a kept program, with no provider request. */
   reused: number;
+  /** Provider requests (generation attempts) made. */
+  requests: number;
+  /** Tokens the provider reported; calls whose lines carry none are counted in `callsWithoutTokens`. */
+  promptTokens: number;
+  completionTokens: number;
+  callsWithoutTokens: number;
 }
 
 /** What `improv telemetry` reports (`--json` prints exactly this). */
@@ -29,7 +35,7 @@ export interface TelemetryReport {
 const MAX_MALFORMED_EXAMPLES = 20;
 
 function emptyStats(): GroupStats {
-  return { calls: 0, errors: 0, errorTypes: {}, readsHistory: 0, patterns: {}, scans: {}, reused: 0 };
+  return { calls: 0, errors: 0, errorTypes: {}, readsHistory: 0, patterns: {}, scans: {}, reused: 0, requests: 0, promptTokens: 0, completionTokens: 0, callsWithoutTokens: 0 };
 }
 
 /** Accumulates call log lines into a {@link TelemetryReport}. */
@@ -125,6 +131,12 @@ function add(stats: GroupStats, line: Record<string, unknown>): void {
   }
   if (line.history_access_detected === true) stats.readsHistory += 1;
   if (line.artifact_hit === true) stats.reused += 1;
+  stats.requests += count(line.generation_attempt) ?? 0;
+  const prompt = count(line.prompt_tokens);
+  const completion = count(line.completion_tokens);
+  if (prompt === undefined && completion === undefined) stats.callsWithoutTokens += 1;
+  stats.promptTokens += prompt ?? 0;
+  stats.completionTokens += completion ?? 0;
   if (Array.isArray(line.history_query_patterns)) {
     for (const tag of line.history_query_patterns) {
       if ((PATTERN_TAGS as readonly unknown[]).includes(tag)) stats.patterns[tag as PatternTag] = (stats.patterns[tag as PatternTag] ?? 0) + 1;
@@ -132,6 +144,11 @@ function add(stats: GroupStats, line: Record<string, unknown>): void {
   }
   const scan = typeof line.history_scan === "string" ? line.history_scan : "(unknown)";
   stats.scans[scan] = (stats.scans[scan] ?? 0) + 1;
+}
+
+/** A count from a log line: a whole number ≥ 0, or undefined. */
+function count(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
 const percent = (part: number, whole: number) => (whole === 0 ? "  0.0%" : `${((100 * part) / whole).toFixed(1).padStart(5)}%`);
@@ -148,6 +165,8 @@ export function formatReport(report: TelemetryReport): string {
     out.push(`    ${type.padEnd(20)}${String(count).padStart(8)}  ${percent(count, overall.calls)}`);
   }
   out.push(`  served by kept programs ${overall.reused}  (${percent(overall.reused, overall.calls).trim()} of calls, no provider request)`);
+  out.push(`  provider requests     ${overall.requests}`);
+  out.push(`  tokens                ${overall.promptTokens} prompt + ${overall.completionTokens} completion${overall.callsWithoutTokens ? `  (${overall.callsWithoutTokens} calls without a usage report)` : ""}`);
   out.push(`  code reads history    ${overall.readsHistory}  (${percent(overall.readsHistory, overall.calls).trim()} of calls)`);
   out.push("  history operations    (calls using each, share of history-reading calls)");
   for (const tag of PATTERN_TAGS) {
@@ -165,10 +184,11 @@ export function formatReport(report: TelemetryReport): string {
 function table(title: string, groups: Record<string, GroupStats>): string[] {
   const rows = Object.entries(groups).sort((a, b) => b[1].calls - a[1].calls);
   const width = Math.max(title.length, ...rows.map(([name]) => name.length));
-  const lines = [`${title.padEnd(width)}  ${"calls".padStart(7)}  ${"errors".padStart(7)}  ${"reused".padStart(7)}  ${"reads history".padStart(13)}  top operations`];
+  const lines = [`${title.padEnd(width)}  ${"calls".padStart(7)}  ${"errors".padStart(7)}  ${"reused".padStart(7)}  ${"requests".padStart(8)}  ${"tokens".padStart(9)}  ${"reads history".padStart(13)}  top operations`];
   for (const [name, stats] of rows) {
     const top = Object.entries(stats.patterns).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([tag, count]) => `${tag} ${count}`).join(", ");
-    lines.push(`${name.padEnd(width)}  ${String(stats.calls).padStart(7)}  ${percent(stats.errors, stats.calls).padStart(7)}  ${percent(stats.reused, stats.calls).padStart(7)}  ${percent(stats.readsHistory, stats.calls).padStart(13)}  ${top || "-"}`);
+    const tokens = stats.callsWithoutTokens === stats.calls ? "-" : String(stats.promptTokens + stats.completionTokens);
+    lines.push(`${name.padEnd(width)}  ${String(stats.calls).padStart(7)}  ${percent(stats.errors, stats.calls).padStart(7)}  ${percent(stats.reused, stats.calls).padStart(7)}  ${String(stats.requests).padStart(8)}  ${tokens.padStart(9)}  ${percent(stats.readsHistory, stats.calls).padStart(13)}  ${top || "-"}`);
   }
   return lines;
 }

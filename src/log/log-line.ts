@@ -24,6 +24,8 @@ export interface LogLineInput {
   readonly parsed: ParsedProgram | undefined;
   readonly durationMs: number;
   readonly attempts: number;
+  /** Tokens the provider reported, summed over the call's attempts; null when it reported none (0 and 0 when no request was made). */
+  readonly tokens: { readonly prompt: number; readonly completion: number } | null;
   /** Where the program came from, or null when there was none. */
   readonly programSource?: ProgramSource | null;
   /** Why each failed attempt failed, oldest first. */
@@ -60,6 +62,8 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     code: input.code,
     duration_ms: Math.round(input.durationMs * 1000) / 1000,
     generation_attempt: input.attempts,
+    prompt_tokens: input.tokens?.prompt ?? null,
+    completion_tokens: input.tokens?.completion ?? null,
     program_source: input.programSource ?? null,
     artifact_hit: input.programSource === "reused",
     attempt_errors: input.attemptErrors,
