@@ -15,6 +15,7 @@ import type { RecordMemory } from "./memory.ts";
 import { syntheticRecord } from "./records.ts";
 import { measure, measureEach, measureInterleaved, type Subject, type Summary } from "./stats.ts";
 import { followUpFigures } from "./follow-ups.ts";
+import { tracingFigures } from "./tracing.ts";
 import { poolFigures } from "./pool.ts";
 import { reuseFigures } from "./reuse.ts";
 import { storeFigures } from "./stores.ts";
@@ -122,6 +123,7 @@ const results = {
   reuse: await reuseFigures({ calls: quick ? 40 : 200, delayMs: 50, count, warmup }),
   stores: await storeFigures({ count: quick ? 300 : 2_000, warmup, records: quick ? 10_000 : 100_000, callsEach: quick ? 100 : 500 }),
   followUps: await followUpFigures({ sizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000], count: quick ? 200 : 2_000 }),
+  tracing: await tracingFigures({ count: quick ? 300 : 2_000, warmup }),
   pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
 };
 
@@ -135,6 +137,7 @@ const fairBound = Math.max(5 * results.pool.fairness.without.p99, 200);
 const fairThroughput = results.pool.fairness.withSpinners.callsPerSecond / results.pool.fairness.without.callsPerSecond;
 const followUpSizes = results.followUps.sizes;
 const relevantRatio = (followUpSizes.at(-1)?.relevantPrompt.p50 ?? Number.NaN) / (followUpSizes[0]?.relevantPrompt.p50 ?? Number.NaN);
+const tracingShare = results.tracing.noopSpansPerCall / results.call.logOff.p50;
 const targets = [
   { figure: "call p50 (log off) ≤ 400 µs", met: results.call.logOff.p50 <= 400 },
   { figure: `call p50 (log off) ≤ 2.5 × (evalClosure + round trip) = ${overheadBound.toFixed(0)} µs`, met: results.call.logOff.p50 <= overheadBound },
@@ -150,6 +153,7 @@ const targets = [
     met: results.pool.fairness.withSpinners.p99 <= fairBound && results.pool.fairness.withSpinners.failed === 0,
   },
   { figure: `relevant-history prompt at ${followUpSizes.at(-1)?.records} records ≤ 1.25 × at ${followUpSizes[0]?.records} (×${relevantRatio.toFixed(2)})`, met: relevantRatio <= 1.25 },
+  { figure: `tracing with no provider registered ≤ 1% of a call (${(tracingShare * 100).toFixed(2)}%)`, met: tracingShare <= 0.01 },
   { figure: `short-call throughput with the spinners ≥ ¼ of without (×${fairThroughput.toFixed(2)})`, met: fairThroughput >= 0.25 },
   { figure: `sandbox process growth ≤ 1 KiB per record, second half of the soak (${results.pool.soak.steadySandboxBytesPerRecord} B)`, met: results.pool.soak.steadySandboxBytesPerRecord <= 1024 },
 ];
@@ -216,6 +220,11 @@ for (const size of results.followUps.sizes) {
     `  ${String(size.records).padStart(7)} records   prompt (latest) ${us(size.latestPrompt.p50)}   prompt (relevant) ${us(size.relevantPrompt.p50)}   query ${us(size.query.p50)}   kept values ${size.keptValues.count} (${(size.keptValues.bytes / 1024).toFixed(0)} KiB as JSON)`,
   );
 }
+const { tracing } = results;
+console.log("\n11. Tracing (OpenTelemetry; a call's three spans)");
+console.log(`  no tracer provider registered: ${tracing.noopSpansPerCall.toFixed(2)} µs a call for the API's no-op spans`);
+row("call, no provider registered (alternating)", tracing.callWithout);
+row("call, a provider recording every span (alternating)", tracing.callWith);
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);

@@ -60,7 +60,7 @@ export async function handleDelegate(state: AgentState, draft: CallDraft, reques
   } catch (error) {
     return refuse("invalid_input", (error as Error).message);
   }
-  const outcome = await performCall(child, method, input.args, { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId });
+  const outcome = await performCall(child, method, input.args, { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId, parentSpan: draft.toolSpan });
   return toBridgeOutcome(outcome);
 }
 

@@ -7,6 +7,7 @@ import type { WriteResult } from "../store/store.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import { attemptErrors, type AttemptFailure } from "./repair.ts";
 import { KeptValues } from "../history/kept-values.ts";
+import { spanIds, type Span } from "../tracing/tracing.ts";
 
 /** Everything a call learned along the way, for its record and log line. */
 export interface CallDraft {
@@ -31,6 +32,9 @@ export interface CallDraft {
   system: string | undefined;
   user: string | undefined;
   console: readonly string[];
+  /** The call's `invoke_agent` span, and its latest `execute_tool` span (delegated calls nest under it); undefined when tracing is off. */
+  span: Span | undefined;
+  toolSpan: Span | undefined;
   /** Tokens the provider reported over the call's attempts; null while none was reported. */
   tokens: { prompt: number; completion: number } | null;
   /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
@@ -146,6 +150,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     depth: draft.depth,
     historySize: history.length,
     recordAppended: appended,
+    otel: spanIds(draft.span),
     ...(options.debug
       ? {
           debug: {

@@ -14,12 +14,17 @@ import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mi
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
 import { bakedInput, takesPartInReuse } from "../programs/cacheable.ts";
 import { programKey, shelfFor, type KeptProgram, type ProgramShelf } from "../programs/kept.ts";
+import { OpenAIProvider } from "../providers/openai.ts";
+import { ScriptedProvider } from "../providers/scripted.ts";
+import { endSpan, startSpan, type Span } from "../tracing/tracing.ts";
 
 /** Where a call came from. */
 export interface CallOrigin {
   readonly speaker: Speaker;
   readonly parentCallId?: string;
   readonly traceId?: string;
+  /** The calling program's `execute_tool` span, for a delegated call. */
+  readonly parentSpan?: Span | undefined;
 }
 
 /**
@@ -52,7 +57,15 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     tokens: null,
     failures: [],
     finalized: false,
+    span: undefined,
+    toolSpan: undefined,
   };
+  draft.span = startSpan(
+    `invoke_agent ${state.role}`,
+    "internal",
+    { "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": state.role, "gen_ai.conversation.id": draft.traceId, "improv.call_id": draft.callId, "improv.method": method, "improv.depth": state.depth },
+    origin.parentSpan,
+  );
   let outcome: Outcome;
   try {
     outcome = await execute(state, draft);
@@ -63,6 +76,18 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
   // a durable agent's in the queue too, so its records reach the store in order; a memory-only
   // agent's at once, not behind a program that is running. Without a context there is no conflict.
   if (!draft.finalized) outcome = (await (state.link === undefined ? finalize(state, draft, outcome) : state.queue.run(() => finalize(state, draft, outcome)))) as Outcome;
+  endSpan(
+    draft.span,
+    {
+      "improv.artifact_hit": draft.programSource === "reused" && draft.code !== null,
+      "improv.program_source": draft.code === null ? undefined : draft.programSource,
+      "improv.outcome.status": outcome.status,
+      "improv.error_type": outcome.errorType,
+      "improv.attempts": draft.attempts,
+    },
+    outcome.errorType,
+    outcome.errorMessage,
+  );
   return outcome;
 }
 
@@ -295,6 +320,41 @@ async function generate(
   fail: (errorType: ErrorType, message: string) => Outcome,
 ): Promise<Outcome | { code: string; model: string }> {
   const { providerTimeoutMs, signal } = state.options;
+  const configured = (provider as { model?: unknown }).model;
+  const requestModel = request.model ?? (typeof configured === "string" ? configured : undefined);
+  const span = startSpan(
+    requestModel === undefined ? "chat" : `chat ${requestModel}`,
+    "client",
+    { "gen_ai.operation.name": "chat", "gen_ai.provider.name": providerName(provider), "gen_ai.request.model": requestModel, "improv.call_id": draft.callId, "improv.attempt": request.attempt },
+    draft.span,
+  );
+  const answer = await generateOnce(provider, request, state, draft, fail);
+  endSpan(
+    span,
+    answer instanceof Outcome ? {} : { "gen_ai.response.model": answer.model, "gen_ai.usage.input_tokens": answer.usage?.promptTokens, "gen_ai.usage.output_tokens": answer.usage?.completionTokens },
+    answer instanceof Outcome ? answer.errorType : undefined,
+    answer instanceof Outcome ? answer.errorMessage : undefined,
+  );
+  return answer instanceof Outcome ? answer : { code: answer.code, model: answer.model };
+}
+
+/** How a provider is named on spans (`gen_ai.provider.name`). */
+function providerName(provider: Provider): string {
+  if (provider instanceof OpenAIProvider) return "openai";
+  if (provider instanceof ScriptedProvider) return "improv.scripted";
+  const named = (provider as { name?: unknown }).name;
+  return typeof named === "string" && named !== "" ? named : "custom";
+}
+
+/** One provider attempt, bounded by providerTimeoutMs and the call's signal. */
+async function generateOnce(
+  provider: Provider,
+  request: GenerationRequest,
+  state: AgentState,
+  draft: CallDraft,
+  fail: (errorType: ErrorType, message: string) => Outcome,
+): Promise<Outcome | { code: string; model: string; usage?: Generation["usage"] }> {
+  const { providerTimeoutMs, signal } = state.options;
   const controller = new AbortController();
   const timeoutMessage = `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
   let timedOut = false;
@@ -317,7 +377,7 @@ async function generate(
     if (typeof code !== "string" || code.trim() === "") {
       return fail("invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${request.attempt}).`);
     }
-    return { code, model: typeof generation.model === "string" ? generation.model : "unknown" };
+    return { code, model: typeof generation.model === "string" ? generation.model : "unknown", ...(generation.usage === undefined ? {} : { usage: generation.usage }) };
   } catch (error) {
     if (timedOut) {
       return fail("timeout", timeoutMessage);
@@ -342,6 +402,12 @@ async function runInSandbox(
   if (contextProblem !== undefined) {
     return { outcome: fail("invalid_input", `The agent's ${contextProblem} and cannot enter the sandbox. Keep plain data in context.`) };
   }
+  draft.toolSpan = startSpan(
+    `execute_tool ${draft.method}`,
+    "internal",
+    { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": draft.method, "improv.call_id": draft.callId, "improv.program_source": draft.programSource },
+    draft.span,
+  );
   const result = await runProgram({
     agentId: state.id,
     callId: draft.callId,
@@ -358,6 +424,7 @@ async function runInSandbox(
     signal,
   });
   draft.console = result.console;
+  endSpan(draft.toolSpan, {}, result.status === "error" ? result.errorType : undefined, result.status === "error" ? result.message : undefined);
   if (result.status === "error") {
     const outcome = Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
     return { outcome, failure: { errorType: result.errorType, ...(result.thrownName === undefined ? {} : { thrownName: result.thrownName }), ...(result.location ? { location: result.location } : {}) } };

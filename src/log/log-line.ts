@@ -39,6 +39,8 @@ export interface LogLineInput {
   readonly historySize: number;
   /** False when the call's record could not be kept (its store failed). */
   readonly recordAppended?: boolean;
+  /** The ids of the call's span, when tracing records it. */
+  readonly otel?: { readonly otel_trace_id: string; readonly otel_span_id: string } | undefined;
   readonly debug?: {
     readonly system: string | undefined;
     readonly user: string | undefined;
@@ -78,6 +80,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     history_access_detected: scan?.historyAccessDetected ?? false,
     history_query_patterns: scan?.patterns ?? [],
     history_scan: scan?.scan ?? "none",
+    ...(input.otel ?? {}),
   };
   if (input.debug) {
     line.system_prompt = input.debug.system ?? null;

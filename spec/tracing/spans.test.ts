@@ -1,0 +1,93 @@
+import { trace, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider } from "../../src/index.ts";
+
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+
+beforeAll(() => {
+  trace.setGlobalTracerProvider(provider);
+});
+afterAll(async () => {
+  trace.disable();
+  await provider.shutdown();
+});
+beforeEach(() => exporter.reset());
+
+const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+const named = (name: string) => exporter.getFinishedSpans().filter((span) => span.name === name);
+
+describe("OpenTelemetry spans", () => {
+  test("an ok call: invoke_agent, then chat and execute_tool under it, with GenAI and improv attributes, and the log line joined to it", async () => {
+    const log = join(mkdtempSync(join(tmpdir(), "improv-spans-")), "calls.jsonl");
+    const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } }), model: "m-1", log, traceId: "conversation-1" });
+    const outcome = await calc.add(2, 3);
+    const [invoke] = named("invoke_agent calculator");
+    const [chat] = named("chat m-1");
+    const [tool] = named("execute_tool add");
+    expect(invoke?.kind).toBe(SpanKind.INTERNAL);
+    expect(invoke?.attributes).toMatchObject({
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.agent.name": "calculator",
+      "gen_ai.conversation.id": "conversation-1",
+      "improv.call_id": outcome.callId,
+      "improv.method": "add",
+      "improv.outcome.status": "ok",
+      "improv.artifact_hit": false,
+      "improv.program_source": "generated",
+    });
+    expect(invoke?.status.code).not.toBe(SpanStatusCode.ERROR);
+    expect(chat?.kind).toBe(SpanKind.CLIENT);
+    expect(chat?.attributes).toMatchObject({ "gen_ai.operation.name": "chat", "gen_ai.provider.name": "improv.scripted", "gen_ai.request.model": "m-1", "gen_ai.response.model": "scripted", "improv.attempt": 1 });
+    expect(tool?.attributes).toMatchObject({ "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add" });
+    expect(parentOf(chat!)).toBe(invoke!.spanContext().spanId);
+    expect(parentOf(tool!)).toBe(invoke!.spanContext().spanId);
+    // No prompts or code on spans without debug.
+    for (const span of exporter.getFinishedSpans()) expect(Object.keys(span.attributes).filter((key) => /prompt|code|message/.test(key))).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const line = JSON.parse(readFileSync(log, "utf8").trim()) as Record<string, unknown>;
+    expect(line.otel_trace_id).toBe(invoke!.spanContext().traceId);
+    expect(line.otel_span_id).toBe(invoke!.spanContext().spanId);
+  });
+
+  test("a retry makes two chat spans, the failed one with error.type; a failed call marks invoke_agent", async () => {
+    const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { div: [null, "throw new RangeError('division by zero')"] } }), reuse: false });
+    const outcome = await calc.div(1, 0);
+    expect(outcome.errorType).toBe("execution");
+    const chats = exporter.getFinishedSpans().filter((span) => span.name.startsWith("chat"));
+    expect(chats.map((span) => span.attributes["improv.attempt"])).toEqual([1, 2]);
+    expect(chats[0]?.attributes["error.type"]).toBe("invalid_code");
+    expect(chats[0]?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(chats[1]?.attributes["error.type"]).toBeUndefined();
+    const [invoke] = named("invoke_agent calculator");
+    expect(invoke?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(invoke?.attributes).toMatchObject({ "error.type": "execution", "improv.error_type": "execution", "improv.outcome.status": "error" });
+    expect(named("execute_tool div")[0]?.attributes["error.type"]).toBe("execution");
+  });
+
+  test("a reused program: no chat span, artifact_hit on invoke_agent", async () => {
+    const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } }) });
+    await calc.add(1, 2);
+    exporter.reset();
+    await calc.add(3, 4);
+    expect(exporter.getFinishedSpans().map((span) => span.name).sort()).toEqual(["execute_tool add", "invoke_agent calculator"]);
+    expect(named("invoke_agent calculator")[0]?.attributes).toMatchObject({ "improv.artifact_hit": true, "improv.program_source": "reused" });
+  });
+
+  test("a delegated call's spans are children of the calling program's execute_tool span, in one trace", async () => {
+    const boss = Agent.for("boss", {
+      provider: new ScriptedProvider({ programs: { "boss.plan": "const r = await delegate('helper').assist(1); return r.value", "helper.assist": "return args[0] + 1" } }),
+    });
+    expect((await boss.plan()).value).toBe(2);
+    const [bossTool] = named("execute_tool plan");
+    const [helperInvoke] = named("invoke_agent helper");
+    expect(parentOf(helperInvoke!)).toBe(bossTool!.spanContext().spanId);
+    expect(new Set(exporter.getFinishedSpans().map((span) => span.spanContext().traceId)).size).toBe(1);
+    const helperChat = exporter.getFinishedSpans().find((span) => span.name.startsWith("chat") && parentOf(span) === helperInvoke!.spanContext().spanId);
+    expect(helperChat?.attributes["improv.call_id"]).toBe(helperInvoke!.attributes["improv.call_id"]);
+  });
+});

@@ -1,0 +1,68 @@
+/**
+ * Optional OpenTelemetry spans, following the OpenTelemetry semantic conventions for generative
+ * AI at version 1.37.0 (`gen_ai.*`; Development status there), with improv's own attributes
+ * under `improv.*`. `@opentelemetry/api` is an optional peer dependency, loaded once, never
+ * bundled; without it every function here does nothing. Parents are passed explicitly, so spans
+ * nest even where the application registered no context manager.
+ */
+import { createRequire } from "node:module";
+import type * as OtelApi from "@opentelemetry/api";
+
+export type Span = OtelApi.Span;
+
+/** The semantic-conventions version the span names and attributes follow. */
+export const GEN_AI_SEMCONV_VERSION = "1.37.0";
+
+const VERSION = "0.1.0";
+
+let api: typeof OtelApi | null | undefined;
+
+/** The application's `@opentelemetry/api`, or null when it has none. Resolved from the application's side, once. */
+function otel(): typeof OtelApi | null {
+  if (api !== undefined) return api;
+  try {
+    api = createRequire(import.meta.url)("@opentelemetry/api") as typeof OtelApi;
+  } catch {
+    api = null;
+  }
+  return api;
+}
+
+function tracer(): OtelApi.Tracer | undefined {
+  return otel()?.trace.getTracer("improv", VERSION);
+}
+
+type Attributes = Record<string, string | number | boolean | undefined>;
+
+function clean(attributes: Attributes): OtelApi.Attributes {
+  const out: OtelApi.Attributes = {};
+  for (const [key, value] of Object.entries(attributes)) if (value !== undefined) out[key] = value;
+  return out;
+}
+
+/**
+ * Starts a span as a child of `parent` (or of the active span, for a call the application
+ * made); undefined when tracing is off.
+ */
+export function startSpan(name: string, kind: "internal" | "client", attributes: Attributes, parent?: Span): Span | undefined {
+  const otelApi = otel();
+  const active = tracer();
+  if (otelApi === null || active === undefined) return undefined;
+  const context = parent === undefined ? otelApi.context.active() : otelApi.trace.setSpan(otelApi.context.active(), parent);
+  return active.startSpan(name, { kind: kind === "client" ? otelApi.SpanKind.CLIENT : otelApi.SpanKind.INTERNAL, attributes: clean(attributes) }, context);
+}
+
+/** Ends a span with more attributes; an `errorType` marks it failed (`error.type`). */
+export function endSpan(span: Span | undefined, attributes: Attributes = {}, errorType?: string, message?: string): void {
+  if (span === undefined) return;
+  span.setAttributes(clean({ ...attributes, ...(errorType === undefined ? {} : { "error.type": errorType }) }));
+  if (errorType !== undefined) span.setStatus({ code: otel()?.SpanStatusCode.ERROR ?? 2, ...(message === undefined ? {} : { message }) });
+  span.end();
+}
+
+/** The ids a log line carries to join it to its span, or nothing when the span records nothing. */
+export function spanIds(span: Span | undefined): { otel_trace_id: string; otel_span_id: string } | undefined {
+  if (span === undefined || !span.isRecording()) return undefined;
+  const { traceId, spanId } = span.spanContext();
+  return { otel_trace_id: traceId, otel_span_id: spanId };
+}
