@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { existsSync, readFileSync, rmSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { Writable } from "node:stream";
 import { Command } from "commander";
 import type { HistoryRecord } from "../history/record.ts";
 import { openStore } from "../store/open.ts";
@@ -39,8 +40,10 @@ program
     } finally {
       await store.close();
     }
-    process.stdout.write(`\n$ improv telemetry ${options.log}\n`);
-    await runTelemetry({ inputs: [options.log], json: false, stdout: process.stdout, stderr: process.stderr });
+    const html = join(dirname(options.log), "report.html");
+    process.stdout.write(`\n$ improv telemetry ${options.log} --html ${html}\n`);
+    await runTelemetry({ inputs: [options.log], json: false, html, stdout: process.stdout, stderr: new Writable({ write: (_chunk, _encoding, done) => done() }) });
+    process.stdout.write(`\nThe same report with charts: ${resolve(html)} (one self-contained page; open it in a browser).\n`);
   });
 
 program
@@ -81,11 +84,13 @@ program
   .option("--json", "print the report as JSON")
   .option("--since <time>", "only calls at or after this time (ISO 8601)")
   .option("--until <time>", "only calls at or before this time (ISO 8601)")
-  .action(async (inputs: string[], options: { json?: boolean; since?: string; until?: string }) => {
+  .option("--html <file>", "also write the report as a self-contained HTML page with charts")
+  .action(async (inputs: string[], options: { json?: boolean; since?: string; until?: string; html?: string }) => {
     try {
       await runTelemetry({
         inputs,
         json: options.json === true,
+        ...(options.html === undefined ? {} : { html: options.html }),
         ...(options.since === undefined ? {} : { since: options.since }),
         ...(options.until === undefined ? {} : { until: options.until }),
         stdout: process.stdout,

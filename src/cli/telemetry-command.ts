@@ -1,4 +1,7 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import type { Readable, Writable } from "node:stream";
+import { renderHtmlReport } from "./telemetry-html.ts";
 import { forEachLine, resolveSources } from "./log-reader.ts";
 import { formatReport, TelemetryAggregator, type TelemetryReport } from "./telemetry-report.ts";
 
@@ -9,6 +12,8 @@ const PROGRESS_INTERVAL_MS = 200;
 export interface TelemetryCommandOptions {
   readonly inputs: readonly string[];
   readonly json: boolean;
+  /** Also write the report as an HTML page to this file. */
+  readonly html?: string;
   readonly since?: string;
   readonly until?: string;
   readonly stdout: Writable;
@@ -56,6 +61,12 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
   progress?.done();
   const report = aggregator.report();
   options.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatReport(report)}\n`);
+  if (options.html !== undefined) {
+    const path = resolve(options.html);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, renderHtmlReport(report));
+    options.stderr.write(`improv telemetry: wrote the HTML report to ${path}\n`);
+  }
   return report;
 }
 

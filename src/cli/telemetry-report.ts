@@ -29,7 +29,16 @@ export interface TelemetryReport {
   readonly overall: GroupStats;
   readonly byRole: Record<string, GroupStats>;
   readonly byMethod: Record<string, GroupStats>;
+  /** Calls and errors over time, in at most {@link MAX_TIMELINE_POINTS} equal steps. */
+  readonly timeline: { readonly stepSeconds: number; readonly points: readonly { readonly start: string; readonly calls: number; readonly errors: number }[] };
+  /** How many calls took up to each bound (`upToMs`; the last bound is null: longer). */
+  readonly latency: readonly { readonly upToMs: number | null; readonly calls: number }[];
 }
+
+/** Most points of the timeline; minutes are merged into longer steps past it. */
+const MAX_TIMELINE_POINTS = 60;
+/** Upper bounds of the latency histogram's bins. @unit ms */
+const LATENCY_BOUNDS_MS = [0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000] as const;
 
 /** Malformed lines listed by location in the report; the rest are only counted. */
 const MAX_MALFORMED_EXAMPLES = 20;
@@ -49,6 +58,9 @@ export class TelemetryAggregator {
   readonly #overall = emptyStats();
   readonly #byRole = new Map<string, GroupStats>();
   readonly #byMethod = new Map<string, GroupStats>();
+  /** Calls and errors per minute since the epoch. */
+  readonly #minutes = new Map<number, { calls: number; errors: number }>();
+  readonly #latency: number[] = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
   readonly #since: number | undefined;
   readonly #until: number | undefined;
 
@@ -96,6 +108,37 @@ export class TelemetryAggregator {
     const role = typeof line.role === "string" ? line.role : "(unknown)";
     const method = typeof line.method === "string" ? line.method : "(unknown)";
     for (const stats of [this.#overall, groupOf(this.#byRole, role), groupOf(this.#byMethod, `${role}.${method}`)]) add(stats, line);
+    const time = timestamp === null ? Number.NaN : Date.parse(timestamp);
+    if (!Number.isNaN(time)) {
+      const minute = Math.floor(time / 60_000);
+      const bucket = this.#minutes.get(minute) ?? { calls: 0, errors: 0 };
+      bucket.calls += 1;
+      if (line.outcome_status !== "ok") bucket.errors += 1;
+      this.#minutes.set(minute, bucket);
+    }
+    if (typeof line.duration_ms === "number" && Number.isFinite(line.duration_ms) && line.duration_ms >= 0) {
+      const bin = LATENCY_BOUNDS_MS.findIndex((bound) => (line.duration_ms as number) <= bound);
+      this.#latency[bin === -1 ? LATENCY_BOUNDS_MS.length : bin]! += 1;
+    }
+  }
+
+  #timeline(): TelemetryReport["timeline"] {
+    if (this.#minutes.size === 0) return { stepSeconds: 60, points: [] };
+    let first = Infinity;
+    let last = -Infinity;
+    for (const minute of this.#minutes.keys()) {
+      first = Math.min(first, minute);
+      last = Math.max(last, minute);
+    }
+    const span = last - first + 1;
+    const step = Math.max(1, Math.ceil(span / MAX_TIMELINE_POINTS));
+    const points = Array.from({ length: Math.ceil(span / step) }, (_, index) => ({ start: new Date((first + index * step) * 60_000).toISOString(), calls: 0, errors: 0 }));
+    for (const [minute, bucket] of this.#minutes) {
+      const point = points[Math.floor((minute - first) / step)]!;
+      point.calls += bucket.calls;
+      point.errors += bucket.errors;
+    }
+    return { stepSeconds: step * 60, points };
   }
 
   report(): TelemetryReport {
@@ -109,6 +152,8 @@ export class TelemetryAggregator {
       overall: this.#overall,
       byRole: Object.fromEntries(this.#byRole),
       byMethod: Object.fromEntries(this.#byMethod),
+      timeline: this.#timeline(),
+      latency: this.#latency.map((calls, index) => ({ upToMs: LATENCY_BOUNDS_MS[index] ?? null, calls })),
     };
   }
 }
