@@ -69,4 +69,20 @@ describe("kept values", () => {
     expect(provider.calls.at(-1)!.user).toContain(`- ${made.callId} make: ok (value kept: content_ref ${made.callId})`);
     expect(provider.calls.at(-1)!.system).toContain("await content(ref)");
   });
+
+  test("content() refuses what is not a reference, reads only its own agent's values, and counts toward the call budget", async () => {
+    const owner = agent({ secret: "return { pin: 1234 }" });
+    const secret = await owner.secret();
+    const other = agent({
+      peek: "return await content(args[0])",
+      badType: "return await content(42)",
+      huge: "return await content('x'.repeat(100000))",
+      flood: "for (let i = 0; i < 300; i += 1) await content('nothing'); return 'done'",
+    });
+    expect((await other.peek(secret.callId)).value).toBeUndefined();
+    expect(await other.badType()).toMatchObject({ errorType: "execution", errorMessage: "TypeError: content(ref) takes a record's content_ref (a string of at most 200 characters)." });
+    expect((await other.huge()).errorType).toBe("execution");
+    expect(await other.flood()).toMatchObject({ errorType: "budget_exceeded" });
+    expect(await Agent.value(owner, secret.callId)).toEqual({ pin: 1234 });
+  });
 });
