@@ -121,6 +121,23 @@ describe("program reuse", () => {
   });
 });
 
+describe("program keys", () => {
+  test("roles, methods and named arguments with dots, commas or parentheses never share a key", async () => {
+    const provider = new ScriptedProvider({
+      programs: (request) => (request.method === "pick" ? "return Object.keys(kwargs).join('|')" : request.role === "a.b" ? "return 'one'" : "return 'two'"),
+    });
+    const dotted = Agent.for("a.b", { provider });
+    const plain = Agent.for("a", { provider });
+    expect((await (dotted as unknown as Record<string, () => Promise<{ value: unknown }>>)["c"]!()).value).toBe("one");
+    // Same "a.b.c" spelled the other way round: its own program, not the one kept above.
+    expect((await (plain as unknown as Record<string, () => Promise<{ value: unknown }>>)["b.c"]!()).value).toBe("two");
+    const picker = Agent.for("picker", { provider });
+    await picker.pick(kw({ "x,y": 1 }));
+    await picker.pick(kw({ x: 1, y: 2 }));
+    expect(provider.calls.filter((call) => call.method === "pick")).toHaveLength(2);
+  });
+});
+
 describe("program reuse through a store", () => {
   test("a program kept by one process is run by another, with no provider request there", () => {
     const path = join(mkdtempSync(join(tmpdir(), "improv-reuse-store-")), "improv.db");

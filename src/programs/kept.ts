@@ -36,8 +36,17 @@ export interface ProgramShelf {
 
 /** The key of a call: `role.method(2; from,to)@promptVersion`. */
 export function programKey(role: string, method: string, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, promptVersion: string): string {
-  const names = Object.keys(kwargs).sort();
-  return `${role}.${method}(${args.length}${names.length === 0 ? "" : `; ${names.join(",")}`})@${promptVersion}`;
+  const names = Object.keys(kwargs).sort().map(keyPart);
+  return `${keyPart(role)}.${keyPart(method)}(${args.length}${names.length === 0 ? "" : `; ${names.join(",")}`})@${promptVersion}`;
+}
+
+/**
+ * A name as it appears in a key: as it is when it holds only letters, digits, `_`, `$` and
+ * `-`, else JSON-quoted, so that no two different keys read the same (`a.b` + `c` against
+ * `a` + `b.c`, or named arguments `x,y` against `x` and `y`).
+ */
+function keyPart(name: string): string {
+  return /^[\p{L}\p{N}_$-]+$/u.test(name) ? name : JSON.stringify(name);
 }
 
 /** Most programs one in-memory shelf keeps. */
