@@ -50,6 +50,10 @@ describe("program reuse", () => {
     ["reads neither args nor kwargs", "add", [2, 3], "return 5"],
     ["holds a string argument as a literal", "greet", ["Alice"], "return args[0] === 'Alice' ? 'Hello, Alice!' : 'Hello'"],
     ["repeats three words of a string argument", "title", ["the quick brown fox jumps"], "return args[0] && 'Quick: the quick brown fox'"],
+    ["names args only as a property key", "weather", ["Oslo"], "return { args: 1, city: 'somewhere', note: 'fine' }.note"],
+    ["names kwargs only as a property after a dot", "weather", ["Oslo"], "const o = { kwargs: 2 }; return o.kwargs"],
+    ["holds a string argument in other letter case", "weather", ["Oslo"], "return args.length && 'OSLO: 12 degrees'"],
+    ["holds a string argument as an object key", "weather", ["Bergen"], "const table = { Bergen: 9 }; return args.length && table.Bergen"],
   ])("a program that %s bakes the call's input in and is not kept", async (_name, method, args, program) => {
     const { agent, provider } = scriptedAgent("baker", { [method]: program });
     const call = agent[method] as (...values: unknown[]) => Promise<unknown>;

@@ -29,18 +29,23 @@ export function takesPartInReuse(method: string, rule: ReuseRule): boolean {
 /**
  * Why the program bakes this call's input into itself (so it must not be kept), or undefined
  * when it does not: the call had arguments and the program reads neither `args` nor `kwargs`
- * (a function or class the call's shape rule calls with them counts as reading them),
- * or a string literal of the program holds a string argument (three characters or more) or
- * repeats three consecutive words of one.
+ * (a function or class the call's shape rule calls with them counts as reading them; a name in
+ * key position, `{ args: 1 }` or `o.kwargs`, does not), or a string literal or a key of the
+ * program holds a string argument (three characters or more, letter case ignored) or repeats
+ * three consecutive words of one.
  */
 export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, readsInputByShape = false): string | undefined {
   let readsInput = readsInputByShape;
   const literals: string[] = [];
+  // The walk does not visit names in key position (`{ args: 1 }`, `o.kwargs`): they are not
+  // reads of the input, but they are text of the program, so they are taken from their parent.
   full(ast, (node) => {
     const any = node as AnyNode;
     if (any.type === "Identifier" && (any.name === "args" || any.name === "kwargs")) readsInput = true;
     else if (any.type === "Literal" && typeof any.value === "string") literals.push(normalize(any.value));
     else if (any.type === "TemplateElement" && typeof any.value?.cooked === "string") literals.push(normalize(any.value.cooked));
+    else if ((any.type === "Property" || any.type === "PropertyDefinition" || any.type === "MethodDefinition") && !any.computed && any.key?.type === "Identifier") literals.push(normalize(any.key.name));
+    else if (any.type === "MemberExpression" && !any.computed && any.property?.type === "Identifier") literals.push(normalize(any.property.name));
   });
   const hasInput = args.length > 0 || Object.keys(kwargs).length > 0;
   if (hasInput && !readsInput) return "the call had arguments and the program reads neither args nor kwargs";
@@ -56,8 +61,9 @@ export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly
   return undefined;
 }
 
+/** Text as literals and arguments are compared: whitespace runs as one space, letter case ignored. */
 function normalize(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
+  return text.replace(/\s+/g, " ").trim().toLowerCase();
 }
 
 /** The strings among the arguments, nested ones included (a bounded walk). */
