@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../src/index.ts";
 import { defaultSandboxConfig, sandboxPool } from "../../src/sandbox/host/pool.ts";
+import { poolTimings } from "../../src/sandbox/host/timings.ts";
+import { syntheticRecord } from "../helpers/records.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 const SPIN = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return 'spun'`;
@@ -227,5 +229,124 @@ describe("fault containment", () => {
     expect((await agent.ping()).value).toBe("pong");
     expect(sandboxPool().starts).toBe(startsBefore + 1);
     expect(sandboxPool().pids).not.toContain(pid);
+  });
+});
+
+describe("deadlines of programs beside another agent's program", () => {
+  test("cancelling one program does not kill its process while another agent's program holds it", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    let helperAsked = false;
+    const provider = new ScriptedProvider({
+      programs: (request) => {
+        if (request.method === "warm") return "return 1";
+        if (request.role === "helper") {
+          helperAsked = true;
+          return { delayMs: 3_000, code: "return 'late'" };
+        }
+        return request.role === "waiter" ? "const r = await delegate('helper').ping(); return r.value" : SPIN(1_500);
+      },
+    });
+    const controller = new AbortController();
+    const waiter = Agent.for("waiter", { provider, signal: controller.signal, executionTimeoutMs: 1_000, reuse: false });
+    const spinner = Agent.for("spinner", { provider, executionTimeoutMs: 5_000, reuse: false });
+    await Promise.all([waiter.warm(), spinner.warm()]);
+    const waiting = waiter.work();
+    await waitFor(() => helperAsked);
+    const spinning = spinner.work();
+    await waitFor(() => sandboxPool().busyProcesses === 1);
+    controller.abort();
+    const [waited, spun] = await Promise.all([waiting, spinning]);
+    expect(waited.errorType).toBe("cancelled");
+    expect(spun.errorMessage).toBeUndefined();
+    expect(spun.value).toBe("spun");
+  });
+
+  test("holds just past the busy grace, back to back, are not charged to a program waiting for its delegate", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const provider = new ScriptedProvider({
+      programs: (request) => {
+        if (request.method === "warm") return "return 1";
+        if (request.role === "helper") return { delayMs: 100, code: "return 'pong'" };
+        return request.role === "victim" ? "const r = await delegate('helper').ping(); return r.value" : SPIN(52);
+      },
+    });
+    const victim = Agent.for("victim", { provider, executionTimeoutMs: 300, reuse: false });
+    const hogs = Array.from({ length: 40 }, () => Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false }));
+    await Promise.all([victim.warm(), ...hogs.map((hog) => hog.warm())]);
+    const outcomes = await Promise.all([victim.work(), ...hogs.map((hog) => hog.work())]);
+    expect(outcomes[0]!.errorMessage).toBeUndefined();
+    expect(outcomes[0]!.value).toBe("pong");
+    for (const outcome of outcomes.slice(1)) expect(outcome.errorMessage).toBeUndefined();
+  });
+});
+
+describe("placement", () => {
+  test("agents whose programs are sometimes long do not move back and forth between processes", async () => {
+    configureSandbox({ processes: 2, maxProcesses: 4 });
+    const provider = new ScriptedProvider({ programs: { long: SPIN(80), short: SPIN(5), warm: "return 1" } });
+    const team = Array.from({ length: 8 }, () => Agent.for("alternating", { provider, reuse: false }));
+    await Promise.all(team.map((agent) => agent.warm()));
+    const movesBefore = sandboxPool().moves;
+    const started = performance.now();
+    const outcomes = await Promise.all(
+      team.map(async (agent) => {
+        const mine = [];
+        for (let call = 0; call < 12; call += 1) mine.push(await agent.long(), await agent.short());
+        return mine;
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    for (const outcome of outcomes.flat()) expect(outcome.errorMessage).toBeUndefined();
+    // Another agent's earlier long program moves an agent at most once per minDwellMs.
+    expect(sandboxPool().moves - movesBefore).toBeLessThanOrEqual(team.length * (Math.ceil(seconds / (poolTimings.minDwellMs / 1000)) + 1));
+  });
+
+  test("a process being killed takes no new runs: a call right after shutdown goes to a new process at once", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const [agent] = agents(1, "restarted", "return 'pong'");
+    await agent!.work();
+    sandboxPool().shutdown();
+    expect(sandboxPool().pids).toEqual([]);
+    const resendsBefore = sandboxPool().resends;
+    expect((await agent!.work()).value).toBe("pong");
+    expect(sandboxPool().resends).toBe(resendsBefore);
+  });
+});
+
+describe("stuck sandbox processes", () => {
+  const hang = <T>(work: Promise<T>) => Promise.race([work, new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), 8_000))]);
+
+  test("a process that never becomes ready is replaced, and the call runs on the next one", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const saved = poolTimings.stuckAfterMs;
+    poolTimings.stuckAfterMs = 1_000;
+    try {
+      const [agent] = agents(1, "first", "return 'ran'");
+      const calling = hang(agent!.work());
+      await waitFor(() => sandboxPool().pids.length === 1, 5_000);
+      process.kill(sandboxPool().pids[0]!, "SIGSTOP");
+      const outcome = await calling;
+      expect(outcome).not.toBe("hung");
+      expect((outcome as Awaited<ReturnType<AgentProxy["work"]>>).value).toBe("ran");
+    } finally {
+      poolTimings.stuckAfterMs = saved;
+    }
+  });
+
+  test("a history sync to a process that stopped answering is given up, and the call runs on a new process", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const saved = poolTimings.stuckAfterMs;
+    poolTimings.stuckAfterMs = 1_000;
+    try {
+      const [agent] = agents(1, "long-memory", "return context.conversation_history.length");
+      await agent!.warm();
+      agent!.remember({ conversation_history: Array.from({ length: 2_500 }, (_, index) => syntheticRecord(index)) });
+      process.kill(sandboxPool().pids[0]!, "SIGSTOP");
+      const outcome = await hang(agent!.work());
+      expect(outcome).not.toBe("hung");
+      expect((outcome as Awaited<ReturnType<AgentProxy["work"]>>).value).toBe(2_500);
+    } finally {
+      poolTimings.stuckAfterMs = saved;
+    }
   });
 });

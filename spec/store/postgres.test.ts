@@ -65,5 +65,31 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
       expect(Agent.history(counter)).toHaveLength(1);
       expect(counter.runtimeContext).toEqual({ n: 1 });
     });
+
+    test("connections the server ends while calls use them end those calls typed, never the host", async () => {
+      const url = await freshDatabase();
+      const store = openStore(url);
+      const counters = await Promise.all(["a", "b", "c"].map((id) => Agent.open("counter", { store, id, provider: provider() })));
+      const database = url.split("/").at(-1) as string;
+      const admin = new pg.Client({ connectionString: (server as PostgresServer).url });
+      await admin.connect();
+      try {
+        for (let round = 0; round < 15; round += 1) {
+          const calls = counters.map((counter) => counter.inc());
+          await new Promise((resolve) => setTimeout(resolve, round % 4));
+          await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [database]);
+          for (const outcome of await Promise.all(calls)) {
+            if (!outcome.ok) expect(outcome).toMatchObject({ errorType: "store", retriable: true });
+          }
+        }
+      } finally {
+        await admin.end();
+      }
+      // Each agent's context still equals what its ok records committed.
+      for (const counter of counters) {
+        const oks = Agent.history(counter).filter((record) => record.outcome_summary.ok).length;
+        expect(counter.runtimeContext.n ?? 0).toBe(oks);
+      }
+    });
   });
 });

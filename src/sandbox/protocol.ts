@@ -162,25 +162,44 @@ export const REPORT_FD = 4;
 export const BUSY_GRACE_MS = 50;
 
 /**
- * What a line of the report pipe says about a run: `S<runId>` its program is about to start
- * (written by the main thread for every run: a bare line on a raw pipe, because serialising
- * an IPC message costs more than the rest of a short run), `B<runId>` its synchronous part has
- * held the main thread longer than {@link BUSY_GRACE_MS}, `F<runId>` it let go again (both
- * written by the watch thread, since the main thread is the one held).
+ * What a line of the report pipe says about a run:
+ * - `S<runId>`: its program is about to start (written by the main thread for every run: a bare
+ *   line on a raw pipe, because serialising an IPC message costs more than the rest of a short run);
+ * - `B<runId>`: its synchronous part has held the main thread longer than {@link BUSY_GRACE_MS}
+ *   (written by the watch thread, since the main thread is the one held);
+ * - `F<runId>:<ms>`: its synchronous part let go after holding the main thread `ms` whole
+ *   milliseconds, at least {@link BUSY_GRACE_MS} (written by the main thread as it lets go).
+ *
+ * The held rule: a hold of at least {@link BUSY_GRACE_MS} is not counted against any other run's
+ * deadline, by the sandbox process or by the host, and both count exactly the `ms` of its `F`
+ * line. A run has one synchronous part, so one `B` and one `F` at most; the two come from
+ * different threads, and a `B` read after its `F` is stale.
  */
-export type RunSignal = { readonly kind: "started" | "busy" | "free"; readonly runId: number };
+export type RunSignal =
+  | { readonly kind: "started" | "busy"; readonly runId: number }
+  | { readonly kind: "free"; readonly runId: number; readonly heldMs: number };
 
-const SIGNAL_LETTERS = { started: "S", busy: "B", free: "F" } as const;
-const SIGNAL_KINDS: Readonly<Record<string, RunSignal["kind"]>> = { S: "started", B: "busy", F: "free" };
+export function startedLine(runId: number): string {
+  return `S${runId}\n`;
+}
 
-export function signalLine(kind: RunSignal["kind"], runId: number): string {
-  return `${SIGNAL_LETTERS[kind]}${runId}\n`;
+export function busyLine(runId: number): string {
+  return `B${runId}\n`;
+}
+
+export function freeLine(runId: number, heldMs: number): string {
+  return `F${runId}:${heldMs}\n`;
 }
 
 /** The run signal a report line holds, or undefined when it is not one. */
 export function readSignal(line: string): RunSignal | undefined {
-  const kind = SIGNAL_KINDS[line.charAt(0)];
-  return kind !== undefined && /^[SBF][1-9]\d{0,15}$/.test(line) ? { kind, runId: Number(line.slice(1)) } : undefined;
+  const match = /^([SBF])([1-9]\d{0,15})(?::(\d{1,12}))?$/.exec(line);
+  if (match === null) return undefined;
+  const [, letter, id, held] = match;
+  const runId = Number(id);
+  if (letter === "F") return held === undefined ? undefined : { kind: "free", runId, heldMs: Number(held) };
+  if (held !== undefined) return undefined;
+  return { kind: letter === "S" ? "started" : "busy", runId };
 }
 
 /** Written on the report pipe by the memory watch when the process passed its memory ceiling. */

@@ -283,8 +283,7 @@ export class PostgresStore implements Store {
 
   /** Creates or migrates the schema once per store, in one transaction serialised across processes. */
   #prepare(): Promise<void> {
-    this.#ready ??= (async () => {
-      const client = await this.#pool.connect();
+    this.#ready ??= this.#checkout(async (client) => {
       try {
         await client.query("BEGIN");
         await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
@@ -300,10 +299,8 @@ export class PostgresStore implements Store {
       } catch (error) {
         await client.query("ROLLBACK").catch(() => undefined);
         throw error;
-      } finally {
-        client.release();
       }
-    })();
+    });
     this.#ready.catch(() => {
       this.#ready = undefined;
     });
@@ -314,15 +311,30 @@ export class PostgresStore implements Store {
     if (this.#closed) throw new StoreError(this.label, `cannot ${doing}: the store was closed.`);
     try {
       await this.#prepare();
-      const client = await this.#pool.connect();
-      try {
-        return await work(client);
-      } finally {
-        client.release();
-      }
+      return await this.#checkout(work);
     } catch (error) {
       if (error instanceof StoreError || error instanceof RoleMismatchError) throw error;
       throw new StoreError(this.label, `cannot ${doing}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /**
+   * Lends `work` a connection of the pool. A connection the server ends while it is lent out
+   * reports that as an event (the pool listens only to idle ones): it is taken here, the
+   * query in flight fails with it, and the connection is discarded rather than returned.
+   */
+  async #checkout<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.#pool.connect();
+    let broken: Error | undefined;
+    const onError = (error: Error) => {
+      broken = error;
+    };
+    client.on("error", onError);
+    try {
+      return await work(client);
+    } finally {
+      client.off("error", onError);
+      client.release(broken);
     }
   }
 

@@ -11,6 +11,8 @@ return (${createRuntime})({ createEncoder: (${createEncoder}), createPrinter: ($
 
 /** What the sandbox process may do to a run in progress. */
 export interface RunControl {
+  /** The host cancelled the run (set by the process); a run not yet started never starts. */
+  cancelled?: boolean;
   /** Stops the run (set by the run). */
   cancel?: () => void;
   /** Adds time another run held the process's main thread, which this run's deadline does not count (set by the run). */

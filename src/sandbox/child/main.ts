@@ -7,7 +7,7 @@ import { AgentIsolate, type RunControl } from "./agent-isolate.ts";
 import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
 import { writeSync } from "node:fs";
 import { maxEncodedChars, SANDBOX_LIMITS } from "../limits.ts";
-import { BUSY_GRACE_MS, REPORT_FD, signalLine } from "../protocol.ts";
+import { BUSY_GRACE_MS, REPORT_FD, freeLine, startedLine } from "../protocol.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
@@ -24,9 +24,9 @@ function send(message: ChildMessage): void {
   if (process.connected) process.send?.(message);
 }
 
-function reportStarted(runId: number): void {
+function report(line: string): void {
   try {
-    writeSync(REPORT_FD, signalLine("started", runId));
+    writeSync(REPORT_FD, line);
   } catch {
     // No host to tell.
   }
@@ -124,12 +124,15 @@ function evictIdle(): void {
 }
 
 /**
- * A synchronous part that held this thread past the busy grace delayed every other run here:
- * their deadlines do not count that time (the host's do not either, from the busy signal on).
+ * A synchronous part that held this thread for the busy grace or longer delayed every other
+ * run here: their deadlines do not count that time, and the host is told exactly how long it
+ * was so its deadlines do not either (the held rule in `../protocol.ts`).
  */
-function excuseOthers(runId: number, heldMs: number): void {
+function letGo(runId: number, elapsedMs: number): void {
+  const heldMs = Math.floor(elapsedMs);
   if (heldMs < BUSY_GRACE_MS) return;
   for (const [other, control] of controls) if (other !== runId) control.excuse?.(heldMs);
+  report(freeLine(runId, heldMs));
 }
 
 /**
@@ -146,13 +149,17 @@ function enqueueRun(message: RunRequestMessage): void {
   if (!startingRun) startNextRun();
 }
 
+function cancelledBeforeStart(): RunReport {
+  return { kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." };
+}
+
 /** Runs the host cancelled before they started here: they are answered, never run. */
 const cancelledEarly = new Set<number>();
 
 function startNextRun(): void {
   let message = waitingRuns.shift();
   while (message !== undefined && cancelledEarly.delete(message.runId)) {
-    send({ type: "result", runId: message.runId, report: { kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." } });
+    send({ type: "result", runId: message.runId, report: cancelledBeforeStart() });
     message = waitingRuns.shift();
   }
   startingRun = message !== undefined;
@@ -177,17 +184,19 @@ async function run(message: RunRequestMessage, release: () => void): Promise<Run
   let isolate: AgentIsolate | undefined;
   try {
     isolate = await isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb);
+    // Cancelled while its isolate was being made: it never starts.
+    if (control.cancelled) return cancelledBeforeStart();
     isolate.busy = true;
     memoryWatch.setCeiling(memoryCeilingMb());
     const onStarted = () => {
-      reportStarted(message.runId);
+      report(startedLine(message.runId));
       memoryWatch.holding(message.runId);
     };
     // The program's synchronous part runs inside this call, before its first await.
     const holdStart = performance.now();
     const running = isolate.run(message, onStarted, control);
     memoryWatch.holding(0);
-    excuseOthers(message.runId, performance.now() - holdStart);
+    letGo(message.runId, performance.now() - holdStart);
     release();
     return await running;
   } catch (error) {
@@ -218,7 +227,10 @@ process.on("message", (message: HostMessage) => {
       break;
     case "cancel": {
       const control = controls.get(message.runId);
-      if (control !== undefined) control.cancel?.();
+      if (control !== undefined) {
+        control.cancelled = true;
+        control.cancel?.();
+      }
       else if (waitingRuns.some((waiting) => waiting.runId === message.runId)) cancelledEarly.add(message.runId);
       break;
     }

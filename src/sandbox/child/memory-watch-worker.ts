@@ -6,12 +6,12 @@
  *   reports to the host on the report pipe and, should the host not end the process first,
  *   ends it itself;
  * - tells the host when one run's synchronous part has held the main thread longer than
- *   {@link BUSY_GRACE_MS} (`B<runId>`) and when it lets go (`F<runId>`), so the host sends other
- *   agents' runs elsewhere meanwhile.
+ *   {@link BUSY_GRACE_MS} (`B<runId>`), so the host sends other agents' runs elsewhere meanwhile
+ *   (the main thread itself says when it lets go).
  */
 import { writeSync } from "node:fs";
 import { workerData } from "node:worker_threads";
-import { BUSY_GRACE_MS, signalLine, type CeilingReport } from "../protocol.ts";
+import { BUSY_GRACE_MS, busyLine, type CeilingReport } from "../protocol.ts";
 import { WATCH_SLOTS, type MemoryWatchData } from "./memory-watch-slots.ts";
 
 const TICK_MS = 10;
@@ -37,7 +37,6 @@ let lastMemoryCheck = 0;
 
 for (;;) {
   if (Atomics.load(slots, WATCH_SLOTS.activeRuns) <= 0) {
-    if (toldBusy) report(signalLine("free", held));
     held = 0;
     toldBusy = false;
     Atomics.wait(slots, WATCH_SLOTS.activeRuns, Atomics.load(slots, WATCH_SLOTS.activeRuns));
@@ -46,12 +45,11 @@ for (;;) {
   const now = performance.now();
   const holding = Atomics.load(slots, WATCH_SLOTS.syncRunId);
   if (holding !== held) {
-    if (toldBusy) report(signalLine("free", held));
     held = holding;
     heldSince = now;
     toldBusy = false;
   } else if (held !== 0 && !toldBusy && now - heldSince >= BUSY_GRACE_MS) {
-    report(signalLine("busy", held));
+    report(busyLine(held));
     toldBusy = true;
   }
   if (now - lastMemoryCheck >= MEMORY_CHECK_MS) {

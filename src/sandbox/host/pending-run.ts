@@ -1,6 +1,7 @@
 import { killGraceMs } from "../limits.ts";
 import type { BridgeOutcome, BridgeRequest, RunReport, RunRequestMessage } from "../protocol.ts";
 import type { SandboxProcess } from "./sandbox-process.ts";
+import { poolTimings } from "./timings.ts";
 
 /** What a run needs from the code that asked for it. */
 export interface RunHooks {
@@ -13,29 +14,26 @@ export interface RunHooks {
  * - `queued`: sent to a sandbox process that has not yet said its program started. No program
  *   code of it has run, so it may be sent again to another process if this one dies.
  * - `running`: the process said the program is about to start (the `S` signal).
- * - `cancelling`: its signal aborted while it ran; the process was told to stop it.
- * A run leaves these states exactly once, through `settle`.
+ * - `cancelling`: its signal aborted once it was running; the process was told to stop it.
+ * A run stays on its process's books until the process answers for it or dies ({@link PendingRun.close}),
+ * even when its caller was answered earlier (a run cancelled while queued is answered at once).
  */
 export type RunPhase = "queued" | "running" | "cancelling";
-
-/**
- * How often a queued run checks that its process is not stuck: it waits as long as another
- * run holds the process (that run has a deadline of its own), and otherwise at most this long.
- */
-export const QUEUED_CHECK_MS = 10_000;
 
 /**
  * One run on its way through a sandbox process, with the host's deadline for it.
  *
  * The deadline rule, the only place deadlines are set ({@link PendingRun.arm}):
- * - queued: no deadline of its own; see {@link QUEUED_CHECK_MS}.
- * - running: `timeoutMs + killGraceMs(timeoutMs)` of the run's own time, counted from the
- *   `S` signal and paused while its process reports another run's synchronous part holding it
- *   (a program is never charged for time spent behind another). The sandbox process starts the
- *   program's own deadline (`timeoutMs`, inside the isolate and on its wall clock) after it
- *   writes `S`, so it fires first and the host's fires only when the isolate could not be
- *   stopped from inside.
- * - cancelling: `killGraceMs(timeoutMs)` from the cancel.
+ * - queued: no deadline of its own; its process is checked for being stuck every
+ *   `poolTimings.stuckAfterMs` (it waits as long as another run holds the process: that run
+ *   has a deadline of its own).
+ * - running: `timeoutMs + killGraceMs(timeoutMs)` of the run's own time, counted from the `S`
+ *   signal. Time another run's synchronous part held the process is not the run's own (the
+ *   held rule in `../protocol.ts`): the count stops while the process reports such a hold
+ *   (`B`) and takes off exactly the time the hold lasted (`F`). The sandbox process counts the
+ *   same way for the program's own deadline (`timeoutMs`), starting just before it writes `S`,
+ *   so its deadline fires first and the host's only when the isolate could not be stopped from inside.
+ * - cancelling: `killGraceMs(timeoutMs)` from the cancel, counted the same way.
  * When the host's deadline fires, the process is killed and the run ends by its phase.
  */
 export class PendingRun {
@@ -46,6 +44,8 @@ export class PendingRun {
   sendTo: (target: SandboxProcess) => void = () => undefined;
   /** Its synchronous part held its process past the busy grace. */
   heldLong = false;
+  /** Its synchronous part has let go of its process (`F`); a busy signal read after that is stale. */
+  letGo = false;
   /** Why its latest process could not run it, when that process died or never started. */
   lostBecause: string | undefined;
   /** Its host deadline passed: the process was killed to stop it. */
@@ -57,10 +57,11 @@ export class PendingRun {
   #settle: ((report: RunReport) => void) | undefined;
   #onDeadline: (run: PendingRun) => void;
   #timer: NodeJS.Timeout | undefined;
-  /** When the current stretch of counted time began (running), or undefined while paused. */
-  #armedAt: number | undefined;
-  /** Time already counted against the running deadline before the current stretch. */
-  #counted = 0;
+  #closed = false;
+  /** When the current phase began. */
+  #since = performance.now();
+  /** Time in the current phase that was another run's hold. */
+  #excused = 0;
   #paused = false;
 
   constructor(message: RunRequestMessage, hooks: RunHooks, settle: (report: RunReport) => void, onDeadline: (run: PendingRun) => void) {
@@ -78,58 +79,69 @@ export class PendingRun {
     return this.message.agentId;
   }
 
+  /** Its caller has its answer. */
   get settled(): boolean {
     return this.#settle === undefined;
   }
 
-  /** Moves to `phase` (or stays) and sets the deadline that phase has. */
+  /** Off its process's books: no deadline of its applies any more. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Moves to `phase` and sets the deadline that phase has, counted from now. */
   enter(phase: RunPhase): void {
-    if (this.settled) return;
-    if (phase === "running" && this.phase === "queued") this.#counted = 0;
+    if (this.#closed || phase === this.phase) return;
     this.phase = phase;
-    this.#paused = false;
+    this.#since = performance.now();
+    this.#excused = 0;
     this.arm();
   }
 
-  /** Sets the deadline of the current phase from now, with time already counted taken off. */
+  /** Sets the deadline of the current phase, with the time already counted taken off. */
   arm(): void {
     clearTimeout(this.#timer);
-    this.#armedAt = undefined;
-    if (this.settled || this.#paused) return;
+    if (this.#closed || this.#paused) return;
+    const queued = this.phase === "queued";
+    this.#timer = setTimeout(() => {
+      // Timers may fire a little early; the deadline is the count, not the timer.
+      if (!queued && this.remainingMs() > 0) this.arm();
+      else this.#onDeadline(this);
+    }, queued ? poolTimings.stuckAfterMs : this.remainingMs());
+  }
+
+  /** What is left of the current phase's deadline (queued runs have none). @unit ms */
+  remainingMs(): number {
     const { timeoutMs } = this.message;
-    let ms: number;
-    if (this.phase === "queued") ms = QUEUED_CHECK_MS;
-    else if (this.phase === "cancelling") ms = killGraceMs(timeoutMs);
-    else {
-      ms = Math.max(0, timeoutMs + killGraceMs(timeoutMs) - this.#counted);
-      this.#armedAt = performance.now();
-    }
-    this.#timer = setTimeout(() => this.#onDeadline(this), ms);
+    const budget = this.phase === "running" ? timeoutMs + killGraceMs(timeoutMs) : killGraceMs(timeoutMs);
+    return Math.max(0, budget - (performance.now() - this.#since - this.#excused));
   }
 
-  /**
-   * Another run has held the process for `heldMs` already: stop counting this one's running
-   * time, from when that hold began (as the sandbox process's own deadline does).
-   */
-  pause(heldMs: number): void {
-    if (this.settled || this.phase !== "running" || this.#paused) return;
-    if (this.#armedAt !== undefined) this.#counted += Math.max(0, performance.now() - this.#armedAt - heldMs);
+  /** Another run's synchronous part holds the process: stop counting until it lets go. */
+  pause(): void {
+    if (this.#paused) return;
     this.#paused = true;
-    this.arm();
+    clearTimeout(this.#timer);
   }
 
-  resume(): void {
-    if (!this.#paused) return;
+  /** Another run's synchronous part let go after holding the process `heldMs`: that time is not this run's. */
+  excuse(heldMs: number): void {
+    if (this.phase !== "queued") this.#excused += heldMs;
     this.#paused = false;
     this.arm();
   }
 
-  /** Ends the run with `report`; later calls do nothing. */
+  /** Answers the caller with `report`; later calls do nothing. */
   settle(report: RunReport): void {
     const settle = this.#settle;
     if (settle === undefined) return;
     this.#settle = undefined;
-    clearTimeout(this.#timer);
     settle(report);
+  }
+
+  /** Takes it off its process's books (answered for, or lost with the process). */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
   }
 }

@@ -3,6 +3,7 @@ import { readEnv } from "../../env.ts";
 import type { RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
 import { PendingRun, type RunHooks } from "./pending-run.ts";
 import { SandboxProcess } from "./sandbox-process.ts";
+import { poolTimings } from "./timings.ts";
 
 export type { RunHooks } from "./pending-run.ts";
 
@@ -14,8 +15,6 @@ export interface SandboxConfig {
   readonly maxProcesses: number;
 }
 
-/** How long a process beyond `processes` may stay idle before it is ended. @unit ms */
-const RETIRE_IDLE_MS = 5_000;
 /** A run sent again to a new process at most this often after its process died before it started. */
 const MAX_RESENDS = 2;
 const LIMIT = 64;
@@ -54,23 +53,30 @@ export function resolveSandboxConfig(options: Partial<SandboxConfig>, current: S
 }
 
 /**
- * The sandbox processes. Each agent's isolate lives in one process (its home); an agent goes
- * to a new home when its own is busy with another agent's program past the busy grace, or
- * hosts an agent whose latest program was that long (its history mirror is rebuilt there on
- * its first run). Agents that compute long thus end up apart from those that do not, and a
- * short call does not queue behind a long program that had not yet been seen to be long. New agents go to the process with the
- * fewest agents; processes start as agents need them, up to `processes`, and beyond that,
- * up to `maxProcesses`, only while every process is busy; those extra processes end when idle.
+ * The sandbox processes. Each agent's isolate lives in one process (its home), chosen once at
+ * the start of each call ({@link SandboxPool.place}). An agent goes to a new home when its own
+ * is held by another agent's program past the busy grace, or hosts another agent whose latest
+ * program was that long and the agent has been there `poolTimings.minDwellMs` (its history
+ * mirror is rebuilt in the new home on its first run). Agents that compute long thus end up
+ * apart from those that do not, a short call does not queue behind a long program that had
+ * not yet been seen to be long, and agents do not move back and forth. New agents go to the
+ * process with the fewest agents; processes start as agents need them, up to `processes`, and
+ * beyond that, up to `maxProcesses`, only while every process is busy; those extra processes
+ * end when idle.
  */
 export class SandboxPool {
   #config: SandboxConfig;
   readonly #processes: SandboxProcess[] = [];
   readonly #homes = new Map<string, SandboxProcess>();
+  /** When each agent came to its home. */
+  readonly #arrived = new Map<string, number>();
   #nextId = 1;
   /** How many sandbox processes were started, for tests and diagnostics. */
   starts = 0;
   /** How many times an agent moved to another process because its own was busy. */
   moves = 0;
+  /** How many runs were sent again because their process died (or was being ended) before they started. */
+  resends = 0;
 
   constructor(config: SandboxConfig = defaultSandboxConfig()) {
     this.#config = config;
@@ -139,19 +145,28 @@ export class SandboxPool {
         home = target;
         void target.take(run);
       };
-      run.sendTo(this.#homeFor(message.agentId));
+      run.sendTo(this.#homeOf(message.agentId));
     });
+  }
+
+  /**
+   * Chooses the process for an agent's next call: its syncs and its run go there (unless it
+   * dies meanwhile). Called once at the start of each call, so an agent never moves part-way.
+   */
+  place(agentId: string): void {
+    this.#homeFor(agentId);
   }
 
   /** Sends one chunk of a history sync to the agent's process; false when it must start again from 0. */
   sync(request: Omit<SyncRequestMessage, "type" | "syncId">): Promise<boolean> {
-    return this.#homeFor(request.agentId).sync(this.#nextId++, request);
+    return this.#homeOf(request.agentId).sync(this.#nextId++, request);
   }
 
   /** Tells the agent's process it may free the agent's isolate. */
   forget(agentId: string): void {
     const home = this.#homes.get(agentId);
     this.#homes.delete(agentId);
+    this.#arrived.delete(agentId);
     home?.forget(agentId);
   }
 
@@ -160,14 +175,21 @@ export class SandboxPool {
     for (const process of this.#processes) process.kill();
   }
 
+  /** The agent's home as it is, unless it is gone (then a new one). */
+  #homeOf(agentId: string): SandboxProcess {
+    const home = this.#homes.get(agentId);
+    return home?.alive ? home : this.#homeFor(agentId);
+  }
+
   /**
-   * The process for an agent's next run: its home, unless that is gone or busy with another
-   * agent's program; then a process that is not busy (started if the pool may grow), the one
-   * with the fewest runs in flight; when every process is busy and the pool is full, its home.
+   * The process for an agent's next call: its home, unless that is gone, held by another
+   * agent's program, or hosting an agent seen computing long while this one has been there a
+   * while; then a process that is not busy (started if the pool may grow), the one with the
+   * fewest runs in flight; when every process is busy and the pool is full, its home.
    */
   #homeFor(agentId: string): SandboxProcess {
     const home = this.#homes.get(agentId);
-    if (home?.alive && !home.busyFor(agentId)) return home;
+    if (home?.alive && !this.#shouldLeave(home, agentId)) return home;
     const live = this.#processes.filter((process) => process.alive);
     const free = live.filter((process) => !process.busyFor(agentId));
     let target: SandboxProcess | undefined;
@@ -189,8 +211,14 @@ export class SandboxPool {
       home.heavy.delete(agentId);
     }
     target.agents.add(agentId);
+    if (this.#homes.get(agentId) !== target) this.#arrived.set(agentId, performance.now());
     this.#homes.set(agentId, target);
     return target;
+  }
+
+  #shouldLeave(home: SandboxProcess, agentId: string): boolean {
+    if (home.heldFor(agentId)) return true;
+    return home.heavyBesides(agentId) && performance.now() - (this.#arrived.get(agentId) ?? 0) >= poolTimings.minDwellMs;
   }
 
   #start(): SandboxProcess {
@@ -220,6 +248,7 @@ export class SandboxPool {
         continue;
       }
       run.resends += 1;
+      this.resends += 1;
       run.lostBecause = undefined;
       run.sendTo(this.#homeFor(run.agentId));
     }
@@ -227,18 +256,18 @@ export class SandboxPool {
 
   /** Ends a process beyond `processes` once it has been idle a while. */
   #retireIfSpare(process: SandboxProcess): void {
-    if (this.#processes.length <= this.#config.processes || process.retiring || !process.alive || process.activeRuns > 0) return;
+    if (this.#processes.length <= this.#config.processes || process.retiring || !process.alive || !process.idle) return;
     process.retiring = setTimeout(() => {
       process.retiring = undefined;
       const live = this.#processes.filter((candidate) => candidate.alive);
-      if (live.length <= this.#config.processes || !process.alive || process.activeRuns > 0) return;
-      if (performance.now() - process.idleSince < RETIRE_IDLE_MS) {
+      if (live.length <= this.#config.processes || !process.alive || !process.idle) return;
+      if (performance.now() - process.idleSince < poolTimings.retireIdleMs) {
         this.#retireIfSpare(process);
         return;
       }
       for (const agentId of process.agents) if (this.#homes.get(agentId) === process) this.#homes.delete(agentId);
       process.kill();
-    }, RETIRE_IDLE_MS);
+    }, poolTimings.retireIdleMs);
     process.retiring.unref();
   }
 }

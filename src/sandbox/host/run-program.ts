@@ -52,6 +52,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
   const { history } = run;
   const mirrorMb = Math.ceil((history.bytes * MIRROR_HEAP_PER_JSON_BYTE) / 2 ** 20);
   let from = Math.min(start, history.length);
+  sandboxPool().place(run.agentId);
   // Large syncs (a new isolate, or a history replaced by the application) go in chunks, so
   // neither process ever holds the whole transfer at once.
   while (history.length - from > MIRROR_CHUNK_RECORDS) {

@@ -1,8 +1,10 @@
 import { fork, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { BUSY_GRACE_MS, REPORT_FD, readSignal, type BridgeOutcome, type CeilingReport, type ChildMessage, type HostMessage, type RunReport, type SyncRequestMessage } from "../protocol.ts";
+import { REPORT_FD, readSignal, type BridgeOutcome, type CeilingReport, type ChildMessage, type HostMessage, type RunReport, type RunSignal, type SyncRequestMessage } from "../protocol.ts";
 import { PendingRun } from "./pending-run.ts";
+import { parseCeilingReport, ReportLines } from "./report-pipe.ts";
+import { poolTimings } from "./timings.ts";
 
 /** What a sandbox process tells the pool that owns it. */
 export interface ProcessEvents {
@@ -14,8 +16,11 @@ export interface ProcessEvents {
   readonly onRunEnd: (process: SandboxProcess, agentId: string, heldLong: boolean) => void;
 }
 
-/** How long an agent whose program held its process past the busy grace keeps other agents away from that process. @unit ms */
-const HEAVY_FOR_MS = 10_000;
+/**
+ * How long the host waits for a busy run's `F` line after its answer came (the two travel on
+ * different channels); past this, it counts the process free without it. @unit ms
+ */
+const LET_GO_WAIT_MS = 1_000;
 
 /** The sandbox entry point beside this module: `.ts` when running from source, `.js` from `dist/`. */
 function childEntry(): { path: string; fromSource: boolean } {
@@ -37,7 +42,7 @@ export class SandboxProcess {
   readonly agents = new Set<string>();
   /**
    * Those of them whose latest run held the process past the busy grace, with when that was
-   * seen (kept by the pool); an agent not seen so for {@link HEAVY_FOR_MS} counts no more.
+   * seen (kept by the pool); an agent not seen so for `poolTimings.heavyForMs` counts no more.
    */
   readonly heavy = new Map<string, number>();
   /** The run whose synchronous part holds this process past the busy grace, if any. */
@@ -50,6 +55,8 @@ export class SandboxProcess {
   readonly #syncs = new Map<number, (ok: boolean) => void>();
   readonly #events: ProcessEvents;
   #exited = false;
+  /** Killed, and not yet gone: it takes no new work. */
+  #dying = false;
   #ceiling: CeilingReport | undefined;
 
   constructor(events: ProcessEvents) {
@@ -67,14 +74,25 @@ export class SandboxProcess {
     (child.stderr as { unref?: () => void } | null)?.unref?.();
     this.#readReports();
     this.ready = new Promise<void>((resolve, reject) => {
+      let tooSlow = false;
+      const startup = setTimeout(() => {
+        tooSlow = true;
+        this.kill();
+      }, poolTimings.stuckAfterMs);
       const onEarlyExit = (code: number | null, signal: NodeJS.Signals | null) => {
-        const cause = signal === "SIGKILL" ? "it was killed" : `${signal ?? `exit code ${code}`}; improv needs Node.js 24 or newer for isolated-vm 7`;
+        clearTimeout(startup);
+        const cause = tooSlow
+          ? `it was not ready after ${poolTimings.stuckAfterMs} ms`
+          : signal === "SIGKILL"
+            ? "it was killed"
+            : `${signal ?? `exit code ${code}`}; improv needs Node.js 24 or newer for isolated-vm 7`;
         reject(new Error(`the sandbox process exited before it was ready (${cause})`));
       };
       child.once("exit", onEarlyExit);
       child.once("error", (error) => reject(new Error(`the sandbox process could not start (${error.message})`)));
       child.on("message", (message: ChildMessage) => {
         if (message.type === "ready") {
+          clearTimeout(startup);
           child.off("exit", onEarlyExit);
           resolve();
           this.#updateRef();
@@ -97,7 +115,12 @@ export class SandboxProcess {
 
   /** Still running and taking work. */
   get alive(): boolean {
-    return !this.#exited && this.child.exitCode === null && this.child.signalCode === null;
+    return !this.#dying && !this.#exited && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** No runs or syncs on its books. */
+  get idle(): boolean {
+    return this.#runs.size === 0 && this.#syncs.size === 0;
   }
 
   get activeRuns(): number {
@@ -110,16 +133,22 @@ export class SandboxProcess {
     return started;
   }
 
-  /**
-   * Another agent's program holds it past the grace now, or is likely to soon: another agent
-   * homed here held it past the grace in its latest run.
-   */
+  /** Another agent's program holds it past the grace now, or is likely to soon. */
   busyFor(agentId: string): boolean {
-    if (this.busyRun !== undefined && this.#runs.get(this.busyRun)?.agentId !== agentId) return true;
+    return this.heldFor(agentId) || this.heavyBesides(agentId);
+  }
+
+  /** Another agent's program holds it past the grace now. */
+  heldFor(agentId: string): boolean {
+    return this.busyRun !== undefined && this.#runs.get(this.busyRun)?.agentId !== agentId;
+  }
+
+  /** Another agent homed here held it past the grace in its latest run. */
+  heavyBesides(agentId: string): boolean {
     if (this.heavy.size === 0) return false;
     const now = performance.now();
     for (const [other, seen] of this.heavy) {
-      if (now - seen > HEAVY_FOR_MS) this.heavy.delete(other);
+      if (now - seen > poolTimings.heavyForMs) this.heavy.delete(other);
       else if (other !== agentId) return true;
     }
     return false;
@@ -140,7 +169,7 @@ export class SandboxProcess {
     }
     this.#runs.set(run.runId, run);
     this.#updateRef();
-    run.enter("queued");
+    run.arm();
     try {
       this.child.send(run.message satisfies HostMessage);
     } catch (error) {
@@ -149,21 +178,23 @@ export class SandboxProcess {
     }
   }
 
-  /** Asks the process to stop a run (its signal aborted). */
+  /**
+   * Asks the process to stop a run (its signal aborted). A run not yet started is answered at
+   * once, and stays on the books until the process answers for it, which it does without
+   * running it (or, should it have just started, by stopping it).
+   */
   cancel(run: PendingRun): void {
     run.cancelled = true;
-    if (run.phase === "queued") {
-      // Never started here: nothing to stop; the process's answer for it is ignored.
-      this.#forgetRun(run);
-      run.settle({ kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." });
-      this.#send({ type: "cancel", runId: run.runId });
-      return;
-    }
-    run.enter("cancelling");
     this.#send({ type: "cancel", runId: run.runId });
+    if (run.phase === "queued") run.settle({ kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." });
+    else run.enter("cancelling");
   }
 
-  /** Sends one chunk of a history sync; resolves false when it was refused or the process went away. */
+  /**
+   * Sends one chunk of a history sync; resolves false when it was refused or the process went
+   * away. A process that leaves it unanswered for `poolTimings.stuckAfterMs` while none of
+   * its programs runs counts as stuck and is killed.
+   */
   async sync(syncId: number, request: Omit<SyncRequestMessage, "type" | "syncId">): Promise<boolean> {
     try {
       await this.ready;
@@ -171,11 +202,17 @@ export class SandboxProcess {
       return false;
     }
     if (!this.alive) return false;
+    let stuckCheck: NodeJS.Timeout | undefined;
+    const check = () => {
+      stuckCheck = setTimeout(() => (this.startedRuns > 0 ? check() : this.kill()), poolTimings.stuckAfterMs);
+    };
     return new Promise<boolean>((resolve) => {
       this.#syncs.set(syncId, resolve);
       this.#updateRef();
+      check();
       this.#send({ type: "sync", syncId, ...request });
     }).finally(() => {
+      clearTimeout(stuckCheck);
       this.#syncs.delete(syncId);
       this.#afterWork();
     });
@@ -189,10 +226,12 @@ export class SandboxProcess {
   }
 
   kill(): void {
+    this.#dying = true;
     this.child.kill("SIGKILL");
   }
 
   #forgetRun(run: PendingRun): void {
+    run.close();
     if (this.#runs.get(run.runId) === run) this.#runs.delete(run.runId);
     this.#afterWork();
   }
@@ -200,7 +239,10 @@ export class SandboxProcess {
   /** Settles a run that ended here, and takes it off the books. */
   #finish(run: PendingRun, report: RunReport): void {
     this.#forgetRun(run);
-    if (this.busyRun === run.runId) this.#free(run.runId);
+    if (this.busyRun === run.runId && !run.letGo) {
+      // Its F line is on its way on the report pipe; should it never come, go on without it.
+      setTimeout(() => this.#letGo(run.runId, 0), LET_GO_WAIT_MS).unref();
+    }
     this.#events.onRunEnd(this, run.agentId, run.heldLong);
     run.settle(report);
   }
@@ -220,7 +262,7 @@ export class SandboxProcess {
         const answer = (outcome: BridgeOutcome) => {
           if (this.alive) this.#send({ type: "bridge-result", requestId: message.requestId, outcome });
         };
-        if (!run) {
+        if (!run || run.settled) {
           answer({ status: "error", ok: false, error_type: "cancelled", error_message: "The calling program has ended.", retriable: false });
           return;
         }
@@ -236,7 +278,7 @@ export class SandboxProcess {
 
   /** A run's host deadline passed: its isolate could not be stopped, so the process goes. */
   onDeadline(run: PendingRun): void {
-    if (run.settled || this.#runs.get(run.runId) !== run) return;
+    if (run.closed || this.#runs.get(run.runId) !== run) return;
     if (run.phase === "queued") {
       // Waiting behind a run that holds the process is not being stuck: that run has its own deadline.
       if (this.startedRuns > 0) {
@@ -254,16 +296,12 @@ export class SandboxProcess {
     if (!pipe) return;
     (pipe as { unref?: () => void }).unref?.();
     pipe.setEncoding("utf8");
-    let pending = "";
+    const lines = new ReportLines();
     pipe.on("data", (chunk: string) => {
-      pending = (pending + chunk).slice(-4096);
-      let newline: number;
-      while ((newline = pending.indexOf("\n")) !== -1) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
+      for (const line of lines.push(chunk)) {
         const signal = readSignal(line);
         if (signal !== undefined) {
-          this.#onSignal(signal.kind, signal.runId);
+          this.#onSignal(signal);
           continue;
         }
         const report = parseCeilingReport(line);
@@ -275,27 +313,30 @@ export class SandboxProcess {
     });
   }
 
-  #onSignal(kind: "started" | "busy" | "free", runId: number): void {
-    const run = this.#runs.get(runId);
-    if (kind === "started") {
-      if (run?.phase === "queued") run.enter("running");
-      return;
+  #onSignal(signal: RunSignal): void {
+    const run = this.#runs.get(signal.runId);
+    switch (signal.kind) {
+      case "started":
+        if (run?.phase === "queued") run.enter(run.cancelled ? "cancelling" : "running");
+        return;
+      case "busy":
+        if (!run || run.letGo) return;
+        run.heldLong = true;
+        this.heavy.set(run.agentId, performance.now());
+        this.busyRun = run.runId;
+        for (const other of this.#runs.values()) if (other !== run) other.pause();
+        return;
+      case "free":
+        if (run) run.letGo = true;
+        this.#letGo(signal.runId, signal.heldMs);
     }
-    if (kind === "free") {
-      if (this.busyRun === runId) this.#free(runId);
-      return;
-    }
-    if (!run) return;
-    run.heldLong = true;
-    this.heavy.set(run.agentId, performance.now());
-    this.busyRun = runId;
-    for (const other of this.#runs.values()) if (other !== run) other.pause(BUSY_GRACE_MS);
   }
 
-  #free(runId: number): void {
-    if (this.busyRun !== runId) return;
-    this.busyRun = undefined;
-    for (const run of this.#runs.values()) run.resume();
+  /** A run's synchronous part let go after holding the process `heldMs`: the other runs' deadlines go on without that time. */
+  #letGo(runId: number, heldMs: number): void {
+    if (this.busyRun === runId) this.busyRun = undefined;
+    else if (heldMs === 0) return;
+    for (const run of this.#runs.values()) if (run.runId !== runId) run.excuse(heldMs);
   }
 
   #onClose(code: number | null, signal: NodeJS.Signals | null): void {
@@ -304,6 +345,7 @@ export class SandboxProcess {
     for (const resolve of this.#syncs.values()) resolve(false);
     const queued: PendingRun[] = [];
     for (const run of [...this.#runs.values()]) {
+      run.close();
       this.#runs.delete(run.runId);
       if (run.phase === "queued" && !run.overran) {
         run.lostBecause = `the sandbox process stopped (${signal ?? `exit code ${code}`})`;
@@ -367,16 +409,4 @@ function lostRunReport(run: PendingRun, ceiling: CeilingReport | undefined, exit
     ? "The sandbox process was restarted because another program took it past its memory ceiling while this program ran. Call again."
     : `The sandbox process stopped (${exit}) while this program ran, and was restarted. Call again.`;
   return { kind: "failed", errorType: "execution", message, retriable: true };
-}
-
-function parseCeilingReport(line: string): CeilingReport | undefined {
-  try {
-    const value = JSON.parse(line) as Partial<CeilingReport>;
-    if (value.type !== "memory-ceiling") return undefined;
-    const { rssMb, ceilingMb, runId } = value;
-    if (![rssMb, ceilingMb, runId].every((n) => typeof n === "number" && Number.isSafeInteger(n) && n >= 0)) return undefined;
-    return { type: "memory-ceiling", rssMb: rssMb as number, ceilingMb: ceilingMb as number, runId: runId as number };
-  } catch {
-    return undefined;
-  }
 }

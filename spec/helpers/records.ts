@@ -1,0 +1,1 @@
+export { syntheticRecord } from "../../bench/records.ts";

@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, test } from "vitest";
+import type { ChildMessage, RunReport, RunRequestMessage } from "../../src/sandbox/protocol.ts";
+import { PendingRun } from "../../src/sandbox/host/pending-run.ts";
+import { SandboxProcess } from "../../src/sandbox/host/sandbox-process.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+
+const started: SandboxProcess[] = [];
+
+afterEach(() => {
+  for (const sandbox of started.splice(0)) sandbox.kill();
+});
+
+function startProcess(): SandboxProcess {
+  const sandbox = new SandboxProcess({ onLost: () => undefined, onIdle: () => undefined, onRunEnd: () => undefined });
+  started.push(sandbox);
+  return sandbox;
+}
+
+function runMessage(runId: number, agentId: string, code: string): RunRequestMessage {
+  return {
+    type: "run",
+    runId,
+    agentId,
+    memoryLimitMb: 32,
+    mirrorMb: 0,
+    timeoutMs: 2_000,
+    historyEpoch: 1,
+    historyStart: 0,
+    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, history: { start: 0, reset: true, records: [] } },
+  };
+}
+
+describe("a sandbox process", () => {
+  test("a run cancelled while the process makes its agent's isolate is answered as cancelled, and its program never runs", async () => {
+    const sandbox = startProcess();
+    await sandbox.ready;
+    const answers: RunReport[] = [];
+    sandbox.child.on("message", (message: ChildMessage) => {
+      if (message.type === "result") answers.push(message.report);
+    });
+    let settled: RunReport | undefined;
+    const run = new PendingRun(
+      runMessage(1, "new-agent", "return 'ran'"),
+      { onBridge: () => new Promise(() => {}) },
+      (report) => {
+        settled = report;
+      },
+      (pending) => sandbox.onDeadline(pending),
+    );
+    // The agent has no isolate yet: the cancel arrives while the process is making one.
+    await sandbox.take(run);
+    sandbox.cancel(run);
+    expect(settled).toMatchObject({ kind: "failed", errorType: "cancelled" });
+    await waitFor(() => answers.length === 1);
+    expect(answers[0]).toMatchObject({ kind: "failed", errorType: "cancelled" });
+    // The process keeps the run on its books until the process has answered for it.
+    await waitFor(() => sandbox.activeRuns === 0);
+  });
+});
