@@ -75,20 +75,44 @@ export async function scaling(callsEach: number): Promise<LoadFigure> {
 
 export interface SoakFigure {
   readonly calls: number;
-  /** Growth per record between the first checkpoint (a fifth of the way) and the end. */
+  /**
+   * Growth per record from a fifth of the way to the end: the slope of a least-squares line
+   * through resident sizes sampled every fiftieth of the soak, so that no single reading (one
+   * taken just before or after a heap grows, say) decides the figure.
+   */
   readonly hostBytesPerRecord: number;
   readonly sandboxBytesPerRecord: number;
   /** The same over the second half of the soak: the steady state. */
   readonly steadyHostBytesPerRecord: number;
   readonly steadySandboxBytesPerRecord: number;
-  readonly checkpoints: { calls: number; hostBytes: number; sandboxBytes: number }[];
+  /** Every fifth sample (each tenth of the soak). */
+  readonly checkpoints: Sample[];
+}
+
+interface Sample {
+  readonly calls: number;
+  readonly hostBytes: number;
+  readonly sandboxBytes: number;
+}
+
+/** Slope of the least-squares line through the samples' `key` against their call counts. */
+function slope(samples: readonly Sample[], key: "hostBytes" | "sandboxBytes"): number {
+  const meanX = samples.reduce((sum, sample) => sum + sample.calls, 0) / samples.length;
+  const meanY = samples.reduce((sum, sample) => sum + sample[key], 0) / samples.length;
+  let covariance = 0;
+  let variance = 0;
+  for (const sample of samples) {
+    covariance += (sample.calls - meanX) * (sample[key] - meanY);
+    variance += (sample.calls - meanX) ** 2;
+  }
+  return Math.round(covariance / variance);
 }
 
 /** Memory over a soak of calls on one agent, with a provider that keeps nothing. */
 export async function soak(calls: number): Promise<SoakFigure> {
   const agent = Agent.for("soak", { provider, log: false });
-  const checkpoints: SoakFigure["checkpoints"] = [];
-  const every = calls / 10;
+  const samples: Sample[] = [];
+  const every = calls / 50;
   for (let call = 1; call <= calls; call += 1) {
     await agent.add(call, 1);
     if (call % every === 0) {
@@ -96,20 +120,17 @@ export async function soak(calls: number): Promise<SoakFigure> {
         (globalThis as { gc?: () => void }).gc?.();
         await new Promise((resolve) => setImmediate(resolve));
       }
-      checkpoints.push({ calls: call, hostBytes: process.memoryUsage.rss(), sandboxBytes: sandboxPool().pids.reduce((sum, pid) => sum + rssOf(pid), 0) });
+      samples.push({ calls: call, hostBytes: process.memoryUsage.rss(), sandboxBytes: sandboxPool().pids.reduce((sum, pid) => sum + rssOf(pid), 0) });
     }
   }
-  const last = checkpoints.at(-1)!;
-  const growth = (from: SoakFigure["checkpoints"][number], key: "hostBytes" | "sandboxBytes") => Math.round((last[key] - from[key]) / (last.calls - from.calls));
-  const first = checkpoints[1]!;
-  const half = checkpoints[4]!;
+  const from = (fraction: number) => samples.filter((sample) => sample.calls >= calls * fraction);
   return {
     calls,
-    hostBytesPerRecord: growth(first, "hostBytes"),
-    sandboxBytesPerRecord: growth(first, "sandboxBytes"),
-    steadyHostBytesPerRecord: growth(half, "hostBytes"),
-    steadySandboxBytesPerRecord: growth(half, "sandboxBytes"),
-    checkpoints,
+    hostBytesPerRecord: slope(from(1 / 5), "hostBytes"),
+    sandboxBytesPerRecord: slope(from(1 / 5), "sandboxBytes"),
+    steadyHostBytesPerRecord: slope(from(1 / 2), "hostBytes"),
+    steadySandboxBytesPerRecord: slope(from(1 / 2), "sandboxBytes"),
+    checkpoints: samples.filter((_, index) => index % 5 === 4),
   };
 }
 

@@ -213,7 +213,7 @@ load("  the same, two agents computing 2 s loops", pool.fairness.withSpinners);
 load(`8 agents at once, one sandbox process`, pool.scaling.oneProcess);
 load(`8 agents at once, the default pool`, pool.scaling.pool);
 const { soak } = pool;
-console.log(`  soak, one agent, ${soak.calls.toLocaleString("en-US")} calls, RSS growth per record: host ${soak.hostBytesPerRecord} B, sandbox ${soak.sandboxBytesPerRecord} B from call ${soak.checkpoints[1]?.calls.toLocaleString("en-US")}; second half: host ${soak.steadyHostBytesPerRecord} B, sandbox ${soak.steadySandboxBytesPerRecord} B`);
+console.log(`  soak, one agent, ${soak.calls.toLocaleString("en-US")} calls, RSS growth per record (slope through samples): host ${soak.hostBytesPerRecord} B, sandbox ${soak.sandboxBytesPerRecord} B from call ${soak.checkpoints[1]?.calls.toLocaleString("en-US")}; second half: host ${soak.steadyHostBytesPerRecord} B, sandbox ${soak.steadySandboxBytesPerRecord} B`);
 console.log("\n10. Follow-ups (p50; the history block chosen and rendered for a call, a query, and the kept values of 200 calls)");
 for (const size of results.followUps.sizes) {
   console.log(

@@ -9,6 +9,25 @@ import { MIRROR_CHUNK_RECORDS, type BridgeOutcome, type IsolateResult, type Mirr
 const RUNTIME_SOURCE = `(${hardenRealm})();
 return (${createRuntime})({ createEncoder: (${createEncoder}), createPrinter: (${createPrinter}), notify: $0, bridge: $1, limits: $2 });`;
 
+/**
+ * Replaces the held-back buffer (see `AgentIsolate.allowMirror`). Detaching the old one with
+ * `transfer(0)` frees it at once, not at some later collection.
+ */
+const HOLD_BACK_SOURCE = `let held = null;
+const transfer = ArrayBuffer.prototype.transfer;
+return (bytes) => {
+  if (held !== null) Reflect.apply(transfer, held, [0]);
+  held = null;
+  if (bytes > 0) held = new ArrayBuffer(bytes);
+};`;
+
+/**
+ * Held back in whole blocks this large: malloc serves buffers of 32 MiB and more (its largest
+ * threshold) with fresh mappings, which stay untouched; a smaller one could come from a heap
+ * arena that calloc zeroes, which would make it resident.
+ */
+const HELD_BACK_BLOCK_MB = 32;
+
 /** What the sandbox process may do to a run in progress. */
 export interface RunControl {
   /** The host cancelled the run (set by the process); a run not yet started never starts. */
@@ -37,39 +56,50 @@ export class AgentIsolate {
   lastUsed = Date.now();
   busy = false;
   readonly memoryLimitMb: number;
-  /** Heap set aside for the history mirror, on top of `memoryLimitMb`. */
-  readonly mirrorAllowanceMb: number;
+  /** The isolate's limit beyond `memoryLimitMb`: the most the mirror allowance can grow to without a rebuild. */
+  readonly mirrorReserveMb: number;
+  #mirrorAllowanceMb: number;
   readonly #isolate: ivm.Isolate;
   readonly #start: ivm.Reference;
   readonly #takeRef: ivm.Reference;
   readonly #sync: ivm.Reference;
+  readonly #holdBack: ivm.Reference;
   readonly #waiters: Map<string, () => void>;
   #disposedOnPurpose = false;
   #tainted = false;
 
   private constructor(
     memoryLimitMb: number,
-    mirrorAllowanceMb: number,
+    mirrorReserveMb: number,
     isolate: ivm.Isolate,
-    api: { start: ivm.Reference; take: ivm.Reference; sync: ivm.Reference },
+    api: { start: ivm.Reference; take: ivm.Reference; sync: ivm.Reference; holdBack: ivm.Reference },
     waiters: Map<string, () => void>,
   ) {
     this.memoryLimitMb = memoryLimitMb;
-    this.mirrorAllowanceMb = mirrorAllowanceMb;
+    this.mirrorReserveMb = mirrorReserveMb;
+    this.#mirrorAllowanceMb = mirrorReserveMb;
     this.#isolate = isolate;
     this.#start = api.start;
     this.#takeRef = api.take;
     this.#sync = api.sync;
+    this.#holdBack = api.holdBack;
     this.#waiters = waiters;
   }
 
+  /**
+   * An isolate whose limit is `memoryLimitMb` plus a mirror reserve of `mirrorReserveMb` or a
+   * little more, of which all but `mirrorAllowanceMb` is held back: see {@link allowMirror}.
+   */
   static async create(
     memoryLimitMb: number,
     mirrorAllowanceMb: number,
+    mirrorReserveMb: number,
     onBridge: BridgeHandler,
     onCatastrophe: (message: string) => void,
   ): Promise<AgentIsolate> {
-    const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb + mirrorAllowanceMb, onCatastrophicError: onCatastrophe });
+    // Rounded up so that the allowance asked for is held back exactly, in whole blocks.
+    const reserve = mirrorAllowanceMb + Math.ceil(Math.max(0, mirrorReserveMb - mirrorAllowanceMb) / HELD_BACK_BLOCK_MB) * HELD_BACK_BLOCK_MB;
+    const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb + reserve, onCatastrophicError: onCatastrophe });
     try {
       const context = await isolate.createContext();
       const waiters = new Map<string, () => void>();
@@ -89,12 +119,40 @@ export class AgentIsolate {
         start: (await runtime.get("start", { reference: true })) as ivm.Reference,
         take: (await runtime.get("take", { reference: true })) as ivm.Reference,
         sync: (await runtime.get("sync", { reference: true })) as ivm.Reference,
+        holdBack: (await context.evalClosure(HOLD_BACK_SOURCE, [], { result: { reference: true } })) as ivm.Reference,
       };
-      return new AgentIsolate(memoryLimitMb, mirrorAllowanceMb, isolate, api, waiters);
+      const created = new AgentIsolate(memoryLimitMb, reserve, isolate, api, waiters);
+      if (!created.allowMirror(mirrorAllowanceMb)) throw new Error("the isolate could not hold back its unused mirror reserve");
+      return created;
     } catch (error) {
       if (!isolate.isDisposed) isolate.dispose();
       throw error;
     }
+  }
+
+  /** Heap the history mirror may use on top of `memoryLimitMb`; the program may use what the mirror does not. */
+  get mirrorAllowanceMb(): number {
+    return this.#mirrorAllowanceMb;
+  }
+
+  /**
+   * Lets the mirror (and so the program) use `mb` MiB beyond `memoryLimitMb`, or more by less
+   * than one block of {@link HELD_BACK_BLOCK_MB}, by holding back the rest of the reserve as
+   * an ArrayBuffer that counts against the isolate's limit and is never touched, so it takes
+   * no resident memory. False when the reserve is too small (the isolate must be rebuilt).
+   */
+  allowMirror(mb: number): boolean {
+    if (mb > this.mirrorReserveMb) return false;
+    const heldBackMb = Math.floor((this.mirrorReserveMb - mb) / HELD_BACK_BLOCK_MB) * HELD_BACK_BLOCK_MB;
+    try {
+      this.#applyRepeatable(this.#holdBack, [heldBackMb * 2 ** 20], {});
+    } catch {
+      // Without its hold-back the isolate would let a program use the whole reserve.
+      this.dispose();
+      return false;
+    }
+    this.#mirrorAllowanceMb = this.mirrorReserveMb - heldBackMb;
+    return true;
   }
 
   get isDisposed(): boolean {

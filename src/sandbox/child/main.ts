@@ -90,12 +90,27 @@ function memoryCeilingMb(): number {
 const MIN_MIRROR_ALLOWANCE_MB = 16;
 
 /**
+ * How far an isolate's mirror allowance can grow before the isolate is rebuilt: at least
+ * this, and four times the allowance it starts with. A rebuild resends the whole history, and
+ * the sandbox process keeps the memory that transfer passed through, so rebuilds should be
+ * rare; the part of the reserve beyond the allowance is held back and costs no memory.
+ */
+const MIN_MIRROR_RESERVE_MB = 256;
+const MIRROR_RESERVE_FACTOR = 4;
+
+/**
  * The agent's isolate, made anew when it was disposed, its limit changed, or the history
- * outgrew the mirror allowance (doubling it, so rebuilds stay rare as history grows).
+ * outgrew the mirror reserve. The mirror allowance doubles whenever the history outgrows it.
  */
 async function isolateFor(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
   const existing = isolates.get(agentId);
-  if (existing && !existing.isDisposed && existing.memoryLimitMb === memoryLimitMb && existing.mirrorAllowanceMb >= mirrorMb) {
+  const allowance = Math.max(MIN_MIRROR_ALLOWANCE_MB, mirrorMb * 2);
+  if (
+    existing &&
+    !existing.isDisposed &&
+    existing.memoryLimitMb === memoryLimitMb &&
+    (existing.mirrorAllowanceMb >= mirrorMb || (!existing.busy && existing.allowMirror(allowance)))
+  ) {
     isolates.delete(agentId);
     isolates.set(agentId, existing);
     return existing;
@@ -104,8 +119,8 @@ async function isolateFor(agentId: string, memoryLimitMb: number, mirrorMb: numb
   isolates.delete(agentId);
   const pending = creating.get(agentId);
   if (pending) return pending;
-  const allowance = Math.max(MIN_MIRROR_ALLOWANCE_MB, mirrorMb * 2);
-  const created = AgentIsolate.create(memoryLimitMb, allowance, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
+  const reserve = Math.max(MIN_MIRROR_RESERVE_MB, allowance * MIRROR_RESERVE_FACTOR);
+  const created = AgentIsolate.create(memoryLimitMb, allowance, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
   creating.set(agentId, created);
   const isolate = await created;
   isolates.set(agentId, isolate);
