@@ -271,12 +271,13 @@ describe("deadlines of programs beside another agent's program", () => {
       },
     });
     const victim = Agent.for("victim", { provider, executionTimeoutMs: 300, reuse: false });
-    const hogs = Array.from({ length: 40 }, () => Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false }));
+    // Fewer agents than the sandbox process keeps isolates for, so no run waits for an isolate to be made.
+    const hogs = Array.from({ length: 20 }, () => Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false }));
     await Promise.all([victim.warm(), ...hogs.map((hog) => hog.warm())]);
-    const outcomes = await Promise.all([victim.work(), ...hogs.map((hog) => hog.work())]);
-    expect(outcomes[0]!.errorMessage).toBeUndefined();
-    expect(outcomes[0]!.value).toBe("pong");
-    for (const outcome of outcomes.slice(1)) expect(outcome.errorMessage).toBeUndefined();
+    const [asked, hogged] = await Promise.all([victim.work(), Promise.all(hogs.map(async (hog) => [await hog.work(), await hog.work()]))]);
+    expect(asked!.errorMessage).toBeUndefined();
+    expect(asked!.value).toBe("pong");
+    for (const outcome of hogged.flat()) expect(outcome.errorMessage).toBeUndefined();
   });
 });
 
