@@ -28,6 +28,9 @@ test("improv programs lists, shows and forgets a store's kept programs", async (
   expect(run("programs", path, "--role", "translator").stdout).not.toContain("calculator");
   expect(run("programs", path, "--show", key).stdout).toBe("return args[0] + args[1]\n");
   expect((JSON.parse(run("programs", path, "--json").stdout) as { key: string }[]).map((program) => program.key)).toContain(key);
+  expect(run("programs", path, "--show", key, "--forget", key)).toMatchObject({ status: 2, stderr: "improv: Give --show or --forget, not both.\n" });
+  expect(run("programs", path, "--forget", key, "--role", "translator")).toMatchObject({ status: 2, stderr: `improv: No program kept under ${key} for role translator.\n` });
+  expect(run("programs", path, "--show", key, "--role", "translator").status).toBe(2);
   expect(run("programs", path, "--forget", key).stdout).toBe(`Forgot ${key}.\n`);
   expect(run("programs", path, "--show", key)).toMatchObject({ status: 2, stderr: `improv: No program kept under ${key}.\n` });
 });

@@ -44,7 +44,7 @@ describe("records from every path match the JSON Schema", () => {
   test("the schema rejects records that break the contract", () => {
     const { record: good } = createRecord({
       callId: "c1", startedAt: new Date(0), speaker: "user", method: "m", args: [], kwargs: {},
-      outcome: { status: "ok", ok: true, value: 1, retriable: false }, traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, program: { code: "return 1", source: "generated" },
+      outcome: { status: "ok", ok: true, value: 1, retriable: false }, traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, program: { code: "return 1", source: "generated" }, artifactHit: false,
     });
     expectValid(good);
     for (const bad of [
@@ -122,7 +122,7 @@ describe("record size", () => {
       callId: "c", startedAt: new Date(0), speaker: "user", method: "m",
       args: Array.from({ length: 50 }, () => "y".repeat(9_000)), kwargs: { small: 1 },
       outcome: { status: "error", ok: false, errorType: "execution", errorMessage: "e".repeat(50_000), retriable: false },
-      traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, program: { code: "x".repeat(50_000), source: "generated" },
+      traceId: "t", parentCallId: undefined, depth: 0, durationMs: 1, program: { code: "x".repeat(50_000), source: "generated" }, artifactHit: false,
     });
     expect(recordBytes(record)).toBeLessThanOrEqual(MAX_RECORD_BYTES);
     expect(JSON.parse(json)).toEqual(record);

@@ -130,6 +130,9 @@ const AMPLIFICATION: HostileCase[] = [
   {
     name: "delegate arguments within the limit whose encoding is long",
     program: `const r = await delegate("echo").back(new Array(200000).fill(0)); return r.ok ? r.value[0].length : r.error_message`,
+    // The array crosses the process boundary four times (there and back, twice), each encoded,
+    // size-checked and decoded: about 1.5 s of work on a slow machine, which is not what this case tests.
+    timeoutMs: 5_000,
     expect: ["ok"],
     check: (r) => expect(r.value).toBe(200_000),
   },

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Agent, kw, ScriptedProvider, SqliteStore } from "../../src/index.ts";
+import { MemoryShelf } from "../../src/programs/kept.ts";
 import { scriptedAgent } from "../helpers/agents.ts";
 
 const logPath = () => join(mkdtempSync(join(tmpdir(), "improv-reuse-")), "calls.jsonl");
@@ -60,6 +61,59 @@ describe("program reuse", () => {
     await call(...args);
     await call(...args);
     expect(provider.calls).toHaveLength(2);
+  });
+
+  test.each([
+    ["an arrow function without parameters", "() => 14"],
+    ["a declared function without parameters", "function double() { return 14 }"],
+    ["a function whose parameters it never reads", "function double(n) { return 14 }"],
+    ["a class method without parameters", "class Doubler { double() { return 14 } }"],
+    ["a function that passes a constant to a helper", "const helper = (x) => x; function double() { return helper(14) }"],
+  ])("%s ignores the call's input and is not kept", async (_name, program) => {
+    const { agent, provider } = scriptedAgent("doubler", { double: program });
+    expect((await agent.double(7)).value).toBe(14);
+    await agent.double(10);
+    expect(provider.calls).toHaveLength(2);
+  });
+
+  test.each([
+    ["an arrow function reading its parameter", "(n) => n * 2"],
+    ["a function reading a rest parameter", "function double(...values) { return values[0] * 2 }"],
+    ["an arrow function reading a parameter with a default", "(n = 0) => n * 2"],
+    ["a function reading a destructured rest parameter", "function double(...[n]) { return n * 2 }"],
+    ["a function reading arguments", "function double() { return arguments[0] * 2 }"],
+    ["a class method reading its parameter", "class Doubler { double(n) { return n * 2 } }"],
+  ])("%s reads the call's input and is kept", async (_name, program) => {
+    const { agent, provider } = scriptedAgent("doubler", { double: program });
+    expect((await agent.double(7)).value).toBe(14);
+    expect((await agent.double(10)).value).toBe(20);
+    expect(provider.calls).toHaveLength(1);
+  });
+
+  test("a failure counted for a program the shelf no longer keeps is not charged to the one that replaced it", () => {
+    const shelf = new MemoryShelf();
+    const old = { key: "calc.add(2)@v1", role: "calc", method: "add", code: "return 1" };
+    shelf.keep(old);
+    shelf.keep({ ...old, code: "return args[0] + args[1]" });
+    expect(shelf.ran(old.key, old.code, "mistake", 1)).toBe(false);
+    expect(shelf.get(old.key)).toMatchObject({ code: "return args[0] + args[1]", failures: 0, uses: 0 });
+    expect(shelf.ran(old.key, "return args[0] + args[1]", "mistake", 1)).toBe(true);
+    expect(shelf.get(old.key)).toBeUndefined();
+  });
+
+  test("a kept program that failed and whose repair the provider could not give: the record and log line show no artifact hit", async () => {
+    const log = logPath();
+    const { agent, provider } = scriptedAgent("formatter", { format: ["return args[0].toFixed(2)", { error: "model unavailable" }] }, { log, maxGenerationAttempts: 1 });
+    await agent.format(1.5);
+    const failed = await agent.format("text");
+    expect(failed.errorType).toBe("provider");
+    expect(provider.calls).toHaveLength(2);
+    expect(Agent.history(agent).map((record) => [record.program_source, record.artifact_hit])).toEqual([
+      ["generated", false],
+      ["reused", false],
+    ]);
+    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => [line.program_source, line.artifact_hit])).toEqual([["generated", false], ["reused", false]]);
   });
 
   test("a program that reads its arguments through a called function is kept", async () => {
@@ -159,6 +213,41 @@ describe("program reuse through a store", () => {
     expect(run('{ add: "return args[0] + args[1]" }')).toEqual({ value: 42, errorType: null, requests: 1, source: "generated" });
     // A provider that would fail: the kept program answers instead.
     expect(run('{ add: { error: "no model here" } }')).toEqual({ value: 42, errorType: null, requests: 0, source: "reused" });
+  });
+
+  test("with no provider, a kept program that fails by its own mistake ends the call with its own failure", async () => {
+    const store = new SqliteStore(join(mkdtempSync(join(tmpdir(), "improv-reuse-store-")), "improv.db"));
+    const provider = new ScriptedProvider({ programs: { shout: "return args[0].toUpperCase()" } });
+    await (await Agent.open("shouter", { store, provider, id: "with-model" })).shout("a");
+    const alone = await Agent.open("shouter", { store, id: "no-model" });
+    expect((await alone.shout("b")).value).toBe("B");
+    const failed = await alone.shout(1);
+    expect(failed.errorType).toBe("execution");
+    expect(failed.errorMessage).toContain("toUpperCase is not a function");
+    expect(Agent.history(alone).map((record) => [record.program_source, record.artifact_hit, record.error_type ?? null])).toEqual([
+      ["reused", true, null],
+      ["reused", true, "execution"],
+    ]);
+    await store.close();
+  });
+
+  test("a reused call on a durable agent asks its store for changes once", async () => {
+    class CountingStore extends SqliteStore {
+      pulls = 0;
+      override changes(...args: Parameters<SqliteStore["changes"]>): ReturnType<SqliteStore["changes"]> {
+        this.pulls += 1;
+        return super.changes(...args);
+      }
+    }
+    const store = new CountingStore(join(mkdtempSync(join(tmpdir(), "improv-reuse-store-")), "improv.db"));
+    const { provider } = scriptedAgent("calculator", { add: "return args[0] + args[1]" });
+    const calc = await Agent.open("calculator", { store, provider });
+    await calc.add(1, 2);
+    const before = store.pulls;
+    expect((await calc.add(3, 4)).value).toBe(7);
+    expect(Agent.history(calc).at(-1)?.program_source).toBe("reused");
+    expect(store.pulls - before).toBe(1);
+    await store.close();
   });
 
   test("the store counts a kept program's uses and failures", async () => {

@@ -25,6 +25,8 @@ export interface CallDraft {
   code: string | null;
   /** Where `code` came from. */
   programSource: ProgramSource;
+  /** Whether a kept program's run ended the call: false when its failure sent the call on to the provider. */
+  artifactHit: boolean;
   /** The last program, parsed once and reused by the history scan. */
   parsed: ParsedProgram | undefined;
   model: string | undefined;
@@ -124,6 +126,7 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, kee
     depth: draft.depth,
     durationMs,
     program: draft.code === null ? null : { code: draft.code, source: draft.programSource },
+    artifactHit: draft.artifactHit,
   });
 }
 
@@ -141,6 +144,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     attempts: draft.attempts,
     tokens: draft.tokens ?? (draft.attempts === 0 ? { prompt: 0, completion: 0 } : null),
     programSource: draft.code === null ? null : draft.programSource,
+    artifactHit: draft.artifactHit,
     attemptErrors: attemptErrors(draft.failures),
     status: outcome.status,
     errorType: outcome.errorType ?? null,

@@ -12,7 +12,7 @@ import { choosePreview } from "./preview.ts";
 import { feedbackBlock, type AttemptFailure } from "./repair.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
-import { bakedInput, takesPartInReuse } from "../programs/cacheable.ts";
+import { bakedInput, readsParameters, takesPartInReuse } from "../programs/cacheable.ts";
 import { programKey, shelfFor, type KeptProgram, type ProgramShelf } from "../programs/kept.ts";
 import { OpenAIProvider } from "../providers/openai.ts";
 import { ScriptedProvider } from "../providers/scripted.ts";
@@ -47,6 +47,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     kwargs: {},
     code: null,
     programSource: "generated",
+    artifactHit: false,
     parsed: undefined,
     model: undefined,
     attempts: 0,
@@ -79,7 +80,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
   endSpan(
     draft.span,
     {
-      "improv.artifact_hit": draft.programSource === "reused" && draft.code !== null,
+      "improv.artifact_hit": draft.artifactHit,
       "improv.program_source": draft.code === null ? undefined : draft.programSource,
       "improv.outcome.status": outcome.status,
       "improv.error_type": outcome.errorType,
@@ -105,16 +106,23 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
   if (problem !== undefined) return fail("invalid_input", `Argument ${problem} and cannot enter the sandbox. Pass plain data.`);
   if (state.options.signal?.aborted) return fail("cancelled", "The call was cancelled before it started.");
   const provider = state.provider();
+  const reuse = reuseFor(state, draft, provider);
+  // A kept program's failure, when it was its own mistake: the provider is asked to repair it.
+  let keptFailure: Outcome | undefined;
+  if (reuse !== undefined) {
+    const kept = await runKept(state, draft, reuse, fail);
+    if (kept !== undefined && kept.mistake === undefined) return kept.outcome;
+    keptFailure = kept?.outcome;
+  }
+  if (!provider) {
+    if (keptFailure === undefined) return fail("provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
+    // Nothing can repair it here: the kept program's own failure is the call's outcome.
+    draft.artifactHit = true;
+    return keptFailure;
+  }
   // A durable agent sees what other processes committed before it renders its prompts.
   const pullProblem = await pullFailure(state, draft);
   if (pullProblem !== undefined) return pullProblem;
-
-  const reuse = reuseFor(state, draft, provider);
-  if (reuse !== undefined) {
-    const served = await runKept(state, draft, reuse, fail);
-    if (served !== undefined) return served;
-  }
-  if (!provider) return fail("provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
 
   const promptInput = {
     role: state.role,
@@ -209,13 +217,18 @@ function reuseFor(state: AgentState, draft: CallDraft, provider: Provider | unde
 }
 
 /**
- * Runs the program kept for this call's key, if there is one: no prompt, no provider. Its
- * outcome is the call's, unless it failed by its own mistake: then the call goes on to generate
- * a program with that failure as feedback (undefined), and the kept program is charged the
- * failure (dropped after `maxReuseFailures` in a row). Timeouts, cancellations and the like are
- * not the program's doing and are not charged.
+ * Runs the program kept for this call's key, if there is one (undefined when there is none):
+ * no prompt, no provider. Its outcome is the call's, unless it failed by its own mistake
+ * (`mistake` set): then the call goes on to generate a program with that failure as feedback,
+ * and the kept program is charged the failure (dropped after `maxReuseFailures` in a row).
+ * Timeouts, cancellations and the like are not the program's doing and are not charged.
  */
-async function runKept(state: AgentState, draft: CallDraft, reuse: Reuse, fail: (errorType: ErrorType, message: string) => Outcome): Promise<Outcome | undefined> {
+async function runKept(
+  state: AgentState,
+  draft: CallDraft,
+  reuse: Reuse,
+  fail: (errorType: ErrorType, message: string) => Outcome,
+): Promise<{ outcome: Outcome; mistake?: AttemptFailure } | undefined> {
   let kept: KeptProgram | undefined;
   try {
     kept = await reuse.shelf.get(reuse.key);
@@ -226,18 +239,22 @@ async function runKept(state: AgentState, draft: CallDraft, reuse: Reuse, fail: 
   if (kept === undefined) return undefined;
   draft.code = kept.code;
   draft.programSource = "reused";
+  // Set before the run: a run that ends the call is finalized (record and log line) inside it.
+  draft.artifactHit = true;
   const { outcome, mistake } = await runAttempt(state, draft, kept.code, 0, fail);
   const charged = mistake !== undefined ? "mistake" : outcome.ok || outcome.errorType === "execution" ? "ok" : undefined;
-  if (charged !== undefined) await Promise.resolve(reuse.shelf.ran(reuse.key, charged, state.options.maxReuseFailures)).catch(() => undefined);
-  if (mistake === undefined) return outcome;
+  if (charged !== undefined) await Promise.resolve(reuse.shelf.ran(reuse.key, kept.code, charged, state.options.maxReuseFailures)).catch(() => undefined);
+  if (mistake === undefined) return { outcome };
+  draft.artifactHit = false;
   draft.failures.push(mistake);
-  return undefined;
+  return { outcome, mistake };
 }
 
 /** Keeps a program that worked, unless it bakes this call's input into itself. */
 async function keepIfReusable(reuse: Reuse, draft: CallDraft, prepared: Extract<PreparedProgram, { ok: true }>, code: string): Promise<void> {
   if (!prepared.parsed.ok) return;
-  const readsInputByShape = prepared.shape === "function" || prepared.shape === "class";
+  // A function or class method the shape calls gets the call's input as its parameters.
+  const readsInputByShape = prepared.callee !== undefined && readsParameters(prepared.callee);
   if (bakedInput(prepared.parsed.ast, draft.args, draft.kwargs, readsInputByShape) !== undefined) return;
   await Promise.resolve(reuse.shelf.keep({ key: reuse.key, role: draft.role, method: draft.method, code })).catch(() => undefined);
 }

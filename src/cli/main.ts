@@ -113,18 +113,20 @@ program
   .action(async (location: string, options: { role?: string; show?: string; forget?: string; json?: boolean }) => {
     await withStore(location, async (store) => {
       if (store.programs === undefined || store.forgetProgram === undefined) throw new UsageError(`${store.label} keeps no programs.`);
-      if (options.forget !== undefined) {
-        if (!(await store.forgetProgram(options.forget))) throw new UsageError(`No program kept under ${options.forget}.`);
-        process.stdout.write(`Forgot ${options.forget}.\n`);
+      if (options.show !== undefined && options.forget !== undefined) throw new UsageError("Give --show or --forget, not both.");
+      const key = options.forget ?? options.show;
+      if (key !== undefined) {
+        const program = (await store.programs(options.role)).find((kept) => kept.key === key);
+        if (program === undefined) throw new UsageError(`No program kept under ${key}${options.role === undefined ? "" : ` for role ${options.role}`}.`);
+        if (options.show !== undefined) {
+          process.stdout.write(`${program.code}\n`);
+          return;
+        }
+        if (!(await store.forgetProgram(key))) throw new UsageError(`No program kept under ${key}.`);
+        process.stdout.write(`Forgot ${key}.\n`);
         return;
       }
       const programs = await store.programs(options.role);
-      if (options.show !== undefined) {
-        const program = programs.find((kept) => kept.key === options.show);
-        if (program === undefined) throw new UsageError(`No program kept under ${options.show}.`);
-        process.stdout.write(`${program.code}\n`);
-        return;
-      }
       process.stdout.write(options.json ? `${JSON.stringify(programs, null, 2)}\n` : programs.length === 0 ? "No kept programs.\n" : `${programsTable(programs)}\n`);
     });
   });

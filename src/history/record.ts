@@ -39,7 +39,7 @@ export interface HistoryRecord {
   readonly error_message?: string;
   /** Where the program came from: a new one, a kept one run again, or one written after a failure's feedback. */
   readonly program_source?: ProgramSource;
-  /** True when a kept program was run instead of asking the provider. */
+  /** True when a kept program was run instead of asking the provider, and its run ended the call. */
   readonly artifact_hit?: boolean;
   /** The program's text (cut to 10,000 characters). */
   readonly program?: string;
@@ -67,6 +67,8 @@ export interface RecordInput {
   readonly durationMs: number;
   /** The program that ran (or the last one tried), and where it came from; null when no program was produced. */
   readonly program: { readonly code: string; readonly source: ProgramSource } | null;
+  /** Whether a kept program's run ended the call (not one whose failure sent the call on to the provider). */
+  readonly artifactHit: boolean;
   /** Set when the call's value is kept: the reference programs pass to `content()`. */
   readonly contentRef?: string | undefined;
 }
@@ -110,7 +112,7 @@ export function createRecord(input: RecordInput): SerializedRecord {
     duration_ms: Math.round(input.durationMs * 1000) / 1000,
     ...(outcome.ok || outcome.errorType === undefined ? {} : { error_type: outcome.errorType, error_message: truncateString(outcome.errorMessage ?? "") }),
     ...(input.program === null ? {} : { program_source: input.program.source, program: truncateString(input.program.code) }),
-    artifact_hit: input.program?.source === "reused",
+    artifact_hit: input.artifactHit,
   };
   return fitRecord(record);
 }

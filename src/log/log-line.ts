@@ -28,6 +28,8 @@ export interface LogLineInput {
   readonly tokens: { readonly prompt: number; readonly completion: number } | null;
   /** Where the program came from, or null when there was none. */
   readonly programSource?: ProgramSource | null;
+  /** Whether a kept program's run ended the call. */
+  readonly artifactHit?: boolean;
   /** Why each failed attempt failed, oldest first. */
   readonly attemptErrors: readonly { readonly attempt: number; readonly error_type: ErrorType; readonly error_message: string }[];
   readonly status: OutcomeStatus;
@@ -67,7 +69,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     prompt_tokens: input.tokens?.prompt ?? null,
     completion_tokens: input.tokens?.completion ?? null,
     program_source: input.programSource ?? null,
-    artifact_hit: input.programSource === "reused",
+    artifact_hit: input.artifactHit === true,
     attempt_errors: input.attemptErrors,
     outcome_status: input.status,
     error_type: input.errorType,

@@ -61,6 +61,33 @@ export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly
   return undefined;
 }
 
+/**
+ * Whether a function reads what it is called with: a parameter it declares (destructured or
+ * rest ones too), or `arguments`. The function a program's shape calls with the call's
+ * arguments reads the call's input only so.
+ */
+export function readsParameters(fn: Node): boolean {
+  const any = fn as AnyNode;
+  const names = new Set<string>(["arguments"]);
+  const bind = (pattern: AnyNode | null): void => {
+    if (pattern === null) return;
+    if (pattern.type === "Identifier") names.add(pattern.name);
+    else if (pattern.type === "AssignmentPattern") bind(pattern.left);
+    else if (pattern.type === "RestElement") bind(pattern.argument);
+    else if (pattern.type === "ArrayPattern") for (const element of pattern.elements as (AnyNode | null)[]) bind(element);
+    else if (pattern.type === "ObjectPattern") for (const property of pattern.properties as AnyNode[]) bind(property.type === "RestElement" ? property.argument : property.value);
+  };
+  for (const parameter of (any.params ?? []) as AnyNode[]) bind(parameter);
+  let reads = false;
+  if (any.body) {
+    full(any.body as Node, (node) => {
+      const visited = node as AnyNode;
+      if (visited.type === "Identifier" && names.has(visited.name)) reads = true;
+    });
+  }
+  return reads;
+}
+
 /** Text as literals and arguments are compared: whitespace runs as one space, letter case ignored. */
 function normalize(text: string): string {
   return text.replace(/\s+/g, " ").trim().toLowerCase();

@@ -30,8 +30,12 @@ export interface ProgramShelf {
   get(key: string): KeptProgram | undefined | Promise<KeptProgram | undefined>;
   /** Keeps `code` under `key`, replacing what was kept there (counts start over). */
   keep(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): void | Promise<void>;
-  /** A call the kept program served: `ok`, or failed by its own mistake; true when that failure dropped it. */
-  ran(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): boolean | Promise<boolean>;
+  /**
+   * A call the program `code` kept under `key` served: `ok`, or failed by its own mistake; true
+   * when that failure dropped it. Not counted when `key` holds another program by now (one
+   * kept while this call ran), so that program is never charged for this one.
+   */
+  ran(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): boolean | Promise<boolean>;
 }
 
 /** The key of a call: `role.method(2; from,to)@promptVersion`. */
@@ -67,9 +71,9 @@ export class MemoryShelf implements ProgramShelf {
     this.#programs.set(program.key, { ...program, uses: 0, failures: 0, failuresInRow: 0, keptAt: new Date().toISOString(), lastUsed: null });
   }
 
-  ran(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): boolean {
+  ran(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): boolean {
     const program = this.#programs.get(key);
-    if (program === undefined) return false;
+    if (program === undefined || program.code !== code) return false;
     const updated = afterRun(program, ended);
     if (updated.failuresInRow >= maxFailuresInRow) {
       this.#programs.delete(key);
@@ -113,8 +117,8 @@ class StoreShelf implements ProgramShelf {
     return this.#store.keepProgram(program);
   }
 
-  ran(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
-    return this.#store.programRan(key, ended, maxFailuresInRow);
+  ran(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
+    return this.#store.programRan(key, code, ended, maxFailuresInRow);
   }
 }
 

@@ -27,6 +27,8 @@ export type PreparedProgram =
       readonly parsed: ParsedProgram;
       /** Maps an offset in `source` back to the model's program. */
       readonly toOriginal: (offset: number) => number;
+      /** For shapes `function` and `class`: the function the call's arguments are passed to. */
+      readonly callee?: Node;
     }
   | { readonly ok: false; readonly message: string; readonly parsed: ParsedProgram };
 
@@ -77,7 +79,7 @@ function prepare(code: string, method: string): PreparedProgram {
   if (!parsed.ok) return { ok: true, source: code, shape: "body", stripped: false, parsed, toOriginal: (offset) => offset };
   const plan = planShape(parsed.ast, base, method);
   if ("invalid" in plan) return { ok: false, message: plan.invalid, parsed };
-  return { ok: true, shape: plan.shape, stripped, parsed, ...applyInsertions(base, plan.insertions) };
+  return { ok: true, shape: plan.shape, stripped, parsed, ...applyInsertions(base, plan.insertions), ...(plan.callee === undefined ? {} : { callee: plan.callee }) };
 }
 
 /**
@@ -101,7 +103,7 @@ interface Insertion {
   readonly text: string;
 }
 
-type Plan = { readonly shape: ProgramShape; readonly insertions: readonly Insertion[] } | { readonly invalid: string };
+type Plan = { readonly shape: ProgramShape; readonly insertions: readonly Insertion[]; readonly callee?: AnyNode } | { readonly invalid: string };
 
 const NAMES_IN_SCOPE = ["args", "kwargs", "context"];
 
@@ -114,7 +116,7 @@ function planShape(ast: Program, code: string, method: string): Plan {
   if (body.length === 0) return { shape: "body", insertions: [] };
   const last = body[body.length - 1] as AnyNode;
   const callables = declaredCallables(body);
-  const chosenFunction = callables.functions.has(method) ? method : callables.functions.size === 1 && callables.classes.size === 0 ? ([...callables.functions][0] as string) : undefined;
+  const chosenFunction = callables.functions.has(method) ? method : callables.functions.size === 1 && callables.classes.size === 0 ? ([...callables.functions.keys()][0] as string) : undefined;
   const callIt = (name: string): string => `\n;return await ${name}${CALL_ARGUMENTS};`;
 
   if (last.type === "ExpressionStatement") {
@@ -125,12 +127,13 @@ function planShape(ast: Program, code: string, method: string): Plan {
     // A demonstration call of the program's own function (`add(2, 3)`, `console.log(add(2, 3))`) that
     // uses none of the call's inputs: the function is what was meant, called with the real arguments.
     if (chosenFunction !== undefined && isDemonstrationCall(expression, chosenFunction)) {
-      return { shape: "function", insertions: [{ at: from, text: "void (" }, { at: to, text: ")" }, { at: ast.end, text: callIt(chosenFunction) }] };
+      return { shape: "function", insertions: [{ at: from, text: "void (" }, { at: to, text: ")" }, { at: ast.end, text: callIt(chosenFunction) }], callee: callables.functions.get(chosenFunction) };
     }
     const isFunction = expression.type === "ArrowFunctionExpression" || expression.type === "FunctionExpression";
     const namesFunction = expression.type === "Identifier" && callables.functions.has(expression.name);
     if (isFunction || namesFunction) {
-      return { shape: "function", insertions: [{ at: from, text: "return await (" }, { at: to, text: `)${CALL_ARGUMENTS}` }] };
+      const callee = isFunction ? expression : callables.functions.get(expression.name);
+      return { shape: "function", insertions: [{ at: from, text: "return await (" }, { at: to, text: `)${CALL_ARGUMENTS}` }], callee };
     }
     return { shape: "expression", insertions: [{ at: from, text: "return (" }, { at: to, text: ")" }] };
   }
@@ -138,15 +141,19 @@ function planShape(ast: Program, code: string, method: string): Plan {
   const onlyDeclarations = body.every((statement) => ["FunctionDeclaration", "ClassDeclaration", "VariableDeclaration"].includes(statement.type));
   if (!onlyDeclarations) return { shape: "body", insertions: [] };
 
-  const call = (text: string, shape: ProgramShape): Plan => ({ shape, insertions: [{ at: ast.end, text: callIt(text) }] });
-  if (callables.functions.has(method)) return call(method, "function");
+  const call = (text: string, shape: ProgramShape, callee: AnyNode | undefined): Plan => ({ shape, insertions: [{ at: ast.end, text: callIt(text) }], callee });
+  if (callables.functions.has(method)) return call(method, "function", callables.functions.get(method));
   const withMethod = [...callables.classes].filter(([, methods]) => methods.has(method));
   if (withMethod.length === 1) {
-    const [name, methods] = withMethod[0] as [string, Map<string, boolean>];
-    const target = methods.get(method) ? name : `new ${name}()`;
-    return call(`${target}[${JSON.stringify(method)}]`, "class");
+    const [name, methods] = withMethod[0] as [string, Map<string, ClassMethod>];
+    const chosen = methods.get(method) as ClassMethod;
+    const target = chosen.isStatic ? name : `new ${name}()`;
+    return call(`${target}[${JSON.stringify(method)}]`, "class", chosen.fn);
   }
-  if (callables.functions.size === 1 && callables.classes.size === 0) return call([...callables.functions][0] as string, "function");
+  if (callables.functions.size === 1 && callables.classes.size === 0) {
+    const [name, fn] = [...callables.functions][0] as [string, AnyNode];
+    return call(name, "function", fn);
+  }
   if (callables.classes.size === 1 && callables.functions.size === 0) {
     const [name] = [...callables.classes.keys()];
     return { invalid: `The reply is a class \`${name}\` with no method \`${method}\`. Write the body of \`${method}\`, or a class with a method of that name.` };
@@ -155,24 +162,30 @@ function planShape(ast: Program, code: string, method: string): Plan {
   return { invalid: `The reply only declares ${names || "names"} and never returns a value or calls anything. Write the body of \`${method}\`: statements that end with \`return\`.` };
 }
 
-/** Functions (declarations, or variables whose value is a function) and classes (with their methods: true when static) declared at the top level. */
-function declaredCallables(body: readonly AnyNode[]): { functions: Set<string>; classes: Map<string, Map<string, boolean>>; declared: Set<string> } {
-  const functions = new Set<string>();
-  const classes = new Map<string, Map<string, boolean>>();
+/** A method of a declared class: whether it is static, and its function. */
+interface ClassMethod {
+  readonly isStatic: boolean;
+  readonly fn: AnyNode;
+}
+
+/** Functions (declarations, or variables whose value is a function) and classes (with their methods) declared at the top level, each with its function node. */
+function declaredCallables(body: readonly AnyNode[]): { functions: Map<string, AnyNode>; classes: Map<string, Map<string, ClassMethod>>; declared: Set<string> } {
+  const functions = new Map<string, AnyNode>();
+  const classes = new Map<string, Map<string, ClassMethod>>();
   const declared = new Set<string>();
   for (const statement of body) {
     if (statement.type === "FunctionDeclaration" && statement.id) {
-      functions.add(statement.id.name);
+      functions.set(statement.id.name, statement);
       declared.add(statement.id.name);
     } else if (statement.type === "ClassDeclaration" && statement.id) {
-      const methods = new Map<string, boolean>();
+      const methods = new Map<string, ClassMethod>();
       for (const member of statement.body.body as AnyNode[]) {
         const isField = member.type === "PropertyDefinition" && ["ArrowFunctionExpression", "FunctionExpression"].includes((member.value as AnyNode | null)?.type ?? "");
         if (!isField && (member.type !== "MethodDefinition" || member.kind !== "method")) continue;
         if (member.computed) continue;
         const key = member.key as AnyNode;
         const name = key.type === "Identifier" ? key.name : key.type === "Literal" ? String(key.value) : undefined;
-        if (name !== undefined) methods.set(name, member.static === true);
+        if (name !== undefined) methods.set(name, { isStatic: member.static === true, fn: member.value as AnyNode });
       }
       classes.set(statement.id.name, methods);
       declared.add(statement.id.name);
@@ -181,7 +194,7 @@ function declaredCallables(body: readonly AnyNode[]): { functions: Set<string>; 
         if (declarator.id.type !== "Identifier") continue;
         declared.add(declarator.id.name);
         const init = declarator.init as AnyNode | null;
-        if (init && (init.type === "ArrowFunctionExpression" || init.type === "FunctionExpression")) functions.add(declarator.id.name);
+        if (init && (init.type === "ArrowFunctionExpression" || init.type === "FunctionExpression")) functions.set(declarator.id.name, init);
       }
     }
   }

@@ -192,19 +192,25 @@ export class PostgresStore implements Store {
     });
   }
 
-  async programRan(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
-    return this.#use("count a kept program's call", async (client) => {
-      const now = new Date().toISOString();
-      if (ended === "ok") {
-        await client.query("UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = $1 WHERE key = $2", [now, key]);
-        return false;
-      }
-      // One statement: the failure counted, and the program dropped when that makes too many in a row.
-      const result = await client.query(
-        "WITH counted AS (UPDATE improv_programs SET failures = failures + 1, failures_in_row = failures_in_row + 1, last_used = $1 WHERE key = $2 RETURNING key, failures_in_row) DELETE FROM improv_programs WHERE key IN (SELECT key FROM counted WHERE failures_in_row >= $3)",
-        [now, key, maxFailuresInRow],
+  async programRan(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
+    const now = new Date().toISOString();
+    if (ended === "ok") {
+      await this.#use("count a kept program's call", (client) =>
+        client.query("UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = $1 WHERE key = $2 AND code = $3", [now, key, code]),
       );
-      return (result.rowCount ?? 0) > 0;
+      return false;
+    }
+    // A data-modifying WITH and its outer statement see the same snapshot (the outer DELETE would
+    // not see the UPDATE's row), so the failure is counted, then the program dropped, in one transaction.
+    return this.#transaction("count a kept program's failure", async (client) => {
+      const counted = await client.query<{ failures_in_row: number }>(
+        "UPDATE improv_programs SET failures = failures + 1, failures_in_row = failures_in_row + 1, last_used = $1 WHERE key = $2 AND code = $3 RETURNING failures_in_row",
+        [now, key, code],
+      );
+      const inRow = counted.rows[0]?.failures_in_row;
+      if (inRow === undefined || Number(inRow) < maxFailuresInRow) return false;
+      await client.query("DELETE FROM improv_programs WHERE key = $1 AND code = $2", [key, code]);
+      return true;
     });
   }
 

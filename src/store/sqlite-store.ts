@@ -272,16 +272,16 @@ export class SqliteStore implements SyncStore {
     });
   }
 
-  async programRan(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
+  async programRan(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
     return this.#guard("count a kept program's call", () =>
       this.#transaction(() => {
         const now = new Date().toISOString();
         if (ended === "ok") {
-          this.#statement("UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = ? WHERE key = ?").run(now, key);
+          this.#statement("UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = ? WHERE key = ? AND code = ?").run(now, key, code);
           return false;
         }
-        this.#statement("UPDATE improv_programs SET failures = failures + 1, failures_in_row = failures_in_row + 1, last_used = ? WHERE key = ?").run(now, key);
-        return Number(this.#statement("DELETE FROM improv_programs WHERE key = ? AND failures_in_row >= ?").run(key, maxFailuresInRow).changes) > 0;
+        this.#statement("UPDATE improv_programs SET failures = failures + 1, failures_in_row = failures_in_row + 1, last_used = ? WHERE key = ? AND code = ?").run(now, key, code);
+        return Number(this.#statement("DELETE FROM improv_programs WHERE key = ? AND code = ? AND failures_in_row >= ?").run(key, code, maxFailuresInRow).changes) > 0;
       }),
     );
   }

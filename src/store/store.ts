@@ -125,8 +125,11 @@ export interface Store {
   program?(key: string): Promise<KeptProgram | undefined>;
   /** Keeps a program under its key, replacing what was there (counts start over). */
   keepProgram?(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void>;
-  /** Counts a call a kept program served; true when a failure in a row past `maxFailuresInRow` dropped it. */
-  programRan?(key: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean>;
+  /**
+   * Counts a call the program `code` kept under `key` served; true when a failure in a row past
+   * `maxFailuresInRow` dropped it. Nothing is counted when `key` now holds another program.
+   */
+  programRan?(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean>;
   /** Every kept program, optionally of one role, by key. */
   programs?(role?: string): Promise<readonly KeptProgram[]>;
   /** Drops the program kept under `key`; false when there was none. */
