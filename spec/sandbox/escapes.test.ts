@@ -92,6 +92,18 @@ describe("intrinsics are frozen before generated code runs", () => {
     expect((await agent.look()).value).toEqual(["undefined", "undefined"]);
   });
 
+  test("globals a program's stray continuations add after it returned are gone for the next program; one that cannot be removed costs a fresh isolate, not a call", async () => {
+    const agent = agentWith({
+      stray: "Promise.resolve().then(() => null).then(() => null).then(() => { globalThis.late = 1 }); return 'returned'",
+      stuck: "Promise.resolve().then(() => null).then(() => { Object.defineProperty(globalThis, 'pinned', { value: 1, configurable: false }) }); return 'returned'",
+      look: "return [typeof late, typeof pinned, context.conversation_history.length]",
+    });
+    expect((await agent.stray()).value).toBe("returned");
+    expect((await agent.look()).value).toEqual(["undefined", "undefined", 1]);
+    expect((await agent.stuck()).value).toBe("returned");
+    expect((await agent.look()).value).toEqual(["undefined", "undefined", 3]);
+  });
+
   test("an Error subclass can set this.name, and objects can define their own toString (override mistake tamed)", async () => {
     const agent = agentWith({
       custom: "class MyError extends Error { constructor(m) { super(m); this.name = 'MyError' } } throw new MyError('custom failure')",

@@ -9,8 +9,9 @@
  *                                                                          delegate(role).m()
  *   sync {records} (large syncs) ──────▶   sync(chunk)     ─────────────▶  mirror += records
  *   bridge-result {outcome}  ◀──────▶      bridge {role, method, args} ◀── bridge(callId, request)
+ *                                          start's answer  ◀──────────────  result, if settled at once
  *                                          notify(callId)  ◀──────────────  settled later
- *   result {value, context, …}  ◀──────    take(callId)    ─────────────▶  result, globals cleaned
+ *   result {value, context, …}  ◀──────    take(callId)    ─────────────▶  result
  *
  * Values travel host → child by structured clone (IPC "advanced" serialisation) and enter
  * the isolate as copies. Results leave the isolate as one JSON string made by the in-isolate

@@ -28,8 +28,14 @@ function otel(): typeof OtelApi | null {
   return api;
 }
 
+let tracerOf: { provider: OtelApi.TracerProvider; tracer: OtelApi.Tracer } | undefined;
+
+/** improv's tracer from the provider registered now (made once per provider). */
 function tracer(): OtelApi.Tracer | undefined {
-  return otel()?.trace.getTracer("improv", VERSION);
+  const provider = otel()?.trace.getTracerProvider();
+  if (provider === undefined) return undefined;
+  if (tracerOf?.provider !== provider) tracerOf = { provider, tracer: provider.getTracer("improv", VERSION) };
+  return tracerOf.tracer;
 }
 
 type Attributes = Record<string, string | number | boolean | undefined>;
@@ -55,6 +61,11 @@ export function startSpan(name: string, kind: "internal" | "client", attributes:
 /** Ends a span with more attributes; an `errorType` marks it failed (`error.type`). */
 export function endSpan(span: Span | undefined, attributes: Attributes = {}, errorType?: string, message?: string): void {
   if (span === undefined) return;
+  // With the API but no SDK (or a span sampled out) nothing is recorded: no attributes to build.
+  if (!span.isRecording()) {
+    span.end();
+    return;
+  }
   span.setAttributes(clean({ ...attributes, ...(errorType === undefined ? {} : { "error.type": errorType }) }));
   if (errorType !== undefined) span.setStatus({ code: otel()?.SpanStatusCode.ERROR ?? 2, ...(message === undefined ? {} : { message }) });
   span.end();

@@ -66,7 +66,6 @@ export class AgentIsolate {
   readonly #holdBack: ivm.Reference;
   readonly #waiters: Map<string, () => void>;
   #disposedOnPurpose = false;
-  #tainted = false;
 
   private constructor(
     memoryLimitMb: number,
@@ -176,8 +175,9 @@ export class AgentIsolate {
    * Resolves with `resync` when the mirror does not match the history the host sent.
    *
    * The program's synchronous part (and the microtasks it queues) runs with `applySync`: most
-   * programs settle there, and their result is taken at once. One that awaits the bridge or
-   * never settles is finished by `notify`, the wall-clock deadline, or the disposal watch.
+   * programs settle there, and their result comes back with it, in one entry into the isolate.
+   * One that awaits the bridge or never settles is finished by `notify` (then taken), the
+   * wall-clock deadline, or the disposal watch.
    */
   async run(request: RunRequestMessage, onStarted: () => void, control: RunControl): Promise<RunReport> {
     const { payload, timeoutMs } = request;
@@ -207,7 +207,14 @@ export class AgentIsolate {
     onStarted();
     let threw = false;
     try {
-      this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, timeout: timeoutMs });
+      const answer = this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, result: { copy: true }, timeout: timeoutMs }) as StartAnswer;
+      if (answer.tainted) {
+        // An earlier program left a global that cannot be removed: nothing ran; a fresh isolate runs it.
+        this.#waiters.delete(callId);
+        this.dispose();
+        return { kind: "resync" };
+      }
+      if (answer.result !== null) this.#settleWith(answer.result, settle);
     } catch {
       // Decided by what happened, never by the error's text: a stray rejection the program left
       // behind is reported on this task with whatever message the program chose.
@@ -249,7 +256,6 @@ export class AgentIsolate {
       clearTimeout(deadline);
       clearInterval(poll);
       this.#waiters.delete(callId);
-      if (this.#tainted) this.dispose();
     }
   }
 
@@ -278,21 +284,18 @@ export class AgentIsolate {
     return true;
   }
 
-  /**
-   * Takes the call's result from the isolate if it has settled (which also ends the call
-   * there). A program that left globals it could not remove taints the isolate, which is then
-   * replaced.
-   */
+  /** Takes the call's result from the isolate if it has settled (which also ends the call there). */
   #take(callId: string, settle: (report: RunReport) => void): void {
-    let taken: { result: IsolateResult; clean: boolean } | null;
+    let result: IsolateResult | null;
     try {
-      taken = this.#applyRepeatable(this.#takeRef, [callId], { result: { copy: true }, timeout: 1_000 }) as typeof taken;
+      result = this.#applyRepeatable(this.#takeRef, [callId], { result: { copy: true }, timeout: 1_000 }) as IsolateResult | null;
     } catch {
       return;
     }
-    if (taken === null) return;
-    if (!taken.clean) this.#tainted = true;
-    const { result } = taken;
+    if (result !== null) this.#settleWith(result, settle);
+  }
+
+  #settleWith(result: IsolateResult, settle: (report: RunReport) => void): void {
     // The engine refused an ArrayBuffer (see the runtime's `fail`): say so in the words of the limit.
     if (result.status === "error" && result.errorType === "memory_limit") {
       settle({ kind: "settled", result: { ...result, name: "Thrown", message: memoryMessage(this.memoryLimitMb, `${result.name}: ${result.message}`) } });
@@ -318,6 +321,9 @@ export class AgentIsolate {
     }
   }
 }
+
+/** What the runtime's `start` answers (see `prelude/runtime.ts`). */
+type StartAnswer = { readonly tainted: true } | { readonly tainted: false; readonly result: IsolateResult | null };
 
 function timeoutMessage(timeoutMs: number): string {
   return `The program ran longer than executionTimeoutMs (${timeoutMs} ms) and was stopped.`;

@@ -84,7 +84,22 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
     }
   }
 
+  /** Most values are one primitive: written at once, as the graph walk would write them, at the same cost. */
+  function encodePrimitive(root: unknown, maxChars: number): string | undefined {
+    let cost: number;
+    if (root === null || typeof root === "boolean") cost = 5;
+    else if (typeof root === "string") cost = jsonChars(root) + 1;
+    else if (typeof root === "number" && root === root && root !== Infinity && root !== -Infinity && !(root === 0 && 1 / root < 0)) cost = StringCtor(root).length + 1;
+    else return undefined;
+    if (20 + cost > maxChars) throw tooLarge();
+    return `{"root":0,"nodes":[${stringify(root)}]}`;
+  }
+
   return function encode(root: unknown, maxChars: number): string {
+    return encodePrimitive(root, maxChars) ?? encodeGraph(root, maxChars);
+  };
+
+  function encodeGraph(root: unknown, maxChars: number): string {
     const nodes: unknown[] = [];
     const seen = new MapCtor<object, number>();
     const work: [object, number][] = [];
@@ -296,5 +311,5 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       nodes[index] = describe(object);
     }
     return stringify({ root: rootRef, nodes });
-  };
+  }
 }

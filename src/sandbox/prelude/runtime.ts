@@ -5,9 +5,11 @@
  * from its module scope; its helpers arrive as parameters.
  *
  * Whatever a program throws or rejects with becomes a plain `{ name, message }`; results and
- * context leave as JSON strings made by the encoder. The host side takes a call's result
- * explicitly (`take(callId)`, right after the synchronous part or on `notify(callId)`), so a
- * stray rejection reported by isolated-vm for some task can never be mistaken for a result.
+ * context leave as JSON strings made by the encoder. A program that settles in its synchronous
+ * part (and the microtasks it queues) has its result in what `start` returns: isolated-vm copies
+ * a returned value after the microtask checkpoint. One that settles later is taken explicitly
+ * (`take(callId)` on `notify(callId)`). Either way a result is read from the runtime's own
+ * answer, so a stray rejection reported by isolated-vm for some task can never be mistaken for one.
  */
 import type { ErrorType } from "../../outcome.ts";
 import type { IsolateResult, MirrorChunk, RunPayload } from "../protocol.ts";
@@ -23,12 +25,18 @@ export interface IsolateRuntime {
    * the mirror already holds are skipped, so a chunk sent twice is added once.
    */
   sync(chunk: MirrorChunk): void;
-  start(payload: RunPayload): void;
+  /**
+   * Starts a call: first ends the calls whose results left with their start's answer and
+   * removes the globals earlier programs added (`tainted` when one cannot be removed: nothing
+   * runs, and the isolate must be replaced), then runs the program. `result` is filled in when
+   * the program settles before the answer is copied out, null otherwise.
+   */
+  start(payload: RunPayload): { tainted: true } | { tainted: false; result: IsolateResult | null };
   /**
    * The call's result once it settled (ending the call), or null while it runs. Asking again
    * for the same call returns the same result, so a take whose answer was lost can be repeated.
    */
-  take(callId: string): { result: IsolateResult; clean: boolean } | null;
+  take(callId: string): IsolateResult | null;
 }
 
 /** What the runtime is made from: helpers sent as source, and the host's callbacks and limits. */
@@ -88,6 +96,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     readonly console: string[];
     consoleChars: number;
     consoleTruncated: boolean;
+    /** What `start` answers: the result goes in it when the program settles. */
+    readonly answer: { tainted: false; result: IsolateResult | null };
   }
 
   /** Options given to `delegate(role, options)`, encoded once for every call made through that agent. */
@@ -203,8 +213,10 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   }
 
   function settle(call: CallState, result: IsolateResult): void {
-    if (call.ended) return;
+    if (call.ended || slots.has(call.id)) return;
     slots.set(call.id, result);
+    // Read when `start`'s answer is copied out, if that has not happened yet; else the host takes it on notice.
+    call.answer.result = result;
     notify(call.id);
   }
 
@@ -445,12 +457,25 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   }
 
   // The result last taken, kept until the next start so that a repeated take gets it again.
-  let handedOut: { readonly callId: string; readonly taken: { result: IsolateResult; clean: boolean } } | null = null;
+  let handedOut: { readonly callId: string; readonly result: IsolateResult } | null = null;
+
+  /** Ends the calls that settled: their results were handed out, with their start's answer or by `take`. */
+  function endSettled(): void {
+    for (const [id, call] of calls) {
+      if (!slots.has(id)) continue;
+      call.ended = true;
+      calls.delete(id);
+      slots.delete(id);
+    }
+  }
 
   return freeze({
     sync: syncHistory,
-    start(payload: RunPayload): void {
+    start(payload: RunPayload): { tainted: true } | { tainted: false; result: IsolateResult | null } {
       handedOut = null;
+      endSettled();
+      // Every program starts with the globals the runtime left, whatever earlier ones (or their stray continuations) added.
+      if (!cleanGlobals()) return { tainted: true };
       const call: CallState = {
         id: payload.callId,
         depth: payload.depth,
@@ -461,6 +486,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
         console: [],
         consoleChars: 0,
         consoleTruncated: false,
+        answer: { tainted: false, result: null },
       };
       calls.set(call.id, call);
       currentCall = call;
@@ -471,7 +497,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       } catch (error) {
         const { name, message } = describeThrown(error);
         settle(call, failure(call, "invalid_code", name, message));
-        return;
+        return call.answer;
       }
       const context = payload.context;
       defineProperty(context, "conversation_history", { value: historyView, writable: false, enumerable: false, configurable: false });
@@ -480,17 +506,18 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
         (value: unknown) => settle(call, succeed(call, value, context)),
         (thrown: unknown) => settle(call, fail(call, thrown)),
       ]);
+      return call.answer;
     },
-    take(callId: string): { result: IsolateResult; clean: boolean } | null {
-      if (handedOut !== null && handedOut.callId === callId) return handedOut.taken;
+    take(callId: string): IsolateResult | null {
+      if (handedOut !== null && handedOut.callId === callId) return handedOut.result;
       const result = slots.get(callId);
       if (result === undefined) return null;
       const call = calls.get(callId);
       if (call) call.ended = true;
-      handedOut = { callId, taken: { result, clean: cleanGlobals() } };
+      handedOut = { callId, result };
       calls.delete(callId);
       slots.delete(callId);
-      return handedOut.taken;
+      return result;
     },
   });
 }
