@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { createEncoder } from "../../src/sandbox/prelude/encode.ts";
 import { decodeValue, MalformedValueError } from "../../src/sandbox/value-codec.ts";
+import { ValueTooLargeError } from "../../src/sandbox/value-size.ts";
 
 // The encoder is plain JavaScript, so it can be exercised here as well as inside the isolate.
 const encode = createEncoder();
@@ -47,6 +48,18 @@ describe("value codec", () => {
     const holes = roundTrip([1, , 3]) as unknown[];
     expect(1 in holes).toBe(false);
     expect(holes.length).toBe(3);
+  });
+
+  test("flat objects of primitives decode like any other value, shared strings counted each time they appear", () => {
+    const flat = { n: 1, s: "text", t: true, z: null, u: undefined, nan: Number.NaN, neg: -0, ["__proto__"]: 5 };
+    const decoded = roundTrip(flat) as Record<string, unknown>;
+    expect(decoded).toEqual({ n: 1, s: "text", t: true, z: null, u: undefined, nan: Number.NaN, neg: -0 });
+    expect(Object.getPrototypeOf(decoded)).toBe(Object.prototype);
+    expect(decodeValue('{"root":0,"nodes":[{"a":1,"b":1},"x"]}', 1_000)).toEqual({ a: "x", b: "x" });
+    const shared = `{"root":0,"nodes":[{${Array.from({ length: 40 }, (_, i) => `"k${i}":1`).join(",")}},"${"y".repeat(200)}"]}`;
+    expect(shared.length).toBeLessThan(1_000);
+    expect(() => decodeValue(shared, 1_000)).toThrow(ValueTooLargeError);
+    expect(() => decodeValue('{"root":0,"nodes":[{"a":7}]}', 1_000)).toThrow(MalformedValueError);
   });
 
   test("deep nesting encodes and decodes without overflowing the stack", () => {

@@ -36,6 +36,34 @@ const TYPED_ARRAYS: Record<string, new (buffer: ArrayBuffer) => ArrayBufferView>
   DataView,
 };
 
+const isPrimitiveNode = (node: unknown): boolean => node === null || typeof node !== "object";
+
+/**
+ * Most values are a primitive, or a plain object of primitives (a context, a small record):
+ * built directly when every primitive is used once, so that the value's JSON is no longer than
+ * the text it came in. Undefined for anything else, which the graph walk decodes.
+ */
+function decodeFlat(nodes: readonly unknown[]): { value: unknown } | undefined {
+  const top = nodes[0];
+  if (isPrimitiveNode(top)) return nodes.length === 1 ? { value: top } : undefined;
+  if (Array.isArray(top)) return undefined;
+  const object: Record<string, unknown> = {};
+  const used = new Set<number>();
+  for (const [key, ref] of Object.entries(top as Record<string, unknown>)) {
+    if (typeof ref !== "number" || !Number.isInteger(ref) || ref === 0 || ref >= nodes.length) return undefined;
+    if (key === "__proto__") continue;
+    if (ref < 0) {
+      if (!SPECIAL_REFS.has(ref)) return undefined;
+      object[key] = SPECIAL_REFS.get(ref);
+      continue;
+    }
+    if (used.has(ref) || !isPrimitiveNode(nodes[ref])) return undefined;
+    used.add(ref);
+    object[key] = nodes[ref];
+  }
+  return used.size === nodes.length - 1 ? { value: object } : undefined;
+}
+
 /**
  * Decodes one encoded value whose JSON would take at most `maxChars` characters. Throws
  * {@link ValueTooLargeError} past that (before building anything) and
@@ -54,8 +82,10 @@ export function decodeValue(text: string, maxChars: number): unknown {
     throw new MalformedValueError("The sandbox sent a value without nodes.");
   }
   const { root, nodes } = parsed as { root: unknown; nodes: unknown[] };
-  // Most values are one primitive, whose JSON is shorter than the text it came in.
-  if (text.length <= maxChars && root === 0 && nodes.length === 1 && (nodes[0] === null || typeof nodes[0] !== "object")) return nodes[0];
+  if (text.length <= maxChars && root === 0) {
+    const flat = decodeFlat(nodes);
+    if (flat !== undefined) return flat.value;
+  }
   measureExpandedChars(nodes, root, maxChars);
   const built = new Map<number, unknown>();
   const fill: (() => void)[] = [];

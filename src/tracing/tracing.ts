@@ -29,11 +29,17 @@ function otel(): typeof OtelApi | null {
 }
 
 let tracerOf: { provider: OtelApi.TracerProvider; tracer: OtelApi.Tracer } | undefined;
+let noopProvider: OtelApi.TracerProvider | undefined;
 
-/** improv's tracer from the provider registered now (made once per provider). */
-function tracer(): OtelApi.Tracer | undefined {
-  const provider = otel()?.trace.getTracerProvider();
-  if (provider === undefined) return undefined;
+/**
+ * improv's tracer from the provider registered now (made once per provider); undefined when
+ * no provider is registered (the API alone makes only spans that record nothing).
+ */
+function tracer(otelApi: typeof OtelApi): OtelApi.Tracer | undefined {
+  const registered = otelApi.trace.getTracerProvider();
+  const provider = registered instanceof otelApi.ProxyTracerProvider ? registered.getDelegate() : registered;
+  noopProvider ??= new otelApi.ProxyTracerProvider().getDelegate();
+  if (provider === noopProvider) return undefined;
   if (tracerOf?.provider !== provider) tracerOf = { provider, tracer: provider.getTracer("improv", VERSION) };
   return tracerOf.tracer;
 }
@@ -52,7 +58,7 @@ function clean(attributes: Attributes): OtelApi.Attributes {
  */
 export function startSpan(name: string, kind: "internal" | "client", attributes: Attributes, parent?: Span): Span | undefined {
   const otelApi = otel();
-  const active = tracer();
+  const active = otelApi === null ? undefined : tracer(otelApi);
   if (otelApi === null || active === undefined) return undefined;
   const context = parent === undefined ? otelApi.context.active() : otelApi.trace.setSpan(otelApi.context.active(), parent);
   return active.startSpan(name, { kind: kind === "client" ? otelApi.SpanKind.CLIENT : otelApi.SpanKind.INTERNAL, attributes: clean(attributes) }, context);

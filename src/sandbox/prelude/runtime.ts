@@ -33,8 +33,12 @@ export interface IsolateRuntime {
    */
   start(payload: RunPayload): { tainted: true } | { tainted: false; result: IsolateResult | null };
   /**
-   * The call's result once it settled (ending the call), or null while it runs. Asking again
-   * for the same call returns the same result, so a take whose answer was lost can be repeated.
+   * The call's result once it settled (ending the call), or null while it runs: then the
+   * runtime calls `notify(callId)` when it settles (a call whose result leaves with `start`'s
+   * answer needs no notice). Asking again for the same call returns the same result, so a take
+   * whose answer was lost can be repeated. Only the sandbox process's main thread lets a
+   * program go on after its start (it answers the bridge), so nothing settles between a
+   * start's answer and the take that follows it.
    */
   take(callId: string): IsolateResult | null;
 }
@@ -98,6 +102,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     consoleTruncated: boolean;
     /** What `start` answers: the result goes in it when the program settles. */
     readonly answer: { tainted: false; result: IsolateResult | null };
+    /** Set by a `take` that found no result: the host waits for `notify`. */
+    watched: boolean;
   }
 
   /** Options given to `delegate(role, options)`, encoded once for every call made through that agent. */
@@ -217,7 +223,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     slots.set(call.id, result);
     // Read when `start`'s answer is copied out, if that has not happened yet; else the host takes it on notice.
     call.answer.result = result;
-    notify(call.id);
+    if (call.watched) notify(call.id);
   }
 
   function failure(call: CallState, errorType: ErrorType, name: string, message: string): Extract<IsolateResult, { status: "error" }> {
@@ -487,6 +493,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
         consoleChars: 0,
         consoleTruncated: false,
         answer: { tainted: false, result: null },
+        watched: false,
       };
       calls.set(call.id, call);
       currentCall = call;
@@ -511,8 +518,11 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     take(callId: string): IsolateResult | null {
       if (handedOut !== null && handedOut.callId === callId) return handedOut.result;
       const result = slots.get(callId);
-      if (result === undefined) return null;
       const call = calls.get(callId);
+      if (result === undefined) {
+        if (call) call.watched = true;
+        return null;
+      }
       if (call) call.ended = true;
       handedOut = { callId, result };
       calls.delete(callId);
