@@ -26,7 +26,8 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(14);
+  expect(results.targets).toHaveLength(15);
+  expect(results.reuse.generatedCall.count).toBeGreaterThan(0);
   expect(results.reuse.slowProvider.withReuse.requests).toBe(1);
   expect(results.reuse.slowProvider.withoutReuse.requests).toBe(results.reuse.slowProvider.calls);
   expect(output).toMatch(/\(d\) sandbox round trip: IPC \+ isolated-vm body +p50 +\d+ µs/);
