@@ -132,7 +132,7 @@ const overheadBound = 2.5 * (results.baselines.evalClosure.p50 + results.baselin
 const growthRatio = (results.growth.at(-1)?.summary.p50 ?? Number.NaN) / (results.growth[0]?.summary.p50 ?? Number.NaN);
 const promptRatio = results.prompt.at10000 / results.prompt.at10;
 const reusedRatio = results.reuse.reusedCall.p50 / results.reuse.sandboxRoundTrip.p50;
-const generatedRatio = results.reuse.generatedCall.p50 / results.reuse.sandboxRoundTrip.p50;
+const generatedRatio = results.reuse.generatedCall.p50 / results.reuse.generatedFloor.p50;
 const sqliteRatio = (results.stores.calls.sqlite?.p50 ?? Number.NaN) / (results.stores.calls.memory?.p50 ?? Number.NaN);
 const fairBound = Math.max(5 * results.pool.fairness.without.p99, 200);
 const fairThroughput = results.pool.fairness.withSpinners.callsPerSecond / results.pool.fairness.without.callsPerSecond;
@@ -149,7 +149,7 @@ const targets = [
   { figure: `call p50 with SqliteStore ≤ 1.5 × memory-only (×${sqliteRatio.toFixed(2)})`, met: sqliteRatio <= 1.5 },
   { figure: `${results.reuse.slowProvider.calls} calls, 50 ms provider, with reuse: one request (${results.reuse.slowProvider.withReuse.requests})`, met: results.reuse.slowProvider.withReuse.requests === 1 },
   { figure: `reused call p50 ≤ 2 × sandbox round trip (×${reusedRatio.toFixed(2)})`, met: reusedRatio <= 2 },
-  { figure: `call p50 ≤ 2.7 × sandbox round trip, no worse than before the pool (reused ×${reusedRatio.toFixed(2)}, asking ×${generatedRatio.toFixed(2)})`, met: reusedRatio <= 2.7 },
+  { figure: `reused call p50 ≤ 2.7 × sandbox round trip, the ratio before the pool (×${reusedRatio.toFixed(2)})`, met: reusedRatio <= 2.7 },
   {
     figure: `short-call p99 with two 2 s spinners ≤ max(5 × without, 200 ms) = ${fairBound.toFixed(0)} ms (${results.pool.fairness.withSpinners.p99.toFixed(1)} ms)`,
     met: results.pool.fairness.withSpinners.p99 <= fairBound && results.pool.fairness.withSpinners.failed === 0,
@@ -203,10 +203,12 @@ const { slowProvider: slow } = results.reuse;
 console.log(`\n8. Program reuse (${slow.calls} calls of one method, a provider that takes ${slow.delayMs} ms)`);
 console.log(`  with reuse     ${slow.withReuse.seconds.toFixed(2)} s, ${slow.withReuse.requests} provider request(s)`);
 console.log(`  without reuse  ${slow.withoutReuse.seconds.toFixed(2)} s, ${slow.withoutReuse.requests} provider request(s)`);
-row("reused call (alternating with the two below)", results.reuse.reusedCall);
-row("call that asks the provider (reuse off)", results.reuse.generatedCall);
+row("reused call (alternating with the floor below)", results.reuse.reusedCall);
 row("(d) sandbox round trip: IPC + isolated-vm body", results.reuse.sandboxRoundTrip);
-console.log(`  reused call ÷ (d) = ×${reusedRatio.toFixed(2)}; call that asks ÷ (d) = ×${generatedRatio.toFixed(2)}`);
+console.log(`  reused call ÷ (d) = ×${reusedRatio.toFixed(2)}`);
+row("call that asks the provider (reuse off; alternating)", results.reuse.generatedCall);
+row("(d) again, alternating with it", results.reuse.generatedFloor);
+console.log(`  call that asks ÷ (d) = ×${generatedRatio.toFixed(2)}`);
 const { pool } = results;
 const load = (label: string, figure: { calls: number; callsPerSecond: number; p50: number; p99: number; failed: number; processes: number }) =>
   console.log(`  ${label.padEnd(40)} ${figure.callsPerSecond.toFixed(0).padStart(6)} calls/s   p50 ${figure.p50.toFixed(1).padStart(6)} ms   p99 ${figure.p99.toFixed(1).padStart(7)} ms   failed ${figure.failed}   processes started ${figure.processes}`);
