@@ -1,4 +1,5 @@
 import { describe, expect, test } from "vitest";
+import { parseProgram } from "../../src/programs/parse.ts";
 import { scanProgram } from "../../src/telemetry/scan.ts";
 import { scanText, stripCommentsAndStrings } from "../../src/telemetry/text-scan.ts";
 import { LABELED_PROGRAMS } from "./labeled-programs.ts";
@@ -14,6 +15,19 @@ describe("history scan (AST) on the labeled set", () => {
     const scan = scanProgram(code);
     expect(scan.scan).toBe("ast");
     expect({ detected: scan.historyAccessDetected, patterns: scan.patterns }).toEqual({ detected, patterns: [...patterns] });
+  });
+});
+
+describe("scans of a program run again", () => {
+  test("a program that comes with its kept parse is scanned once; the scan cannot be changed by whoever reads it", () => {
+    const code = "return context.conversation_history.filter((r) => r.ok).length";
+    const parsed = parseProgram(code);
+    const first = scanProgram(code, parsed);
+    expect(scanProgram(code, parsed)).toBe(first);
+    expect(first).toEqual({ scan: "ast", historyAccessDetected: true, patterns: ["count", "filter"] });
+    expect(Object.isFrozen(first) && Object.isFrozen(first.patterns)).toBe(true);
+    // Without a parse to key on, each call scans afresh.
+    expect(scanProgram(code)).not.toBe(first);
   });
 });
 

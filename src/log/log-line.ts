@@ -80,7 +80,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     history_record_appended: input.recordAppended ?? true,
     conversation_history_size: input.historySize,
     history_access_detected: scan?.historyAccessDetected ?? false,
-    history_query_patterns: scan?.patterns ?? [],
+    history_query_patterns: scan === undefined ? [] : [...scan.patterns],
     history_scan: scan?.scan ?? "none",
     ...(input.otel ?? {}),
   };

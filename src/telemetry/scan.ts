@@ -31,14 +31,32 @@ const HISTORY_KEY = "conversation_history";
 const MAX_PASSES = 8;
 
 /** Scans a generated program. Uses `parsed` when the caller already parsed it. */
-export function scanProgram(code: string, parsed: ParsedProgram = parseProgram(code)): HistoryScan {
-  if (!parsed.ok) return scanText(code);
-  try {
-    return new HistoryAnalysis(parsed.ast as AnyNode).run();
-  } catch {
-    // A construct the analysis does not know must not cost the log line.
-    return scanText(code);
+export function scanProgram(code: string, parsed?: ParsedProgram): HistoryScan {
+  if (parsed === undefined) return scanOnce(code, parseProgram(code));
+  // A program run again (a kept one, say) comes with the parse the host keeps for it: scanned once.
+  let scan = scansByParse.get(parsed);
+  if (scan === undefined) {
+    scan = scanOnce(code, parsed);
+    scansByParse.set(parsed, scan);
   }
+  return scan;
+}
+
+const scansByParse = new WeakMap<ParsedProgram, HistoryScan>();
+
+function scanOnce(code: string, parsed: ParsedProgram): HistoryScan {
+  let scan: HistoryScan;
+  if (!parsed.ok) scan = scanText(code);
+  else {
+    try {
+      scan = new HistoryAnalysis(parsed.ast as AnyNode).run();
+    } catch {
+      // A construct the analysis does not know must not cost the log line.
+      scan = scanText(code);
+    }
+  }
+  Object.freeze(scan.patterns);
+  return Object.freeze(scan);
 }
 
 class HistoryAnalysis {
