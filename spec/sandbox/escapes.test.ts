@@ -104,6 +104,18 @@ describe("intrinsics are frozen before generated code runs", () => {
     expect((await agent.look()).value).toEqual(["undefined", "undefined", 3]);
   });
 
+  test("globals a program leaves are removed on its own time: the next call does not pay for them", async () => {
+    const agent = Agent.for("litterer", {
+      provider: new ScriptedProvider({ programs: { litter: "for (let i = 0; i < 4_000_000; i++) globalThis[i] = i; return 'littered'", innocent: "return 'fine'" } }),
+      executionTimeoutMs: 2_000,
+      memoryLimitMb: 256,
+    });
+    await agent.litter();
+    const innocent = await agent.innocent();
+    expect(innocent.ok, `${innocent.errorType}: ${innocent.errorMessage}`).toBe(true);
+    expect(innocent.value).toBe("fine");
+  }, 60_000);
+
   test("an Error subclass can set this.name, and objects can define their own toString (override mistake tamed)", async () => {
     const agent = agentWith({
       custom: "class MyError extends Error { constructor(m) { super(m); this.name = 'MyError' } } throw new MyError('custom failure')",

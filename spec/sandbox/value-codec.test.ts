@@ -62,6 +62,15 @@ describe("value codec", () => {
     expect(() => decodeValue('{"root":0,"nodes":[{"a":7}]}', 1_000)).toThrow(MalformedValueError);
   });
 
+  test("a flat object of NaN and infinities whose JSON is over the limit is refused, though its encoding is within it", () => {
+    const value: Record<string, number> = {};
+    for (let i = 0; i < 105; i += 1) value[`k${i.toString(36).padStart(2, "0")}`] = i % 2 ? Number.NaN : Number.POSITIVE_INFINITY;
+    const text = encode(value, 6_000);
+    expect(text.length).toBeLessThanOrEqual(1_000);
+    expect(JSON.stringify(value).length).toBeGreaterThan(1_000);
+    expect(() => decodeValue(text, 1_000)).toThrow(ValueTooLargeError);
+  });
+
   test("deep nesting encodes and decodes without overflowing the stack", () => {
     let deep: unknown = "bottom";
     for (let i = 0; i < 100_000; i += 1) deep = [deep];

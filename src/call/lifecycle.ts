@@ -239,8 +239,6 @@ async function runKept(
   if (kept === undefined) return undefined;
   draft.code = kept.code;
   draft.programSource = "reused";
-  // Set before the run: a run that ends the call is finalized (record and log line) inside it.
-  draft.artifactHit = true;
   const { outcome, mistake } = await runAttempt(state, draft, kept.code, 0, fail);
   const charged = mistake !== undefined ? "mistake" : outcome.ok || outcome.errorType === "execution" ? "ok" : undefined;
   if (charged !== undefined) await Promise.resolve(reuse.shelf.ran(reuse.key, kept.code, charged, state.options.maxReuseFailures)).catch(() => undefined);
@@ -441,6 +439,8 @@ async function runInSandbox(
     signal,
   });
   draft.console = result.console;
+  // A kept program that ran ends the call, unless its failure turns out to be its own mistake (then runKept says otherwise).
+  if (draft.programSource === "reused") draft.artifactHit = true;
   endSpan(draft.toolSpan, {}, result.status === "error" ? result.errorType : undefined, result.status === "error" ? result.message : undefined);
   if (result.status === "error") {
     const outcome = Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });

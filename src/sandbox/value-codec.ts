@@ -53,7 +53,8 @@ function decodeFlat(nodes: readonly unknown[]): { value: unknown } | undefined {
     if (typeof ref !== "number" || !Number.isInteger(ref) || ref === 0 || ref >= nodes.length) return undefined;
     if (key === "__proto__") continue;
     if (ref < 0) {
-      if (!SPECIAL_REFS.has(ref)) return undefined;
+      // NaN and the infinities are `null` in JSON, longer than their reference: the graph walk measures them.
+      if (!SPECIAL_REFS.has(ref) || ref === -3 || ref === -4 || ref === -5) return undefined;
       object[key] = SPECIAL_REFS.get(ref);
       continue;
     }

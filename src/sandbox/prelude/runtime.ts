@@ -220,6 +220,9 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
 
   function settle(call: CallState, result: IsolateResult): void {
     if (call.ended || slots.has(call.id)) return;
+    // The program's globals go while it still runs, on its own time and deadline (removing
+    // millions of them takes seconds); `start` removes only what stray continuations add later.
+    cleanGlobals();
     slots.set(call.id, result);
     // Read when `start`'s answer is copied out, if that has not happened yet; else the host takes it on notice.
     call.answer.result = result;
