@@ -112,11 +112,12 @@ program
   .option("--json", "print the list as JSON")
   .action(async (location: string, options: { role?: string; show?: string; forget?: string; json?: boolean }) => {
     await withStore(location, async (store) => {
-      if (store.programs === undefined || store.forgetProgram === undefined) throw new UsageError(`${store.label} keeps no programs.`);
+      if (store.programs === undefined || store.program === undefined || store.forgetProgram === undefined) throw new UsageError(`${store.label} keeps no programs.`);
       if (options.show !== undefined && options.forget !== undefined) throw new UsageError("Give --show or --forget, not both.");
       const key = options.forget ?? options.show;
       if (key !== undefined) {
-        const program = (await store.programs(options.role)).find((kept) => kept.key === key);
+        const found = await store.program(key);
+        const program = options.role === undefined || found?.role === options.role ? found : undefined;
         if (program === undefined) throw new UsageError(`No program kept under ${key}${options.role === undefined ? "" : ` for role ${options.role}`}.`);
         if (options.show !== undefined) {
           process.stdout.write(`${program.code}\n`);

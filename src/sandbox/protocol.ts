@@ -69,6 +69,13 @@ export type IsolateResult =
       readonly location?: { readonly line: number; readonly column: number };
     };
 
+/**
+ * What the isolate runtime's `start` answers: `tainted` when a global an earlier program left
+ * cannot be removed (nothing ran; the isolate must be replaced), else the call's result when it
+ * settled before the answer was copied out (null: it goes on, and is taken on notice).
+ */
+export type StartAnswer = { readonly tainted: true } | { tainted: false; result: IsolateResult | null };
+
 /** What a program asks the host for while it runs: a delegated call, or a kept value. */
 export type BridgeRequest = DelegateRequest | ContentRequest;
 

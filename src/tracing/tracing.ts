@@ -58,8 +58,9 @@ function clean(attributes: Attributes): OtelApi.Attributes {
  */
 export function startSpan(name: string, kind: "internal" | "client", attributes: Attributes, parent?: Span): Span | undefined {
   const otelApi = otel();
-  const active = otelApi === null ? undefined : tracer(otelApi);
-  if (otelApi === null || active === undefined) return undefined;
+  if (otelApi === null) return undefined;
+  const active = tracer(otelApi);
+  if (active === undefined) return undefined;
   const context = parent === undefined ? otelApi.context.active() : otelApi.trace.setSpan(otelApi.context.active(), parent);
   return active.startSpan(name, { kind: kind === "client" ? otelApi.SpanKind.CLIENT : otelApi.SpanKind.INTERNAL, attributes: clean(attributes) }, context);
 }

@@ -4,7 +4,7 @@ import { createEncoder } from "../prelude/encode.ts";
 import { hardenRealm } from "../prelude/harden.ts";
 import { createPrinter } from "../prelude/print.ts";
 import { createRuntime } from "../prelude/runtime.ts";
-import { MIRROR_CHUNK_RECORDS, type BridgeOutcome, type IsolateResult, type MirrorChunk, type RunReport, type RunRequestMessage, type SyncRequestMessage } from "../protocol.ts";
+import { MIRROR_CHUNK_RECORDS, type BridgeOutcome, type IsolateResult, type MirrorChunk, type RunReport, type RunRequestMessage, type StartAnswer, type SyncRequestMessage } from "../protocol.ts";
 
 const RUNTIME_SOURCE = `(${hardenRealm})();
 return (${createRuntime})({ createEncoder: (${createEncoder}), createPrinter: (${createPrinter}), notify: $0, bridge: $1, limits: $2 });`;
@@ -321,9 +321,6 @@ export class AgentIsolate {
     }
   }
 }
-
-/** What the runtime's `start` answers (see `prelude/runtime.ts`). */
-type StartAnswer = { readonly tainted: true } | { readonly tainted: false; readonly result: IsolateResult | null };
 
 function timeoutMessage(timeoutMs: number): string {
   return `The program ran longer than executionTimeoutMs (${timeoutMs} ms) and was stopped.`;

@@ -84,13 +84,22 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
     }
   }
 
+  /**
+   * What a primitive that is its own node costs (its JSON and a separator): null, booleans,
+   * strings and numbers JSON writes as themselves; undefined for anything else (the special
+   * numbers are references, not nodes).
+   */
+  function plainCost(value: unknown): number | undefined {
+    if (value === null || typeof value === "boolean") return 5;
+    if (typeof value === "string") return jsonChars(value) + 1;
+    if (typeof value === "number" && value === value && value !== Infinity && value !== -Infinity && !(value === 0 && 1 / value < 0)) return StringCtor(value).length + 1;
+    return undefined;
+  }
+
   /** Most values are one primitive: written at once, as the graph walk would write them, at the same cost. */
   function encodePrimitive(root: unknown, maxChars: number): string | undefined {
-    let cost: number;
-    if (root === null || typeof root === "boolean") cost = 5;
-    else if (typeof root === "string") cost = jsonChars(root) + 1;
-    else if (typeof root === "number" && root === root && root !== Infinity && root !== -Infinity && !(root === 0 && 1 / root < 0)) cost = StringCtor(root).length + 1;
-    else return undefined;
+    const cost = plainCost(root);
+    if (cost === undefined) return undefined;
     if (20 + cost > maxChars) throw tooLarge();
     return `{"root":0,"nodes":[${stringify(root)}]}`;
   }
@@ -121,6 +130,8 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
       return index;
     }
     function ref(value: unknown): number {
+      const cost = plainCost(value);
+      if (cost !== undefined) return push(value, cost);
       switch (typeof value) {
         case "undefined":
           return -1;
@@ -128,12 +139,7 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
           if (value !== value) return -3;
           if (value === Infinity) return -4;
           if (value === -Infinity) return -5;
-          if (value === 0 && 1 / value < 0) return -6;
-          return push(value, StringCtor(value).length + 1);
-        case "string":
-          return push(value, jsonChars(value) + 1);
-        case "boolean":
-          return push(value, 5);
+          return -6;
         case "bigint": {
           const digits = apply(bigintToString, value, []) as string;
           return push(["BigInt", digits], digits.length + 13);
@@ -160,7 +166,6 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
           return push(text, jsonChars(text) + 1);
         }
         default: {
-          if (value === null) return push(null, 5);
           const object = value as object;
           const known = apply(mapGet, seen, [object]) as number | undefined;
           if (known !== undefined) return known;

@@ -12,7 +12,7 @@
  * answer, so a stray rejection reported by isolated-vm for some task can never be mistaken for one.
  */
 import type { ErrorType } from "../../outcome.ts";
-import type { IsolateResult, MirrorChunk, RunPayload } from "../protocol.ts";
+import type { IsolateResult, MirrorChunk, RunPayload, StartAnswer } from "../protocol.ts";
 import type { SandboxLimits } from "../limits.ts";
 
 interface ReferenceLike {
@@ -31,7 +31,7 @@ export interface IsolateRuntime {
    * runs, and the isolate must be replaced), then runs the program. `result` is filled in when
    * the program settles before the answer is copied out, null otherwise.
    */
-  start(payload: RunPayload): { tainted: true } | { tainted: false; result: IsolateResult | null };
+  start(payload: RunPayload): StartAnswer;
   /**
    * The call's result once it settled (ending the call), or null while it runs: then the
    * runtime calls `notify(callId)` when it settles (a call whose result leaves with `start`'s
@@ -101,7 +101,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     consoleChars: number;
     consoleTruncated: boolean;
     /** What `start` answers: the result goes in it when the program settles. */
-    readonly answer: { tainted: false; result: IsolateResult | null };
+    readonly answer: Extract<StartAnswer, { tainted: false }>;
     /** Set by a `take` that found no result: the host waits for `notify`. */
     watched: boolean;
   }
@@ -480,7 +480,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
 
   return freeze({
     sync: syncHistory,
-    start(payload: RunPayload): { tainted: true } | { tainted: false; result: IsolateResult | null } {
+    start(payload: RunPayload): StartAnswer {
       handedOut = null;
       endSettled();
       // Every program starts with the globals the runtime left, whatever earlier ones (or their stray continuations) added.
