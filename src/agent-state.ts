@@ -11,17 +11,28 @@ import { KeptValues } from "./history/kept-values.ts";
 import { DurableLink, forgetOpened, openedAgent, rememberOpened, type ValueChange } from "./store/durable.ts";
 import { childId, isSyncStore, RoleMismatchError, type Store, type StoredContext } from "./store/store.ts";
 
-/** Runs tasks one after another, in the order they were queued. */
+/** Runs tasks one after another, in the order they were queued; one queued when none is waiting starts at once. */
 export class SerialQueue {
   #tail: Promise<unknown> = Promise.resolve();
+  /** Tasks queued whose end has not yet been seen. */
+  #unfinished = 0;
 
   run<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(task);
-    this.#tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
+    const result = this.#unfinished === 0 ? startNow(task) : this.#tail.then(task);
+    this.#unfinished += 1;
+    const finished = () => {
+      this.#unfinished -= 1;
+    };
+    this.#tail = result.then(finished, finished);
     return result;
+  }
+}
+
+function startNow<T>(task: () => Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(task());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

@@ -104,6 +104,28 @@ describe("intrinsics are frozen before generated code runs", () => {
     expect((await agent.look()).value).toEqual(["undefined", "undefined", 3]);
   });
 
+  test("a continuation a program left waiting on the bridge adds no globals for later programs", async () => {
+    const agent = agentWith({
+      viaDelegate: "delegate('helper').ping().then(() => { globalThis.afterDelegate = 1 }); return 'returned'",
+      viaContent: "content('no-such-value').then(() => { globalThis.afterContent = 1 }); return 'returned'",
+      look: "return [typeof afterDelegate, typeof afterContent]",
+    });
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await agent.viaDelegate()).value).toBe("returned");
+    await settle();
+    expect((await agent.look()).value).toEqual(["undefined", "undefined"]);
+    expect((await agent.viaContent()).value).toBe("returned");
+    await settle();
+    expect((await agent.look()).value).toEqual(["undefined", "undefined"]);
+  });
+
+  test("a program run again keeps nothing on its own function object", async () => {
+    const agent = agentWith({ counted: "const self = arguments.callee; self.count = (self.count || 0) + 1; return [self.count ?? 'none', Object.isFrozen(self)]" });
+    const first = await agent.counted();
+    const second = await agent.counted();
+    expect([first.value, second.value]).toEqual([["none", true], ["none", true]]);
+  });
+
   test("globals a program leaves are removed on its own time: the next call does not pay for them", async () => {
     const agent = Agent.for("litterer", {
       provider: new ScriptedProvider({ programs: { litter: "for (let i = 0; i < 4_000_000; i++) globalThis[i] = i; return 'littered'", innocent: "return 'fine'" } }),

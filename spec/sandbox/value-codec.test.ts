@@ -87,6 +87,39 @@ describe("value codec", () => {
     expect(Object.keys(out)).toEqual(["safe"]);
   });
 
+  test("an object of the runtime's own making (the context snapshot) is written as the graph walk writes it, and refused at the same size", () => {
+    const own = (entries: [string, unknown][]) => Object.assign(Object.create(null) as Record<string, unknown>, Object.fromEntries(entries));
+    const flat = own([["n", 1], ["s", 'quote " and \\ and \u0001 and \ud800'], ["t", true], ["z", null], ["k", ""], ["é", -0.5], ["__proto__", 1]]);
+    Object.defineProperty(flat, "__proto__", { value: "dropped", enumerable: true });
+    const samples = [
+      own([]),
+      flat,
+      own(Array.from({ length: 30 }, (_, index) => [`key${index}`, index * 1.5] as [string, unknown])),
+      own([["nested", { a: 1 }], ["n", 2]]),
+      own([["nan", Number.NaN], ["n", 2]]),
+      own([["undef", undefined]]),
+      own([["big", 10n]]),
+    ];
+    for (const sample of samples) {
+      const written = encode(sample, 1_000_000, true);
+      // Through the graph walk: the same object, but not marked as the runtime's own.
+      expect(written).toBe(encode(sample, 1_000_000));
+      expect(decodeValue(written, 1_000_000)).toEqual(decodeValue(encode(sample, 1_000_000), 1_000_000));
+      for (let limit = 0; limit <= written.length + 2; limit += 1) {
+        const walk = () => encode(sample, limit);
+        const fast = () => encode(sample, limit, true);
+        let walked: string | Error;
+        try {
+          walked = walk();
+        } catch (error) {
+          walked = error as Error;
+        }
+        if (typeof walked === "string") expect(fast()).toBe(walked);
+        else expect(fast).toThrow(expect.objectContaining({ name: "ResultTooLarge" }));
+      }
+    }
+  });
+
   test("over the size limit, encoding throws ResultTooLarge", () => {
     expect(() => encode("x".repeat(100), 50)).toThrow(expect.objectContaining({ name: "ResultTooLarge" }));
     expect(() => encode(new Array(1e6), 1000)).toThrow(expect.objectContaining({ name: "ResultTooLarge" }));

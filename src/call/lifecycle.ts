@@ -194,11 +194,11 @@ async function runAttempt(
   }
   const ran = await state.queue.run(async () => {
     // Processes sharing a durable agent take turns where the store has per-agent locks.
-    const release = await state.link?.lock(lockWaitMs(state));
+    const release = state.link === undefined ? undefined : await state.link.lock(lockWaitMs(state));
     try {
       return await runAndCommit(state, draft, prepared, code, attempt, fail);
     } finally {
-      await release?.();
+      if (release !== undefined) await release();
     }
   });
   return { ...ran, prepared };
@@ -231,7 +231,8 @@ async function runKept(
 ): Promise<{ outcome: Outcome; mistake?: AttemptFailure } | undefined> {
   let kept: KeptProgram | undefined;
   try {
-    kept = await reuse.shelf.get(reuse.key);
+    const found = reuse.shelf.get(reuse.key);
+    kept = isPending(found) ? await found : found;
   } catch {
     // A store that cannot say: generate instead; the call's own commit reports a failing store.
     return undefined;
@@ -241,11 +242,23 @@ async function runKept(
   draft.programSource = "reused";
   const { outcome, mistake } = await runAttempt(state, draft, kept.code, 0, fail);
   const charged = mistake !== undefined ? "mistake" : outcome.ok || outcome.errorType === "execution" ? "ok" : undefined;
-  if (charged !== undefined) await Promise.resolve(reuse.shelf.ran(reuse.key, kept.code, charged, state.options.maxReuseFailures)).catch(() => undefined);
+  if (charged !== undefined) {
+    try {
+      const counted = reuse.shelf.ran(reuse.key, kept.code, charged, state.options.maxReuseFailures);
+      if (isPending(counted)) await counted;
+    } catch {
+      // Counts are kept on a best-effort basis: a store that cannot count does not fail the call.
+    }
+  }
   if (mistake === undefined) return { outcome };
   draft.artifactHit = false;
   draft.failures.push(mistake);
   return { outcome, mistake };
+}
+
+/** Whether a shelf's answer is still to come: an in-memory shelf answers at once, and is not awaited (an await costs the call a turn). */
+function isPending<T>(answer: T | Promise<T>): answer is Promise<T> {
+  return typeof (answer as { then?: unknown } | null | undefined)?.then === "function";
 }
 
 /** Keeps a program that worked, unless it bakes this call's input into itself. */
@@ -272,7 +285,7 @@ async function runAndCommit(
 ): Promise<{ outcome: Outcome; mistake?: AttemptFailure }> {
   for (let run = 1; ; run += 1) {
     // Up to date with the store before the run, so the program sees the latest context.
-    const pullProblem = await pullFailure(state, draft);
+    const pullProblem = state.link === undefined ? undefined : await pullFailure(state, draft);
     if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
     const baseVersion = state.link?.view.version ?? 0;
     const { outcome, failure, context } = await runInSandbox(state, draft, prepared.source, fail);

@@ -171,8 +171,15 @@ export const BUSY_GRACE_MS = 50;
 
 /**
  * What a line of the report pipe says about a run:
- * - `S<runId>`: its program is about to start (written by the main thread for every run: a bare
- *   line on a raw pipe, because serialising an IPC message costs more than the rest of a short run);
+ * - `S<runId>`: its program started, and goes on after its synchronous part (written by the main
+ *   thread then: a bare line on a raw pipe, because serialising an IPC message costs more than the
+ *   rest of a short run). Most runs settle in their synchronous part and need none: the host
+ *   knows a run started from the first of its answer, a bridge request of its, its `B` or `S`
+ *   line, or a memory-ceiling report naming it; a process that dies on purpose (catastrophe)
+ *   first writes `S` for every run whose program started. A run known to have started is never
+ *   sent to another process. Only a process killed from outside (or crashing) in the first
+ *   {@link BUSY_GRACE_MS} of a synchronous part leaves that run looking unstarted: it is sent
+ *   again, at most twice (the pool's resend limit);
  * - `B<runId>`: its synchronous part has held the main thread longer than {@link BUSY_GRACE_MS}
  *   (written by the watch thread, since the main thread is the one held);
  * - `F<runId>:<ms>`: its synchronous part let go after holding the main thread `ms` whole

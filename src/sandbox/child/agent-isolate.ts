@@ -28,6 +28,14 @@ return (bytes) => {
  */
 const HELD_BACK_BLOCK_MB = 32;
 
+/** What the sandbox process hears of a run's first step (see {@link AgentIsolate.run}). */
+export interface RunSteps {
+  /** Its program is about to start: its synchronous part holds this thread from now. */
+  readonly starting: () => void;
+  /** Its synchronous part is over and it has not settled: it goes on, awaiting something. */
+  readonly continuing: () => void;
+}
+
 /** What the sandbox process may do to a run in progress. */
 export interface RunControl {
   /** The host cancelled the run (set by the process); a run not yet started never starts. */
@@ -40,6 +48,9 @@ export interface RunControl {
 
 /** Forwards a program's `delegate` call (an untrusted copy of its request) to the host; must never reject. */
 export type BridgeHandler = (callId: string, request: unknown) => Promise<BridgeOutcome>;
+
+/** How long tidying an isolate between calls may take before the isolate is replaced instead. @unit ms */
+const TIDY_TIMEOUT_MS = 1_000;
 
 /** How often a long run checks whether isolated-vm disposed its isolate (memory limit). */
 const DISPOSAL_POLL_MS = 25;
@@ -63,6 +74,7 @@ export class AgentIsolate {
   readonly #start: ivm.Reference;
   readonly #takeRef: ivm.Reference;
   readonly #sync: ivm.Reference;
+  readonly #tidyRef: ivm.Reference;
   readonly #holdBack: ivm.Reference;
   readonly #waiters: Map<string, () => void>;
   #disposedOnPurpose = false;
@@ -71,7 +83,7 @@ export class AgentIsolate {
     memoryLimitMb: number,
     mirrorReserveMb: number,
     isolate: ivm.Isolate,
-    api: { start: ivm.Reference; take: ivm.Reference; sync: ivm.Reference; holdBack: ivm.Reference },
+    api: { start: ivm.Reference; take: ivm.Reference; sync: ivm.Reference; tidy: ivm.Reference; holdBack: ivm.Reference },
     waiters: Map<string, () => void>,
   ) {
     this.memoryLimitMb = memoryLimitMb;
@@ -81,6 +93,7 @@ export class AgentIsolate {
     this.#start = api.start;
     this.#takeRef = api.take;
     this.#sync = api.sync;
+    this.#tidyRef = api.tidy;
     this.#holdBack = api.holdBack;
     this.#waiters = waiters;
   }
@@ -118,6 +131,7 @@ export class AgentIsolate {
         start: (await runtime.get("start", { reference: true })) as ivm.Reference,
         take: (await runtime.get("take", { reference: true })) as ivm.Reference,
         sync: (await runtime.get("sync", { reference: true })) as ivm.Reference,
+        tidy: (await runtime.get("tidy", { reference: true })) as ivm.Reference,
         holdBack: (await context.evalClosure(HOLD_BACK_SOURCE, [], { result: { reference: true } })) as ivm.Reference,
       };
       const created = new AgentIsolate(memoryLimitMb, reserve, isolate, api, waiters);
@@ -171,15 +185,18 @@ export class AgentIsolate {
   }
 
   /**
-   * Runs one program to its end. `cancel` is filled in with a function that stops the run.
-   * Resolves with `resync` when the mirror does not match the history the host sent.
+   * Runs one program to its end: its report comes at once when the program settled in its
+   * synchronous part (most do), else later. `cancel` is filled in with a function that stops
+   * the run. The report is `resync` when the mirror does not match the history the host sent.
+   * `steps` hears when the program starts and, unless it settled in its synchronous part, when
+   * it goes on after that part.
    *
    * The program's synchronous part (and the microtasks it queues) runs with `applySync`: most
    * programs settle there, and their result comes back with it, in one entry into the isolate.
    * One that awaits the bridge or never settles is finished by `notify` (then taken), the
    * wall-clock deadline, or the disposal watch.
    */
-  async run(request: RunRequestMessage, onStarted: () => void, control: RunControl): Promise<RunReport> {
+  run(request: RunRequestMessage, steps: RunSteps, control: RunControl): RunReport | Promise<RunReport> {
     const { payload, timeoutMs } = request;
     let history = this.#continuation(request.historyEpoch, request.historyStart, payload.history.records);
     if (history === undefined) return { kind: "resync" };
@@ -189,14 +206,14 @@ export class AgentIsolate {
     }
     const callId = payload.callId;
     const started = performance.now();
-    let done = false;
-    let settle!: (report: RunReport) => void;
-    const report = new Promise<RunReport>((resolve) => {
-      settle = (outcome) => {
-        done = true;
-        resolve(outcome);
-      };
-    });
+    // The first report wins; one that comes after the synchronous part resolves `later`.
+    let settled: RunReport | undefined;
+    let later: ((report: RunReport) => void) | undefined;
+    const settle = (report: RunReport) => {
+      if (settled !== undefined) return;
+      settled = report;
+      later?.(report);
+    };
     const abort = (errorType: "timeout" | "memory_limit" | "cancelled" | "execution", message: string) => {
       this.dispose();
       settle({ kind: "failed", errorType, message });
@@ -204,7 +221,7 @@ export class AgentIsolate {
     this.#waiters.set(callId, () => this.#take(callId, settle));
     control.cancel = () => abort("cancelled", "The call was cancelled while its program ran.");
 
-    onStarted();
+    steps.starting();
     let threw = false;
     try {
       const answer = this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, result: { copy: true }, timeout: timeoutMs }) as StartAnswer;
@@ -223,40 +240,43 @@ export class AgentIsolate {
     }
     this.historyEpoch = request.historyEpoch;
     this.historyLength = request.historyStart + payload.history.records.length;
-    if (!done) this.#take(callId, settle);
+    if (settled === undefined) this.#take(callId, settle);
     // Not settled, and the run was stopped at its time limit (not by a stray rejection): a time-out.
-    if (!done && threw && performance.now() - started >= timeoutMs) abort("timeout", timeoutMessage(timeoutMs));
-
-    let deadline: NodeJS.Timeout | undefined;
-    let poll: NodeJS.Timeout | undefined;
-    // Time this thread spent held by other runs' long synchronous parts, not counted against this one.
-    let excused = 0;
-    const armDeadline = () => {
-      clearTimeout(deadline);
-      deadline = setTimeout(() => {
-        if (performance.now() - started - excused < timeoutMs) return armDeadline();
-        // A program that settled while another run held this thread (its notice still queued
-        // behind this timer) is taken, not timed out for that wait.
-        this.#take(callId, settle);
-        if (!done) abort("timeout", timeoutMessage(timeoutMs));
-      }, Math.max(0, timeoutMs + excused - (performance.now() - started)));
-    };
-    control.excuse = (ms) => {
-      excused += ms;
-    };
-    if (!done) {
+    if (settled === undefined && threw && performance.now() - started >= timeoutMs) abort("timeout", timeoutMessage(timeoutMs));
+    if (settled !== undefined) {
+      // Settled in its synchronous part, as most programs do: the report goes at once.
+      this.#waiters.delete(callId);
+      return settled;
+    }
+    steps.continuing();
+    return new Promise<RunReport>((resolve) => {
+      let deadline: NodeJS.Timeout | undefined;
+      // Time this thread spent held by other runs' long synchronous parts, not counted against this one.
+      let excused = 0;
+      const armDeadline = () => {
+        clearTimeout(deadline);
+        deadline = setTimeout(() => {
+          if (performance.now() - started - excused < timeoutMs) return armDeadline();
+          // A program that settled while another run held this thread (its notice still queued
+          // behind this timer) is taken, not timed out for that wait.
+          this.#take(callId, settle);
+          if (settled === undefined) abort("timeout", timeoutMessage(timeoutMs));
+        }, Math.max(0, timeoutMs + excused - (performance.now() - started)));
+      };
+      control.excuse = (ms) => {
+        excused += ms;
+      };
       armDeadline();
-      poll = setInterval(() => {
+      const poll = setInterval(() => {
         if (this.#isolate.isDisposed && !this.#disposedOnPurpose) abort("memory_limit", memoryMessage(this.memoryLimitMb));
       }, DISPOSAL_POLL_MS);
-    }
-    try {
-      return await report;
-    } finally {
-      clearTimeout(deadline);
-      clearInterval(poll);
-      this.#waiters.delete(callId);
-    }
+      later = (report) => {
+        clearTimeout(deadline);
+        clearInterval(poll);
+        this.#waiters.delete(callId);
+        resolve(report);
+      };
+    });
   }
 
   /** The records as a continuation of the mirror, a reset, or undefined when they do not fit. */
@@ -282,6 +302,22 @@ export class AgentIsolate {
     this.historyEpoch = message.historyEpoch;
     this.historyLength = message.historyStart + message.records.length;
     return true;
+  }
+
+  /**
+   * The runtime's work between calls (see its `tidy`), done once a call's answer has left. An
+   * isolate it cannot tidy (a global that cannot be removed, or more of them than it can remove
+   * in {@link TIDY_TIMEOUT_MS}) is disposed: the next run builds a fresh one.
+   */
+  tidy(): void {
+    if (this.#isolate.isDisposed) return;
+    let tidied = false;
+    try {
+      tidied = this.#applyRepeatable(this.#tidyRef, [], { result: { copy: true }, timeout: TIDY_TIMEOUT_MS }) === true;
+    } catch {
+      // Stopped at its time limit, or the isolate is gone.
+    }
+    if (!tidied) this.dispose();
   }
 
   /** Takes the call's result from the isolate if it has settled (which also ends the call there). */

@@ -16,6 +16,8 @@ const MAX_IDLE_ISOLATES = 32;
 const isolates = new Map<string, AgentIsolate>();
 const creating = new Map<string, Promise<AgentIsolate>>();
 const controls = new Map<number, RunControl>();
+/** Runs whose program has started and whose answer has not been sent. */
+const startedRuns = new Set<number>();
 const runIdByCall = new Map<string, number>();
 const bridgeWaiters = new Map<number, (outcome: BridgeOutcome) => void>();
 let nextRequestId = 1;
@@ -72,6 +74,8 @@ function die(reason: string): never {
 }
 
 function onCatastrophe(message: string): void {
+  // A run still in its synchronous part has not said it started: it must not be sent again.
+  for (const runId of startedRuns) report(startedLine(runId));
   die(`isolated-vm lost control of an isolate (${message})`);
 }
 
@@ -103,6 +107,11 @@ const MIRROR_RESERVE_FACTOR = 4;
  * outgrew the mirror reserve. The mirror allowance doubles whenever the history outgrows it.
  */
 async function isolateFor(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
+  return warmIsolate(agentId, memoryLimitMb, mirrorMb) ?? newIsolate(agentId, memoryLimitMb, mirrorMb);
+}
+
+/** The agent's isolate when it can take the run as it is (kept most recently used), else undefined. */
+function warmIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): AgentIsolate | undefined {
   const existing = isolates.get(agentId);
   const allowance = Math.max(MIN_MIRROR_ALLOWANCE_MB, mirrorMb * 2);
   if (
@@ -115,12 +124,18 @@ async function isolateFor(agentId: string, memoryLimitMb: number, mirrorMb: numb
     isolates.set(agentId, existing);
     return existing;
   }
+  return undefined;
+}
+
+async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
+  const mirrorAllowance = Math.max(MIN_MIRROR_ALLOWANCE_MB, mirrorMb * 2);
+  const existing = isolates.get(agentId);
   existing?.dispose();
   isolates.delete(agentId);
   const pending = creating.get(agentId);
   if (pending) return pending;
-  const reserve = Math.max(MIN_MIRROR_RESERVE_MB, allowance * MIRROR_RESERVE_FACTOR);
-  const created = AgentIsolate.create(memoryLimitMb, allowance, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
+  const reserve = Math.max(MIN_MIRROR_RESERVE_MB, mirrorAllowance * MIRROR_RESERVE_FACTOR);
+  const created = AgentIsolate.create(memoryLimitMb, mirrorAllowance, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
   creating.set(agentId, created);
   const isolate = await created;
   isolates.set(agentId, isolate);
@@ -186,47 +201,101 @@ function startNextRun(): void {
     if (waitingRuns.length > 0) setImmediate(startNextRun);
     else startingRun = false;
   };
-  void run(message, release)
-    .then((report) => send({ type: "result", runId: message.runId, report }))
-    .finally(release);
+  const answer = (report: RunReport) => {
+    send({ type: "result", runId: message.runId, report });
+    setImmediate(tidy, message.agentId, message.runId);
+    release();
+  };
+  const report = run(message, release);
+  if (report instanceof Promise) void report.then(answer);
+  else answer(report);
 }
 
-async function run(message: RunRequestMessage, release: () => void): Promise<RunReport> {
+/**
+ * The isolate's work between calls, once a call's answer has left (see the runtime's `tidy`).
+ * It holds this thread like a synchronous part of the run that ended, and is counted as one.
+ */
+function tidy(agentId: string, runId: number): void {
+  const isolate = isolates.get(agentId);
+  if (isolate === undefined || isolate.busy || isolate.isDisposed) return;
+  const began = performance.now();
+  isolate.tidy();
+  if (isolate.isDisposed) isolates.delete(agentId);
+  letGo(runId, performance.now() - began);
+}
+
+/**
+ * Runs one program in its agent's isolate. The report comes at once when the isolate was warm
+ * and the program settled in its synchronous part (most calls), else later; it never throws or
+ * rejects. `release` lets the next waiting run start once this one's synchronous part is over.
+ */
+function run(message: RunRequestMessage, release: () => void): RunReport | Promise<RunReport> {
   const control: RunControl = {};
   controls.set(message.runId, control);
   runIdByCall.set(message.payload.callId, message.runId);
   memoryWatch.runStarted();
-  let isolate: AgentIsolate | undefined;
+  let warm: AgentIsolate | undefined;
   try {
-    isolate = await isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb);
-    // Cancelled while its isolate was being made: it never starts.
-    if (control.cancelled) return cancelledBeforeStart();
-    isolate.busy = true;
-    memoryWatch.setCeiling(memoryCeilingMb());
-    const onStarted = () => {
-      report(startedLine(message.runId));
+    warm = warmIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb);
+  } catch (error) {
+    return endRun(message, undefined, couldNotRun(error));
+  }
+  if (warm !== undefined) return runIn(warm, message, control, release);
+  return newIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb).then(
+    (isolate) => runIn(isolate, message, control, release),
+    (error: unknown) => endRun(message, undefined, couldNotRun(error)),
+  );
+}
+
+function runIn(isolate: AgentIsolate, message: RunRequestMessage, control: RunControl, release: () => void): RunReport | Promise<RunReport> {
+  // Cancelled while its isolate was being made: it never starts.
+  if (control.cancelled) return endRun(message, isolate, cancelledBeforeStart());
+  let outcome: RunReport | Promise<RunReport>;
+  isolate.busy = true;
+  // The host learns that a run started from its answer, its first bridge request, or its
+  // `B` line; one that goes on after its synchronous part says so with an `S` line (see
+  // `startedLine`). The program's synchronous part runs inside `isolate.run`, before its first await.
+  const steps = {
+    starting: () => {
+      startedRuns.add(message.runId);
       memoryWatch.holding(message.runId);
-    };
-    // The program's synchronous part runs inside this call, before its first await.
-    const holdStart = performance.now();
-    const running = isolate.run(message, onStarted, control);
+    },
+    continuing: () => report(startedLine(message.runId)),
+  };
+  const holdStart = performance.now();
+  try {
+    memoryWatch.setCeiling(memoryCeilingMb());
+    outcome = isolate.run(message, steps, control);
+  } catch (error) {
+    outcome = couldNotRun(error);
+  } finally {
     memoryWatch.holding(0);
     letGo(message.runId, performance.now() - holdStart);
     release();
-    return await running;
-  } catch (error) {
-    return { kind: "failed", errorType: "execution", message: `The sandbox could not run the program: ${error instanceof Error ? error.message : String(error)}` };
-  } finally {
-    release();
-    memoryWatch.runEnded();
-    controls.delete(message.runId);
-    runIdByCall.delete(message.payload.callId);
-    if (isolate) {
-      isolate.busy = false;
-      isolate.lastUsed = Date.now();
-      if (isolate.isDisposed && isolates.get(message.agentId) === isolate) isolates.delete(message.agentId);
-    }
   }
+  if (!(outcome instanceof Promise)) return endRun(message, isolate, outcome);
+  return outcome.then(
+    (later) => endRun(message, isolate, later),
+    (error: unknown) => endRun(message, isolate, couldNotRun(error)),
+  );
+}
+
+function couldNotRun(error: unknown): RunReport {
+  return { kind: "failed", errorType: "execution", message: `The sandbox could not run the program: ${error instanceof Error ? error.message : String(error)}` };
+}
+
+/** A run is over here: off the books, its isolate free for the next. */
+function endRun(message: RunRequestMessage, isolate: AgentIsolate | undefined, report: RunReport): RunReport {
+  memoryWatch.runEnded();
+  startedRuns.delete(message.runId);
+  controls.delete(message.runId);
+  runIdByCall.delete(message.payload.callId);
+  if (isolate) {
+    isolate.busy = false;
+    isolate.lastUsed = Date.now();
+    if (isolate.isDisposed && isolates.get(message.agentId) === isolate) isolates.delete(message.agentId);
+  }
+  return report;
 }
 
 process.on("message", (message: HostMessage) => {

@@ -13,7 +13,8 @@ export interface RunHooks {
  * Where a run is:
  * - `queued`: sent to a sandbox process that has not yet said its program started. No program
  *   code of it has run, so it may be sent again to another process if this one dies.
- * - `running`: the process said the program is about to start (the `S` signal).
+ * - `running`: the process said the program started (its first message or signal of it: see
+ *   `RunSignal` in `../protocol.ts`).
  * - `cancelling`: its signal aborted once it was running; the process was told to stop it.
  * A run stays on its process's books until the process answers for it or dies ({@link PendingRun.close}),
  * even when its caller was answered earlier (a run cancelled while queued is answered at once).
@@ -27,12 +28,14 @@ export type RunPhase = "queued" | "running" | "cancelling";
  * - queued: no deadline of its own; its process is checked for being stuck every
  *   `poolTimings.stuckAfterMs` (it waits as long as another run holds the process: that run
  *   has a deadline of its own).
- * - running: `timeoutMs + killGraceMs(timeoutMs)` of the run's own time, counted from the `S`
- *   signal. Time another run's synchronous part held the process is not the run's own (the
+ * - running: `timeoutMs + killGraceMs(timeoutMs)` of the run's own time, counted from the
+ *   first sign that it started (`S`, `B` or a bridge request; a run that answers first needs
+ *   none). Time another run's synchronous part held the process is not the run's own (the
  *   held rule in `../protocol.ts`): the count stops while the process reports such a hold
  *   (`B`) and takes off exactly the time the hold lasted (`F`). The sandbox process counts the
- *   same way for the program's own deadline (`timeoutMs`), starting just before it writes `S`,
- *   so its deadline fires first and the host's only when the isolate could not be stopped from inside.
+ *   same way for the program's own deadline (`timeoutMs`), starting just before the program
+ *   does, so its deadline fires first and the host's only when the isolate could not be
+ *   stopped from inside.
  * - cancelling: `killGraceMs(timeoutMs)` from the cancel, counted the same way.
  * When the host's deadline fires, the process is killed and the run ends by its phase.
  */

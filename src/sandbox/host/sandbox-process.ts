@@ -55,6 +55,7 @@ export class SandboxProcess {
   readonly #syncs = new Map<number, (ok: boolean) => void>();
   readonly #events: ProcessEvents;
   #exited = false;
+  #isReady = false;
   /** Killed, and not yet gone: it takes no new work. */
   #dying = false;
   #ceiling: CeilingReport | undefined;
@@ -94,6 +95,7 @@ export class SandboxProcess {
       child.once("error", (error) => reject(new Error(`the sandbox process could not start (${error.message})`)));
       child.on("message", (message: ChildMessage) => {
         if (message.type === "ready") {
+          this.#isReady = true;
           clearTimeout(startup);
           child.off("exit", onEarlyExit);
           resolve();
@@ -158,10 +160,13 @@ export class SandboxProcess {
 
   /** Sends a run here (once the process is ready); its report reaches `run.settle`. */
   async take(run: PendingRun): Promise<void> {
-    try {
-      await this.ready;
-    } catch (error) {
-      run.lostBecause = (error as Error).message;
+    // Once ready, a run goes at once, not a turn later.
+    if (!this.#isReady) {
+      try {
+        await this.ready;
+      } catch (error) {
+        run.lostBecause = (error as Error).message;
+      }
     }
     if (run.settled) return;
     if (!this.alive || run.lostBecause !== undefined) {
@@ -268,6 +273,7 @@ export class SandboxProcess {
           answer({ status: "error", ok: false, error_type: "cancelled", error_message: "The calling program has ended.", retriable: false });
           return;
         }
+        this.#started(run);
         run.hooks.onBridge(message.request).then(answer, (error: unknown) =>
           answer({ status: "error", ok: false, error_type: "execution", error_message: `The delegated call failed: ${String((error as Error)?.message ?? error)}`, retriable: false }),
         );
@@ -319,10 +325,11 @@ export class SandboxProcess {
     const run = this.#runs.get(signal.runId);
     switch (signal.kind) {
       case "started":
-        if (run?.phase === "queued") run.enter(run.cancelled ? "cancelling" : "running");
+        if (run) this.#started(run);
         return;
       case "busy":
         if (!run || run.letGo) return;
+        this.#started(run);
         run.heldLong = true;
         this.heavy.set(run.agentId, performance.now());
         this.busyRun = run.runId;
@@ -332,6 +339,11 @@ export class SandboxProcess {
         if (run) run.letGo = true;
         this.#letGo(signal.runId, signal.heldMs);
     }
+  }
+
+  /** The process said, one way or another, that a run's program started: its deadline runs from now. */
+  #started(run: PendingRun): void {
+    if (run.phase === "queued") run.enter(run.cancelled ? "cancelling" : "running");
   }
 
   /** A run's synchronous part let go after holding the process `heldMs`: the other runs' deadlines go on without that time. */
@@ -349,7 +361,8 @@ export class SandboxProcess {
     for (const run of [...this.#runs.values()]) {
       run.close();
       this.#runs.delete(run.runId);
-      if (run.phase === "queued" && !run.overran) {
+      // The run the memory watch names was in its synchronous part: it started, whatever the host had heard.
+      if (run.phase === "queued" && !run.overran && run.runId !== this.#ceiling?.runId) {
         run.lostBecause = `the sandbox process stopped (${signal ?? `exit code ${code}`})`;
         queued.push(run);
       }

@@ -17,8 +17,12 @@
  * gives a stand-in string for that field. The output is bounded by `maxChars`, counted as the
  * text it writes (each node, each reference, escapes included): past it, encoding throws an
  * error named `ResultTooLarge`.
+ *
+ * `ownData` is the caller's promise that the value is an object of its own making, with a null
+ * prototype and data properties only (the runtime's snapshot of `context`): when its values
+ * are all plain primitives it is written at once, as the graph walk would write it.
  */
-export function createEncoder(): (value: unknown, maxChars: number) => string {
+export function createEncoder(): (value: unknown, maxChars: number, ownData?: boolean) => string {
   "use strict";
   const { keys, getOwnPropertyDescriptor, getPrototypeOf, create } = Object;
   const apply = Reflect.apply;
@@ -104,8 +108,31 @@ export function createEncoder(): (value: unknown, maxChars: number) => string {
     return `{"root":0,"nodes":[${stringify(root)}]}`;
   }
 
-  return function encode(root: unknown, maxChars: number): string {
-    return encodePrimitive(root, maxChars) ?? encodeGraph(root, maxChars);
+  /**
+   * An object of the caller's making whose values are all plain primitives, written at once, as
+   * the graph walk would write it, at the same cost; undefined for anything else. Only for such
+   * objects: reading a stranger's (a proxy's traps, its getters) here and again in the walk
+   * would run its code twice.
+   */
+  function encodeFlat(root: Record<string, unknown>, maxChars: number): string | undefined {
+    const node = create(null) as Record<string, number>;
+    const values: unknown[] = [node];
+    let cost = 23;
+    for (const key of keys(root)) {
+      if (key === "__proto__") continue;
+      const value = root[key];
+      const valueCost = plainCost(value);
+      if (valueCost === undefined) return undefined;
+      node[key] = values.length;
+      cost += jsonChars(key) + 1 + valueCost + StringCtor(values.length).length + 1;
+      values.push(value);
+    }
+    if (cost > maxChars) throw tooLarge();
+    return stringify({ root: 0, nodes: values });
+  }
+
+  return function encode(root: unknown, maxChars: number, ownData = false): string {
+    return encodePrimitive(root, maxChars) ?? (ownData ? encodeFlat(root as Record<string, unknown>, maxChars) : undefined) ?? encodeGraph(root, maxChars);
   };
 
   function encodeGraph(root: unknown, maxChars: number): string {

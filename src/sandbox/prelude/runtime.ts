@@ -4,6 +4,11 @@
  * inside the isolate (sent as source text after `hardenRealm`), so it must not use anything
  * from its module scope; its helpers arrive as parameters.
  *
+ * Work a call does not need is left for `tidy`, which the sandbox process calls once the call's
+ * answer has left: the records a run brings are kept as text until a program reads the history
+ * (or `tidy` parses them), and the globals a program (or its stray continuations) added are
+ * removed there, so the next program starts without them.
+ *
  * Whatever a program throws or rejects with becomes a plain `{ name, message }`; results and
  * context leave as JSON strings made by the encoder. A program that settles in its synchronous
  * part (and the microtasks it queues) has its result in what `start` returns: isolated-vm copies
@@ -26,12 +31,19 @@ export interface IsolateRuntime {
    */
   sync(chunk: MirrorChunk): void;
   /**
-   * Starts a call: first ends the calls whose results left with their start's answer and
-   * removes the globals earlier programs added (`tainted` when one cannot be removed: nothing
-   * runs, and the isolate must be replaced), then runs the program. `result` is filled in when
-   * the program settles before the answer is copied out, null otherwise.
+   * Starts a call: first ends the calls whose results left with their start's answer and,
+   * unless `tidy` has done so since anything last ran here, removes the globals earlier
+   * programs added (`tainted` when one cannot be removed: nothing runs, and the isolate must be
+   * replaced), then runs the program. `result` is filled in when the program settles before
+   * the answer is copied out, null otherwise.
    */
   start(payload: RunPayload): StartAnswer;
+  /**
+   * Between calls: removes the globals programs and their stray continuations added, and
+   * parses the records that arrived as text. False when a global cannot be removed (the
+   * isolate must be replaced).
+   */
+  tidy(): boolean;
   /**
    * The call's result once it settled (ending the call), or null while it runs: then the
    * runtime calls `notify(callId)` when it settles (a call whose result leaves with `start`'s
@@ -45,7 +57,7 @@ export interface IsolateRuntime {
 
 /** What the runtime is made from: helpers sent as source, and the host's callbacks and limits. */
 export interface RuntimeParts {
-  readonly createEncoder: () => (value: unknown, maxChars: number) => string;
+  readonly createEncoder: () => (value: unknown, maxChars: number, ownData?: boolean) => string;
   readonly createPrinter: () => (value: unknown, maxChars: number) => string;
   readonly notify: (callId: string) => void;
   readonly bridge: ReferenceLike;
@@ -81,7 +93,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   // The encoder counts its own compact text (a shared part once, a reference by index), which
   // is rarely more than a few times the value's JSON; stopping at `encodedCharsPerJsonChar`
   // times the limit bounds the work here, and the host measures the value itself.
-  const encodeWithin = (value: unknown, jsonLimit: number) => encode(value, jsonLimit * limits.encodedCharsPerJsonChar);
+  const encodeWithin = (value: unknown, jsonLimit: number, ownData = false) => encode(value, jsonLimit * limits.encodedCharsPerJsonChar, ownData);
   const global = globalThis as Record<PropertyKey, unknown>;
   defineProperty(global, "content", { value: freeze(content), writable: false, enumerable: false, configurable: false });
   const baselineGlobals = new Set(ownKeys(global));
@@ -116,9 +128,11 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   const slots = new MapCtor<string, IsolateResult>();
   const budgetErrors = new WeakSetCtor<object>();
 
-  // The history mirror: records are frozen on arrival; programs see it through a view
+  // The history mirror: records are frozen when parsed; programs see it through a view
   // that refuses every write, so nothing a program does can change what later calls read.
+  // Records a run brings wait as text until a program reads the history or `tidy` comes.
   const mirror: object[] = [];
+  let unparsed: string[] = [];
   const refuse = () => false;
   const historyView = new ProxyCtor(mirror, {
     set: refuse,
@@ -165,16 +179,34 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     if (typeof kwargs === "object" && kwargs !== null && !isArray(kwargs) && keys(kwargs).length === 0) record.kwargs = emptyKwargs;
   }
 
-  function syncHistory(chunk: MirrorChunk): void {
-    if (chunk.reset) mirror.length = 0;
+  function addRecords(chunk: MirrorChunk): void {
+    if (chunk.reset) {
+      mirror.length = 0;
+      unparsed = [];
+    }
     const { records } = chunk;
-    for (let index = Math.max(0, mirror.length - chunk.start); index < records.length; index += 1) {
-      const record = parseJson(records[index] as string) as Record<string, unknown>;
+    for (let index = Math.max(0, mirror.length + unparsed.length - chunk.start); index < records.length; index += 1) {
+      apply(arrayPush, unparsed, [records[index]]);
+    }
+  }
+
+  function parseRecords(): void {
+    if (unparsed.length === 0) return;
+    const texts = unparsed;
+    unparsed = [];
+    for (let index = 0; index < texts.length; index += 1) {
+      const record = parseJson(texts[index] as string) as Record<string, unknown>;
       if (typeof record === "object" && record !== null) shareParts(record);
       deepFreeze(record);
       apply(arrayPush, mirror, [record]);
     }
   }
+
+  /** `context.conversation_history`: the mirror, with the records that arrived as text parsed first. */
+  const readHistory = freeze(function conversation_history(): unknown {
+    parseRecords();
+    return historyView;
+  });
 
   function convertsAsArray(value: unknown): boolean {
     return typeof value === "object" && value !== null && (isArray(value) || (value as { toString?: unknown }).toString === arrayToString);
@@ -218,11 +250,13 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     return error;
   }
 
+  // Set whenever code may have run here since `tidy` last removed stray globals: in every entry
+  // but `tidy`, and in every continuation of the bridge (an entry of isolated-vm's own). Program
+  // code runs only in those: an entry's microtask checkpoint empties the queue before it returns.
+  let mayHaveLeftGlobals = true;
+
   function settle(call: CallState, result: IsolateResult): void {
     if (call.ended || slots.has(call.id)) return;
-    // The program's globals go while it still runs, on its own time and deadline (removing
-    // millions of them takes seconds); `start` removes only what stray continuations add later.
-    cleanGlobals();
     slots.set(call.id, result);
     // Read when `start`'s answer is copied out, if that has not happened yet; else the host takes it on notice.
     call.answer.result = result;
@@ -257,7 +291,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       return name === "ResultTooLarge" ? tooLarge(call, "result") : failure(call, "execution", name, `The program's return value could not be read: ${message}`);
     }
     try {
-      contextText = encodeWithin(snapshotContext(context), limits.maxResultChars);
+      contextText = encodeWithin(snapshotContext(context), limits.maxResultChars, true);
     } catch (error) {
       const { name, message } = describeThrown(error);
       return name === "ResultTooLarge" ? tooLarge(call, "context") : failure(call, "execution", name, `The program left context that could not be read: ${message}`);
@@ -385,6 +419,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     } catch {
       envelope = null;
     } finally {
+      mayHaveLeftGlobals = true;
       call.delegatesInFlight -= 1;
     }
     if (call.ended) return new PromiseCtor<object>(() => {});
@@ -410,6 +445,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     } catch {
       envelope = null;
     }
+    mayHaveLeftGlobals = true;
     if (call.ended) return new PromiseCtor<unknown>(() => {});
     const answer = envelope as Record<string, unknown> | null;
     return typeof answer === "object" && answer !== null && answer.ok === true ? answer.value : undefined;
@@ -478,13 +514,38 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     }
   }
 
+  // Programs compiled before, by their text: a kept program runs again and again. Each is frozen,
+  // so no call can leave anything on it (`arguments.callee` reaches it in sloppy mode).
+  const MAX_COMPILED = 64;
+  const compiled = new MapCtor<string, (...args: unknown[]) => Promise<unknown>>();
+  function compile(code: string): (...args: unknown[]) => Promise<unknown> {
+    let program = compiled.get(code);
+    if (program === undefined) {
+      program = freeze(new AsyncFunction("context", "args", "kwargs", "delegate", "console", code));
+      if (compiled.size >= MAX_COMPILED) compiled.clear();
+      compiled.set(code, program);
+    }
+    return program;
+  }
+
   return freeze({
-    sync: syncHistory,
+    sync(chunk: MirrorChunk): void {
+      mayHaveLeftGlobals = true;
+      addRecords(chunk);
+      parseRecords();
+    },
+    tidy(): boolean {
+      if (!cleanGlobals()) return false;
+      mayHaveLeftGlobals = false;
+      parseRecords();
+      return true;
+    },
     start(payload: RunPayload): StartAnswer {
       handedOut = null;
       endSettled();
       // Every program starts with the globals the runtime left, whatever earlier ones (or their stray continuations) added.
-      if (!cleanGlobals()) return { tainted: true };
+      if (mayHaveLeftGlobals && !cleanGlobals()) return { tainted: true };
+      mayHaveLeftGlobals = true;
       const call: CallState = {
         id: payload.callId,
         depth: payload.depth,
@@ -500,17 +561,17 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       };
       calls.set(call.id, call);
       currentCall = call;
-      syncHistory(payload.history);
+      addRecords(payload.history);
       let program: (...args: unknown[]) => Promise<unknown>;
       try {
-        program = new AsyncFunction("context", "args", "kwargs", "delegate", "console", payload.code);
+        program = compile(payload.code);
       } catch (error) {
         const { name, message } = describeThrown(error);
         settle(call, failure(call, "invalid_code", name, message));
         return call.answer;
       }
       const context = payload.context;
-      defineProperty(context, "conversation_history", { value: historyView, writable: false, enumerable: false, configurable: false });
+      defineProperty(context, "conversation_history", { get: readHistory, enumerable: false, configurable: false });
       const running = apply(program, undefined, [context, payload.args, payload.kwargs, makeDelegate(call), makeConsole(call)]);
       apply(promiseThen, running, [
         (value: unknown) => settle(call, succeed(call, value, context)),
@@ -519,6 +580,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       return call.answer;
     },
     take(callId: string): IsolateResult | null {
+      mayHaveLeftGlobals = true;
       if (handedOut !== null && handedOut.callId === callId) return handedOut.result;
       const result = slots.get(callId);
       const call = calls.get(callId);
