@@ -30,6 +30,7 @@ export class KeptValues {
     this.#remove(ref);
     this.#values.set(ref, text);
     this.#bytes += text.length * 2;
+    if (this.#values.size <= rule.count && this.#bytes <= rule.maxBytes) return;
     for (const oldest of this.#values.keys()) {
       if (this.#values.size <= rule.count && this.#bytes <= rule.maxBytes) break;
       this.#remove(oldest);

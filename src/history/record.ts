@@ -137,7 +137,8 @@ function asObject(value: JsonValue): Record<string, JsonValue> {
  */
 function fitRecord(record: HistoryRecord): SerializedRecord {
   let serialized = serializeRecord(record);
-  if (Buffer.byteLength(serialized.json, "utf8") <= MAX_RECORD_BYTES) return serialized;
+  // No UTF-16 unit takes more than 3 bytes of UTF-8: most records need no count.
+  if (serialized.json.length * 3 <= MAX_RECORD_BYTES || Buffer.byteLength(serialized.json, "utf8") <= MAX_RECORD_BYTES) return serialized;
   let fitted: HistoryRecord = record;
   const jsonBytes = (value: unknown) => Buffer.byteLength(serialize(value) ?? "", "utf8");
   const withoutArgs = (r: HistoryRecord): HistoryRecord => ({ ...r, args: [`[truncated: args were ${jsonBytes(r.args)} bytes as JSON]`] });

@@ -134,8 +134,9 @@ export interface SyncRequestMessage {
   readonly records: readonly string[];
 }
 
+/** What the host sends a sandbox process (a run packed: see {@link PackedRun}). */
 export type HostMessage =
-  | RunRequestMessage
+  | PackedRun
   | SyncRequestMessage
   | { readonly type: "cancel"; readonly runId: number }
   | { readonly type: "bridge-result"; readonly requestId: number; readonly outcome: BridgeOutcome }
@@ -154,6 +155,89 @@ export type ChildMessage =
   /** `ok: false` when the mirror does not continue where the chunk starts: sync again from 0. */
   | { readonly type: "synced"; readonly syncId: number; readonly ok: boolean }
   | { readonly type: "bridge"; readonly runId: number; readonly requestId: number; readonly request: BridgeRequest };
+
+/*
+ * The run message and the answer of a run that succeeded go with nearly every call, so they
+ * travel as arrays: the V8 serializer behind IPC writes an object's keys again in every
+ * message, and the receiving process reads an array back in about half the time. Every other
+ * message travels as the object it is.
+ */
+
+/** A {@link RunRequestMessage} as it travels. */
+export type PackedRun = [
+  runId: number,
+  agentId: string,
+  memoryLimitMb: number,
+  mirrorMb: number,
+  timeoutMs: number,
+  historyEpoch: number,
+  historyStart: number,
+  callId: string,
+  code: string,
+  args: unknown[],
+  kwargs: Record<string, unknown>,
+  context: Record<string, unknown>,
+  depth: number,
+  maxDelegationDepth: number,
+  chunkStart: number,
+  reset: boolean,
+  records: readonly string[],
+];
+
+export function packRun(message: RunRequestMessage): PackedRun {
+  const { payload } = message;
+  const { history } = payload;
+  return [
+    message.runId,
+    message.agentId,
+    message.memoryLimitMb,
+    message.mirrorMb,
+    message.timeoutMs,
+    message.historyEpoch,
+    message.historyStart,
+    payload.callId,
+    payload.code,
+    payload.args,
+    payload.kwargs,
+    payload.context,
+    payload.depth,
+    payload.maxDelegationDepth,
+    history.start,
+    history.reset,
+    history.records,
+  ];
+}
+
+export function unpackRun(packed: PackedRun): RunRequestMessage {
+  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, start, reset, records] = packed;
+  return {
+    type: "run",
+    runId,
+    agentId,
+    memoryLimitMb,
+    mirrorMb,
+    timeoutMs,
+    historyEpoch,
+    historyStart,
+    payload: { callId, code, args, kwargs, context, depth, maxDelegationDepth, history: { start, reset, records } },
+  };
+}
+
+/** What a sandbox process sends the host (a success packed: see {@link PackedSuccess}). */
+export type ChildWireMessage = ChildMessage | PackedSuccess;
+
+/** The answer of a run whose program succeeded, as it travels: run id, value, context, console. */
+export type PackedSuccess = [runId: number, value: string, context: string, console: string[]];
+
+/** A run's answer as it travels: packed when the program succeeded, else the message itself. */
+export function packResult(runId: number, report: RunReport): PackedSuccess | ChildMessage {
+  if (report.kind === "settled" && report.result.status === "ok") return [runId, report.result.value, report.result.context, report.result.console];
+  return { type: "result", runId, report };
+}
+
+export function unpackSuccess([runId, value, context, console]: PackedSuccess): Extract<ChildMessage, { type: "result" }> {
+  return { type: "result", runId, report: { kind: "settled", result: { status: "ok", value, context, console } } };
+}
 
 /**
  * The sandbox process's report pipe: a file descriptor beside the IPC channel that any of its
@@ -183,12 +267,13 @@ export const BUSY_GRACE_MS = 50;
  * - `B<runId>`: its synchronous part has held the main thread longer than {@link BUSY_GRACE_MS}
  *   (written by the watch thread, since the main thread is the one held);
  * - `F<runId>:<ms>`: its synchronous part let go after holding the main thread `ms` whole
- *   milliseconds, at least {@link BUSY_GRACE_MS} (written by the main thread as it lets go).
+ *   milliseconds, at least {@link BUSY_GRACE_MS} (written by the main thread as it lets go);
+ *   also written for the isolate's tidying after the run's answer left, when that took as long.
  *
  * The held rule: a hold of at least {@link BUSY_GRACE_MS} is not counted against any other run's
  * deadline, by the sandbox process or by the host, and both count exactly the `ms` of its `F`
- * line. A run has one synchronous part, so one `B` and one `F` at most; the two come from
- * different threads, and a `B` read after its `F` is stale.
+ * line. A run has one synchronous part, so one `B` and one `F` for it at most (and one more `F`
+ * for its tidying); `B` and `F` come from different threads, and a `B` read after its `F` is stale.
  */
 export type RunSignal =
   | { readonly kind: "started" | "busy"; readonly runId: number }

@@ -4,10 +4,10 @@
  * keeps no state the host cannot rebuild: if it dies, the host starts a new one.
  */
 import { AgentIsolate, type RunControl } from "./agent-isolate.ts";
-import type { BridgeOutcome, BridgeRequest, ChildMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
+import type { BridgeOutcome, BridgeRequest, ChildWireMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
 import { writeSync } from "node:fs";
 import { maxEncodedChars, SANDBOX_LIMITS } from "../limits.ts";
-import { BUSY_GRACE_MS, REPORT_FD, freeLine, startedLine } from "../protocol.ts";
+import { BUSY_GRACE_MS, REPORT_FD, freeLine, packResult, startedLine, unpackRun } from "../protocol.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
@@ -22,7 +22,7 @@ const runIdByCall = new Map<string, number>();
 const bridgeWaiters = new Map<number, (outcome: BridgeOutcome) => void>();
 let nextRequestId = 1;
 
-function send(message: ChildMessage): void {
+function send(message: ChildWireMessage): void {
   if (process.connected) process.send?.(message);
 }
 
@@ -202,7 +202,7 @@ function startNextRun(): void {
     else startingRun = false;
   };
   const answer = (report: RunReport) => {
-    send({ type: "result", runId: message.runId, report });
+    send(packResult(message.runId, report));
     setImmediate(tidy, message.agentId, message.runId);
     release();
   };
@@ -299,10 +299,11 @@ function endRun(message: RunRequestMessage, isolate: AgentIsolate | undefined, r
 }
 
 process.on("message", (message: HostMessage) => {
+  if (Array.isArray(message)) {
+    enqueueRun(unpackRun(message));
+    return;
+  }
   switch (message.type) {
-    case "run":
-      enqueueRun(message);
-      break;
     case "sync":
       void isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb)
         .then((isolate) => isolate.syncChunk(message))

@@ -25,9 +25,11 @@ export type RunPhase = "queued" | "running" | "cancelling";
  * One run on its way through a sandbox process, with the host's deadline for it.
  *
  * The deadline rule, the only place deadlines are set ({@link PendingRun.arm}):
- * - queued: no deadline of its own; its process is checked for being stuck every
- *   `poolTimings.stuckAfterMs` (it waits as long as another run holds the process: that run
- *   has a deadline of its own).
+ * - queued: no deadline of its own; its process counts as stuck once the run has waited
+ *   `poolTimings.stuckAfterMs` while none of the process's programs runs (it waits as long as
+ *   another run holds the process: that run has a deadline of its own). The process checks
+ *   its queued runs now and then ({@link PendingRun.queuedMs}) rather than each run keeping a
+ *   timer: most runs are answered within a millisecond of being sent.
  * - running: `timeoutMs + killGraceMs(timeoutMs)` of the run's own time, counted from the
  *   first sign that it started (`S`, `B` or a bridge request; a run that answers first needs
  *   none). Time another run's synchronous part held the process is not the run's own (the
@@ -101,16 +103,24 @@ export class PendingRun {
     this.arm();
   }
 
-  /** Sets the deadline of the current phase, with the time already counted taken off. */
+  /** Sets the deadline of the current phase, with the time already counted taken off; a queued run's wait starts over. */
   arm(): void {
     clearTimeout(this.#timer);
     if (this.#closed || this.#paused) return;
-    const queued = this.phase === "queued";
+    if (this.phase === "queued") {
+      this.#since = performance.now();
+      return;
+    }
     this.#timer = setTimeout(() => {
       // Timers may fire a little early; the deadline is the count, not the timer.
-      if (!queued && this.remainingMs() > 0) this.arm();
+      if (this.remainingMs() > 0) this.arm();
       else this.#onDeadline(this);
-    }, queued ? poolTimings.stuckAfterMs : this.remainingMs());
+    }, this.remainingMs());
+  }
+
+  /** How long it has waited unstarted (0 once started). @unit ms */
+  queuedMs(): number {
+    return this.phase === "queued" && !this.#closed ? performance.now() - this.#since : 0;
   }
 
   /** What is left of the current phase's deadline (queued runs have none). @unit ms */

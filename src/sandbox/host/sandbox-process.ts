@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { REPORT_FD, readSignal, type BridgeOutcome, type CeilingReport, type ChildMessage, type HostMessage, type RunReport, type RunSignal, type SyncRequestMessage } from "../protocol.ts";
+import { packRun, REPORT_FD, readSignal, unpackSuccess, type BridgeOutcome, type CeilingReport, type ChildMessage, type ChildWireMessage, type HostMessage, type RunReport, type RunSignal, type SyncRequestMessage } from "../protocol.ts";
 import { PendingRun } from "./pending-run.ts";
 import { parseCeilingReport, ReportLines } from "./report-pipe.ts";
 import { poolTimings } from "./timings.ts";
@@ -56,6 +56,9 @@ export class SandboxProcess {
   readonly #events: ProcessEvents;
   #exited = false;
   #isReady = false;
+  #queuedWatch: NodeJS.Timeout | undefined;
+  /** Whether the process (and its channel) keeps the host alive now. */
+  #refed = true;
   /** Killed, and not yet gone: it takes no new work. */
   #dying = false;
   #ceiling: CeilingReport | undefined;
@@ -93,7 +96,8 @@ export class SandboxProcess {
       };
       child.once("exit", onEarlyExit);
       child.once("error", (error) => reject(new Error(`the sandbox process could not start (${error.message})`)));
-      child.on("message", (message: ChildMessage) => {
+      child.on("message", (wire: ChildWireMessage) => {
+        const message = Array.isArray(wire) ? unpackSuccess(wire) : wire;
         if (message.type === "ready") {
           this.#isReady = true;
           clearTimeout(startup);
@@ -177,8 +181,9 @@ export class SandboxProcess {
     this.#runs.set(run.runId, run);
     this.#updateRef();
     run.arm();
+    this.#watchQueued();
     try {
-      this.child.send(run.message satisfies HostMessage);
+      this.child.send(packRun(run.message) satisfies HostMessage);
     } catch (error) {
       this.#forgetRun(run);
       run.settle({ kind: "failed", errorType: "invalid_input", message: `The call's data could not be sent to the sandbox: ${(error as Error).message}` });
@@ -284,6 +289,25 @@ export class SandboxProcess {
     }
   }
 
+  /**
+   * While runs wait here unstarted, checks every quarter of `poolTimings.stuckAfterMs` whether
+   * one has waited that long (the queued rule in {@link PendingRun}).
+   */
+  #watchQueued(): void {
+    if (this.#queuedWatch !== undefined) return;
+    this.#queuedWatch = setTimeout(() => {
+      this.#queuedWatch = undefined;
+      let waiting = false;
+      for (const run of [...this.#runs.values()]) {
+        if (run.phase !== "queued" || run.closed) continue;
+        waiting = true;
+        if (run.queuedMs() >= poolTimings.stuckAfterMs) this.onDeadline(run);
+      }
+      if (waiting && this.alive) this.#watchQueued();
+    }, poolTimings.stuckAfterMs / 4);
+    this.#queuedWatch.unref();
+  }
+
   /** A run's host deadline passed: its isolate could not be stopped, so the process goes. */
   onDeadline(run: PendingRun): void {
     if (run.closed || this.#runs.get(run.runId) !== run) return;
@@ -315,6 +339,9 @@ export class SandboxProcess {
         const report = parseCeilingReport(line);
         if (report && this.#ceiling === undefined) {
           this.#ceiling = report;
+          // The run it names was in its synchronous part: it started, whatever the host had heard.
+          const culprit = this.#runs.get(report.runId);
+          if (culprit !== undefined) this.#started(culprit);
           this.kill();
         }
       }
@@ -355,14 +382,14 @@ export class SandboxProcess {
 
   #onClose(code: number | null, signal: NodeJS.Signals | null): void {
     this.#exited = true;
+    clearTimeout(this.#queuedWatch);
     this.busyRun = undefined;
     for (const resolve of this.#syncs.values()) resolve(false);
     const queued: PendingRun[] = [];
     for (const run of [...this.#runs.values()]) {
       run.close();
       this.#runs.delete(run.runId);
-      // The run the memory watch names was in its synchronous part: it started, whatever the host had heard.
-      if (run.phase === "queued" && !run.overran && run.runId !== this.#ceiling?.runId) {
+      if (run.phase === "queued" && !run.overran) {
         run.lostBecause = `the sandbox process stopped (${signal ?? `exit code ${code}`})`;
         queued.push(run);
       }
@@ -389,8 +416,11 @@ export class SandboxProcess {
 
   /** Keep the host alive only while work is pending, so applications can exit when idle. */
   #updateRef(): void {
+    const busy = this.#runs.size > 0 || this.#syncs.size > 0;
+    if (busy === this.#refed) return;
+    this.#refed = busy;
     const channel = this.child.channel as { ref?: () => void; unref?: () => void } | null | undefined;
-    if (this.#runs.size > 0 || this.#syncs.size > 0) {
+    if (busy) {
       this.child.ref();
       channel?.ref?.();
     } else {
