@@ -66,6 +66,25 @@ describe("HistoryStore", () => {
     expect(store.since(1).map((json) => JSON.parse(json).call_id)).toEqual(["call-2"]);
   });
 
+  test("since() gives the texts as stored, the newest too, after appends and replacements alike", () => {
+    const store = new HistoryStore();
+    const texts = (start: number, end?: number) => store.since(start, end).map((json) => JSON.parse(json).call_id);
+    expect(store.since(0)).toEqual([]);
+    const multiByte = record(0, { args: ["ünïcode ✓ 𝄞"] });
+    store.append({ record: multiByte, json: JSON.stringify(multiByte) });
+    expect(store.since(0)).toEqual([JSON.stringify(multiByte)]);
+    for (let index = 1; index < 3; index += 1) store.append({ record: record(index), json: JSON.stringify(record(index)) });
+    expect(texts(2)).toEqual(["call-2"]);
+    expect(texts(1)).toEqual(["call-1", "call-2"]);
+    expect(texts(1, 2)).toEqual(["call-1"]);
+    store.replace(normalizeHistory([record(7), record(8)], false));
+    expect(texts(1)).toEqual(["call-8"]);
+    store.replace([]);
+    expect(store.since(0)).toEqual([]);
+    store.appendJson(JSON.stringify(record(9)));
+    expect(texts(0)).toEqual(["call-9"]);
+  });
+
   test("latest() follows appends and replacements, never a stale record", () => {
     const store = new HistoryStore();
     const ids = (count: number) => store.latest(count).map((entry) => entry.call_id);

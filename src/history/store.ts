@@ -28,6 +28,8 @@ export class HistoryStore {
   #records = new TextArena();
   #index = new HistoryIndex();
   #snapshot: readonly HistoryRecord[] | undefined;
+  /** The text of the record appended last, while it is the last. */
+  #newest: string | undefined;
   /** The records `latest()` last returned and the index of the first, so each call parses only what is new. */
   #tail: { start: number; records: readonly HistoryRecord[] } = { start: 0, records: [] };
   /** Changes whenever the history is replaced rather than appended to. */
@@ -54,6 +56,7 @@ export class HistoryStore {
   /** Appends a record's JSON text (a record another process wrote, say). */
   appendJson(json: string): void {
     this.#records.push(json);
+    this.#newest = json;
     this.#snapshot = undefined;
   }
 
@@ -65,12 +68,15 @@ export class HistoryStore {
     this.#index = new HistoryIndex();
     this.#snapshot = undefined;
     this.#tail = { start: 0, records: [] };
+    this.#newest = undefined;
     this.epoch += 1;
     this.mirrored = 0;
   }
 
   /** Records from `start` up to `end` (default: the end), as JSON text for the sandbox mirror. */
   since(start: number, end?: number): readonly string[] {
+    // The next run usually needs only the record just appended: its text is at hand.
+    if (this.#newest !== undefined && start === this.length - 1 && (end === undefined || end >= this.length)) return [this.#newest];
     return this.#records.slice(start, end);
   }
 

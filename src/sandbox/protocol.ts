@@ -6,12 +6,14 @@
  *   ───────────────────────               ─────────────────                ─────────
  *   run {program, args, context,  ──────▶  pick the agent's isolate
  *        history since last sync}          start(payload)  ─────────────▶  compile, run
+ *   (sent packed)
  *                                                                          delegate(role).m()
  *   sync {records} (large syncs) ──────▶   sync(chunk)     ─────────────▶  mirror += records
  *   bridge-result {outcome}  ◀──────▶      bridge {role, method, args} ◀── bridge(callId, request)
  *                                          start's answer  ◀──────────────  result, if settled at once
  *                                          notify(callId)  ◀──────────────  settled later
  *   result {value, context, …}  ◀──────    take(callId)    ─────────────▶  result
+ *   (a success sent packed)                tidy()          ─────────────▶  globals removed, records parsed
  *
  * Values travel host → child by structured clone (IPC "advanced" serialisation) and enter
  * the isolate as copies. Results leave the isolate as one JSON string made by the in-isolate
