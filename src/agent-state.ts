@@ -18,14 +18,28 @@ export class SerialQueue {
   #unfinished = 0;
 
   run<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.#unfinished === 0 ? startNow(task) : this.#tail.then(task);
+    const idle = this.#unfinished === 0;
     this.#unfinished += 1;
+    if (!idle) {
+      const result = this.#tail.then(task);
+      this.#tail = result.then(this.#finished, this.#finished);
+      return result;
+    }
+    // A task queued from inside this one's first steps waits for this one's end.
+    let ended!: () => void;
+    this.#tail = new Promise<void>((resolve) => (ended = resolve));
+    const result = startNow(task);
     const finished = () => {
-      this.#unfinished -= 1;
+      this.#finished();
+      ended();
     };
-    this.#tail = result.then(finished, finished);
+    result.then(finished, finished);
     return result;
   }
+
+  readonly #finished = (): void => {
+    this.#unfinished -= 1;
+  };
 }
 
 function startNow<T>(task: () => Promise<T>): Promise<T> {

@@ -35,6 +35,23 @@ describe("an agent's queue", () => {
     expect(events).toEqual(["first started", "first ended", "second started", "third started", "fourth started"]);
   });
 
+  test("a task queued from inside the first steps of a task that started at once waits for that task's end", async () => {
+    const queue = new SerialQueue();
+    const events: string[] = [];
+    let inner: Promise<void> | undefined;
+    const outer = queue.run(async () => {
+      events.push("outer started");
+      inner = queue.run(async () => {
+        events.push("inner started");
+      });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      events.push("outer ended");
+    });
+    await outer;
+    await inner;
+    expect(events).toEqual(["outer started", "outer ended", "inner started"]);
+  });
+
   test("a task that throws before its first await, queued while none waits, rejects its own promise and the queue goes on", async () => {
     const queue = new SerialQueue();
     const failing = queue.run((() => {

@@ -88,6 +88,28 @@ describe("generated code cannot damage the history", () => {
     expect((await agent.tamper()).value).toBe("changed");
     expect((await agent.read()).value).toBe("add");
   });
+
+  test("a program that reads the history with its stack nearly full, and catches the failure, loses no record for later programs", async () => {
+    // Recurses to the stack's end, then reads the history from ever shallower depths until a read succeeds.
+    const attack = `
+      let reads = 0;
+      function reader() { return context.conversation_history.length; }
+      function dive(depth) {
+        try { return dive(depth + 1); } catch (error) {
+          if (reads > 0) throw error;
+          for (let spare = 200; spare >= 0; spare--) { try { reader(...new Array(spare)); reads += 1; break; } catch {} }
+          return depth;
+        }
+      }
+      dive(0);
+      return context.conversation_history.length;`;
+    const agent = agentWith({ attack, names: "return context.conversation_history.map((r) => r.method_name)" });
+    await seed(agent);
+    for (let call = 0; call < 4; call += 1) await agent.attack();
+    const names = await agent.names();
+    expect(names.value).toEqual(Agent.history(agent).slice(0, -1).map((record) => record.method_name));
+    expect(names.value).toEqual(["add", "add", "fail", "add", "attack", "attack", "attack", "attack"]);
+  });
 });
 
 describe("application-supplied history", () => {

@@ -279,6 +279,34 @@ describe("deadlines of programs beside another agent's program", () => {
     expect(asked!.value).toBe("pong");
     for (const outcome of hogged.flat()) expect(outcome.errorMessage).toBeUndefined();
   });
+
+  test("an isolate tidied at length after its program answered does not cost a program waiting for its delegate its deadline", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    let helperAsked = false;
+    // The hog's globals take most of its own time limit to make, and as long again to remove once it answered.
+    const litter = "const g = globalThis; for (let i = 0; i < 450000; i++) g['v' + i] = i; return 'littered'";
+    const provider = new ScriptedProvider({
+      programs: (request) => {
+        if (request.method === "warm") return "return 1";
+        if (request.role === "helper") {
+          helperAsked = true;
+          return { delayMs: 600, code: "return 'pong'" };
+        }
+        return request.role === "asker" ? "const r = await delegate('helper').ping(); return r.value" : litter;
+      },
+    });
+    const asker = Agent.for("asker", { provider, executionTimeoutMs: 1_000, reuse: false });
+    const hog = Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false });
+    await Promise.all([asker.warm(), hog.warm()]);
+    const asking = asker.work();
+    await waitFor(() => helperAsked);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    const [asked, hogged] = await Promise.all([asking, hog.work()]);
+    expect(hogged.errorMessage).toBeUndefined();
+    expect(hogged.value).toBe("littered");
+    expect(asked.errorMessage).toBeUndefined();
+    expect(asked.value).toBe("pong");
+  });
 });
 
 describe("placement", () => {

@@ -267,15 +267,19 @@ export const BUSY_GRACE_MS = 50;
  *   {@link BUSY_GRACE_MS} of a synchronous part leaves that run looking unstarted: it is sent
  *   again, at most twice (the pool's resend limit);
  * - `B<runId>`: its synchronous part has held the main thread longer than {@link BUSY_GRACE_MS}
- *   (written by the watch thread, since the main thread is the one held);
+ *   (written by the watch thread, since the main thread is the one held); also written for the
+ *   isolate's tidying after the run's answer left, which the host then counts as a hold of a
+ *   run no longer on its books;
  * - `F<runId>:<ms>`: its synchronous part let go after holding the main thread `ms` whole
  *   milliseconds, at least {@link BUSY_GRACE_MS} (written by the main thread as it lets go);
  *   also written for the isolate's tidying after the run's answer left, when that took as long.
  *
  * The held rule: a hold of at least {@link BUSY_GRACE_MS} is not counted against any other run's
  * deadline, by the sandbox process or by the host, and both count exactly the `ms` of its `F`
- * line. A run has one synchronous part, so one `B` and one `F` for it at most (and one more `F`
- * for its tidying); `B` and `F` come from different threads, and a `B` read after its `F` is stale.
+ * line. A run has one synchronous part, so one `B` and one `F` for it at most (and one more pair
+ * for its tidying); `B` and `F` come from different threads, and a `B` read after its `F` is
+ * stale. (A tidying `B` read while the host still has the run on its books, its answer not yet
+ * read, is taken for a stale one: the tidying's time is then only taken off, by its `F`.)
  */
 export type RunSignal =
   | { readonly kind: "started" | "busy"; readonly runId: number }

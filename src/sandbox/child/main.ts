@@ -218,10 +218,18 @@ function startNextRun(): void {
 function tidy(agentId: string, runId: number): void {
   const isolate = isolates.get(agentId);
   if (isolate === undefined || isolate.busy || isolate.isDisposed) return;
+  // Watched like a synchronous part: held past the grace, the host hears `B` (and `F` after).
+  memoryWatch.runStarted();
+  memoryWatch.holding(runId);
   const began = performance.now();
-  isolate.tidy();
+  try {
+    isolate.tidy();
+  } finally {
+    memoryWatch.holding(0);
+    memoryWatch.runEnded();
+    letGo(runId, performance.now() - began);
+  }
   if (isolate.isDisposed) isolates.delete(agentId);
-  letGo(runId, performance.now() - began);
 }
 
 /**

@@ -10,6 +10,8 @@ export const WATCH_SLOTS = {
   syncRunId: 2,
   /** Never written: waiting on it is a sleep. */
   never: 3,
+  /** Counts holds, so that two holds in a row by one run (its synchronous part, then its tidying) are told apart. */
+  holds: 4,
 } as const;
 
 export interface MemoryWatchData {

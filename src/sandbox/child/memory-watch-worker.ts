@@ -31,6 +31,7 @@ function report(line: string): void {
 }
 
 let held = 0;
+let heldHold = 0;
 let heldSince = 0;
 let toldBusy = false;
 let lastMemoryCheck = 0;
@@ -44,8 +45,10 @@ for (;;) {
   }
   const now = performance.now();
   const holding = Atomics.load(slots, WATCH_SLOTS.syncRunId);
-  if (holding !== held) {
+  const hold = Atomics.load(slots, WATCH_SLOTS.holds);
+  if (holding !== held || hold !== heldHold) {
     held = holding;
+    heldHold = hold;
     heldSince = now;
     toldBusy = false;
   } else if (held !== 0 && !toldBusy && now - heldSince >= BUSY_GRACE_MS) {

@@ -42,6 +42,7 @@ export class MemoryWatch {
 
   /** Which run's synchronous part holds the main thread (0: none), so a report can name it. */
   holding(runId: number): void {
+    if (runId !== 0) Atomics.add(this.#slots, WATCH_SLOTS.holds, 1);
     Atomics.store(this.#slots, WATCH_SLOTS.syncRunId, runId);
   }
 }

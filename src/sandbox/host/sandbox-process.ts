@@ -57,6 +57,8 @@ export class SandboxProcess {
   #exited = false;
   #isReady = false;
   #queuedWatch: NodeJS.Timeout | undefined;
+  /** Runs already answered whose `F` was read (the latest few), so a `B` of theirs read later is known stale. */
+  readonly #letGoAfterEnd: number[] = [];
   /** Whether the process (and its channel) keeps the host alive now. */
   #refed = true;
   /** Killed, and not yet gone: it takes no new work. */
@@ -355,7 +357,11 @@ export class SandboxProcess {
         if (run) this.#started(run);
         return;
       case "busy":
-        if (!run || run.letGo) return;
+        if (!run) {
+          this.#heldAfterEnd(signal.runId);
+          return;
+        }
+        if (run.letGo) return;
         this.#started(run);
         run.heldLong = true;
         this.heavy.set(run.agentId, performance.now());
@@ -364,8 +370,25 @@ export class SandboxProcess {
         return;
       case "free":
         if (run) run.letGo = true;
+        else this.#rememberLetGo(signal.runId);
         this.#letGo(signal.runId, signal.heldMs);
     }
+  }
+
+  /**
+   * A run already answered holds the process still: its isolate's tidying after the answer
+   * (see the runtime's `tidy`). Other runs wait for it uncharged, as behind a synchronous part,
+   * until its `F`; a `B` read after that `F` is stale.
+   */
+  #heldAfterEnd(runId: number): void {
+    if (this.#letGoAfterEnd.includes(runId)) return;
+    this.busyRun = runId;
+    for (const other of this.#runs.values()) other.pause();
+  }
+
+  #rememberLetGo(runId: number): void {
+    this.#letGoAfterEnd.push(runId);
+    if (this.#letGoAfterEnd.length > 16) this.#letGoAfterEnd.shift();
   }
 
   /** The process said, one way or another, that a run's program started: its deadline runs from now. */

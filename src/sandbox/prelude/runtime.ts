@@ -130,9 +130,14 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
 
   // The history mirror: records are frozen when parsed; programs see it through a view
   // that refuses every write, so nothing a program does can change what later calls read.
-  // Records a run brings wait as text until a program reads the history or `tidy` comes.
+  // The few records a run usually brings wait as text (from `firstUnparsed` on) until a program
+  // reads the history or `tidy` comes; a record leaves the text only once it is in the mirror,
+  // so a parse stopped part-way (a time limit, a program's full stack) loses nothing.
   const mirror: object[] = [];
-  let unparsed: string[] = [];
+  let unparsed: (string | undefined)[] = [];
+  let firstUnparsed = 0;
+  /** More records than this in one run are parsed at its start, on its own time, as a sync's are. */
+  const MAX_RECORDS_AS_TEXT = 4;
   const refuse = () => false;
   const historyView = new ProxyCtor(mirror, {
     set: refuse,
@@ -183,23 +188,26 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     if (chunk.reset) {
       mirror.length = 0;
       unparsed = [];
+      firstUnparsed = 0;
     }
     const { records } = chunk;
-    for (let index = Math.max(0, mirror.length + unparsed.length - chunk.start); index < records.length; index += 1) {
+    const held = mirror.length + unparsed.length - firstUnparsed;
+    for (let index = Math.max(0, held - chunk.start); index < records.length; index += 1) {
       apply(arrayPush, unparsed, [records[index]]);
     }
   }
 
   function parseRecords(): void {
-    if (unparsed.length === 0) return;
-    const texts = unparsed;
-    unparsed = [];
-    for (let index = 0; index < texts.length; index += 1) {
-      const record = parseJson(texts[index] as string) as Record<string, unknown>;
+    while (firstUnparsed < unparsed.length) {
+      const record = parseJson(unparsed[firstUnparsed] as string) as Record<string, unknown>;
       if (typeof record === "object" && record !== null) shareParts(record);
       deepFreeze(record);
       apply(arrayPush, mirror, [record]);
+      unparsed[firstUnparsed] = undefined;
+      firstUnparsed += 1;
     }
+    unparsed = [];
+    firstUnparsed = 0;
   }
 
   /** `context.conversation_history`: the mirror, with the records that arrived as text parsed first. */
@@ -562,6 +570,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       calls.set(call.id, call);
       currentCall = call;
       addRecords(payload.history);
+      if (unparsed.length - firstUnparsed > MAX_RECORDS_AS_TEXT) parseRecords();
       let program: (...args: unknown[]) => Promise<unknown>;
       try {
         program = compile(payload.code);
