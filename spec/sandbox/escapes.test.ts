@@ -126,7 +126,7 @@ describe("intrinsics are frozen before generated code runs", () => {
     expect([first.value, second.value]).toEqual([["none", true], ["none", true]]);
   });
 
-  test("globals a program leaves are removed on its own time: the next call does not pay for them", async () => {
+  test("globals a program leaves are removed after its answer left, not on the next call's time", async () => {
     const agent = Agent.for("litterer", {
       provider: new ScriptedProvider({ programs: { litter: "for (let i = 0; i < 4_000_000; i++) globalThis[i] = i; return 'littered'", innocent: "return 'fine'" } }),
       executionTimeoutMs: 2_000,

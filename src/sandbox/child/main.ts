@@ -242,12 +242,7 @@ function run(message: RunRequestMessage, release: () => void): RunReport | Promi
   controls.set(message.runId, control);
   runIdByCall.set(message.payload.callId, message.runId);
   memoryWatch.runStarted();
-  let warm: AgentIsolate | undefined;
-  try {
-    warm = warmIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb);
-  } catch (error) {
-    return endRun(message, undefined, couldNotRun(error));
-  }
+  const warm = warmIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb);
   if (warm !== undefined) return runIn(warm, message, control, release);
   return newIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb).then(
     (isolate) => runIn(isolate, message, control, release),
