@@ -12,6 +12,26 @@ function agents(count: number, role: string, program: string, options: Record<st
   return Array.from({ length: count }, () => Agent.for(role, { provider, reuse: false, ...options }));
 }
 
+/**
+ * A provider for agents of role `waiter`, whose program awaits a helper answering after
+ * `helperDelayMs`, beside agents of any other role running `program`; `helper.asked` is set
+ * once a waiter's program has asked.
+ */
+function waitingOnHelper(waiter: string, helperDelayMs: number, program: string): { provider: ScriptedProvider; helper: { asked: boolean } } {
+  const helper = { asked: false };
+  const provider = new ScriptedProvider({
+    programs: (request) => {
+      if (request.method === "warm") return "return 1";
+      if (request.role === "helper") {
+        helper.asked = true;
+        return { delayMs: helperDelayMs, code: "return 'pong'" };
+      }
+      return request.role === waiter ? "const r = await delegate('helper').ping(); return r.value" : program;
+    },
+  });
+  return { provider, helper };
+}
+
 afterEach(() => {
   sandboxPool().shutdown();
 });
@@ -111,24 +131,15 @@ describe("the sandbox pool", () => {
 
   test("a program awaiting a delegate is not timed out while another program holds its process", async () => {
     configureSandbox({ processes: 1, maxProcesses: 1 });
-    let helperAsked = false;
-    const provider = new ScriptedProvider({
-      programs: (request) => {
-        if (request.role === "helper") {
-          helperAsked = true;
-          return { delayMs: 300, code: "return 'pong'" };
-        }
-        return request.role === "asker" ? "const r = await delegate('helper').ping(); return r.value" : SPIN(1_500);
-      },
-    });
+    const { provider, helper } = waitingOnHelper("asker", 300, SPIN(1_500));
     const asker = Agent.for("asker", { provider, executionTimeoutMs: 1_000, reuse: false });
     const hog = Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false });
     await Promise.all([asker.work(), hog.work()]);
-    helperAsked = false;
+    helper.asked = false;
     // The asker's program waits for its delegate's answer while the hog holds the one process
     // for longer than the asker's whole time limit.
     const asking = asker.work();
-    await waitFor(() => helperAsked);
+    await waitFor(() => helper.asked);
     const [asked, hogged] = await Promise.all([asking, hog.work()]);
     expect(asked.errorMessage).toBeUndefined();
     expect(asked.value).toBe("pong");
@@ -235,23 +246,13 @@ describe("fault containment", () => {
 describe("deadlines of programs beside another agent's program", () => {
   test("cancelling one program does not kill its process while another agent's program holds it", async () => {
     configureSandbox({ processes: 1, maxProcesses: 1 });
-    let helperAsked = false;
-    const provider = new ScriptedProvider({
-      programs: (request) => {
-        if (request.method === "warm") return "return 1";
-        if (request.role === "helper") {
-          helperAsked = true;
-          return { delayMs: 3_000, code: "return 'late'" };
-        }
-        return request.role === "waiter" ? "const r = await delegate('helper').ping(); return r.value" : SPIN(1_500);
-      },
-    });
+    const { provider, helper } = waitingOnHelper("waiter", 3_000, SPIN(1_500));
     const controller = new AbortController();
     const waiter = Agent.for("waiter", { provider, signal: controller.signal, executionTimeoutMs: 1_000, reuse: false });
     const spinner = Agent.for("spinner", { provider, executionTimeoutMs: 5_000, reuse: false });
     await Promise.all([waiter.warm(), spinner.warm()]);
     const waiting = waiter.work();
-    await waitFor(() => helperAsked);
+    await waitFor(() => helper.asked);
     const spinning = spinner.work();
     await waitFor(() => sandboxPool().busyProcesses === 1);
     controller.abort();
@@ -263,13 +264,7 @@ describe("deadlines of programs beside another agent's program", () => {
 
   test("holds just past the busy grace, back to back, are not charged to a program waiting for its delegate", async () => {
     configureSandbox({ processes: 1, maxProcesses: 1 });
-    const provider = new ScriptedProvider({
-      programs: (request) => {
-        if (request.method === "warm") return "return 1";
-        if (request.role === "helper") return { delayMs: 100, code: "return 'pong'" };
-        return request.role === "victim" ? "const r = await delegate('helper').ping(); return r.value" : SPIN(52);
-      },
-    });
+    const { provider } = waitingOnHelper("victim", 100, SPIN(52));
     const victim = Agent.for("victim", { provider, executionTimeoutMs: 300, reuse: false });
     // Fewer agents than the sandbox process keeps isolates for, so no run waits for an isolate to be made.
     const hogs = Array.from({ length: 20 }, () => Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false }));
@@ -282,24 +277,14 @@ describe("deadlines of programs beside another agent's program", () => {
 
   test("an isolate tidied at length after its program answered does not cost a program waiting for its delegate its deadline", async () => {
     configureSandbox({ processes: 1, maxProcesses: 1 });
-    let helperAsked = false;
     // The hog's globals take most of its own time limit to make, and as long again to remove once it answered.
     const litter = "const g = globalThis; for (let i = 0; i < 450000; i++) g['v' + i] = i; return 'littered'";
-    const provider = new ScriptedProvider({
-      programs: (request) => {
-        if (request.method === "warm") return "return 1";
-        if (request.role === "helper") {
-          helperAsked = true;
-          return { delayMs: 600, code: "return 'pong'" };
-        }
-        return request.role === "asker" ? "const r = await delegate('helper').ping(); return r.value" : litter;
-      },
-    });
+    const { provider, helper } = waitingOnHelper("asker", 600, litter);
     const asker = Agent.for("asker", { provider, executionTimeoutMs: 1_000, reuse: false });
     const hog = Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false });
     await Promise.all([asker.warm(), hog.warm()]);
     const asking = asker.work();
-    await waitFor(() => helperAsked);
+    await waitFor(() => helper.asked);
     await new Promise((resolve) => setTimeout(resolve, 350));
     const [asked, hogged] = await Promise.all([asking, hog.work()]);
     expect(hogged.errorMessage).toBeUndefined();

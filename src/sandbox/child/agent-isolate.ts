@@ -310,20 +310,13 @@ export class AgentIsolate {
    * in {@link TIDY_TIMEOUT_MS}) is disposed: the next run builds a fresh one.
    */
   tidy(): void {
-    const began = performance.now();
-    for (let attempt = 1; attempt <= 3 && !this.#isolate.isDisposed; attempt += 1) {
-      // One time limit for all attempts.
-      const left = TIDY_TIMEOUT_MS - (performance.now() - began);
-      if (left <= 0) break;
-      try {
-        if (this.#tidyRef.applySync(undefined, [], { result: { copy: true }, timeout: Math.ceil(left) }) === true) return;
-        break;
-      } catch {
-        // A stray rejection reported on this task is no failure of the tidying, which is done
-        // again (it goes on where it stopped); its time limit is, and so is a disposed isolate.
-      }
+    let tidied = false;
+    try {
+      tidied = this.#applyRepeatable(this.#tidyRef, [], { result: { copy: true } }, TIDY_TIMEOUT_MS) === true;
+    } catch {
+      // Stopped at its time limit, or the isolate is gone.
     }
-    this.dispose();
+    if (!tidied) this.dispose();
   }
 
   /** Takes the call's result from the isolate if it has settled (which also ends the call there). */
@@ -347,18 +340,21 @@ export class AgentIsolate {
   }
 
   /**
-   * Calls one of the runtime's repeatable functions (`take`, `sync`: doing either twice is
-   * harmless). isolated-vm reports a rejection the program left unhandled as the error of
-   * whichever task ends next, after that task's own work is done, so such an error is no
+   * Calls one of the runtime's repeatable functions (`take`, `sync`, `tidy`: doing any of them
+   * twice is harmless). isolated-vm reports a rejection the program left unhandled as the error
+   * of whichever task ends next, after that task's own work is done, so such an error is no
    * sign the call failed: it is repeated, and only an error that persists, or a disposed
-   * isolate, is thrown.
+   * isolate, is thrown. With `withinMs`, all attempts share that one time limit, and one that
+   * reaches it is not repeated.
    */
-  #applyRepeatable(reference: ivm.Reference, args: unknown[], options: ivm.ReferenceApplyOptions): unknown {
+  #applyRepeatable(reference: ivm.Reference, args: unknown[], options: ivm.ReferenceApplyOptions, withinMs?: number): unknown {
+    const began = performance.now();
     for (let attempt = 1; ; attempt += 1) {
+      const left = withinMs === undefined ? undefined : Math.ceil(withinMs - (performance.now() - began));
       try {
-        return reference.applySync(undefined, args, options);
+        return reference.applySync(undefined, args, left === undefined ? options : { ...options, timeout: left });
       } catch (error) {
-        if (this.#isolate.isDisposed || attempt >= 3) throw error;
+        if (this.#isolate.isDisposed || attempt >= 3 || (withinMs !== undefined && performance.now() - began >= withinMs)) throw error;
       }
     }
   }

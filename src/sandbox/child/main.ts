@@ -229,7 +229,12 @@ function tidy(agentId: string, runId: number): void {
     memoryWatch.runEnded();
     letGo(runId, performance.now() - began);
   }
-  if (isolate.isDisposed) isolates.delete(agentId);
+  dropIfDisposed(agentId, isolate);
+}
+
+/** Takes an isolate that was disposed (it failed, or could not be tidied) off the warm list. */
+function dropIfDisposed(agentId: string, isolate: AgentIsolate): void {
+  if (isolate.isDisposed && isolates.get(agentId) === isolate) isolates.delete(agentId);
 }
 
 /**
@@ -296,7 +301,7 @@ function endRun(message: RunRequestMessage, isolate: AgentIsolate | undefined, r
   if (isolate) {
     isolate.busy = false;
     isolate.lastUsed = Date.now();
-    if (isolate.isDisposed && isolates.get(message.agentId) === isolate) isolates.delete(message.agentId);
+    dropIfDisposed(message.agentId, isolate);
   }
   return report;
 }

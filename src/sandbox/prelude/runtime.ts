@@ -512,14 +512,16 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   // The result last taken, kept until the next start so that a repeated take gets it again.
   let handedOut: { readonly callId: string; readonly result: IsolateResult } | null = null;
 
+  /** Ends a call whose result is handed out: nothing of it reaches the host any more. */
+  function endCall(id: string, call: CallState | undefined): void {
+    if (call) call.ended = true;
+    calls.delete(id);
+    slots.delete(id);
+  }
+
   /** Ends the calls that settled: their results were handed out, with their start's answer or by `take`. */
   function endSettled(): void {
-    for (const [id, call] of calls) {
-      if (!slots.has(id)) continue;
-      call.ended = true;
-      calls.delete(id);
-      slots.delete(id);
-    }
+    for (const [id, call] of calls) if (slots.has(id)) endCall(id, call);
   }
 
   // Programs compiled before, by their text: a kept program runs again and again. Each is frozen,
@@ -597,10 +599,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
         if (call) call.watched = true;
         return null;
       }
-      if (call) call.ended = true;
       handedOut = { callId, result };
-      calls.delete(callId);
-      slots.delete(callId);
+      endCall(callId, call);
       return result;
     },
   });
