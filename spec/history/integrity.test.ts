@@ -90,7 +90,8 @@ describe("generated code cannot damage the history", () => {
   });
 
   test("a program that reads the history with its stack nearly full, and catches the failure, loses no record for later programs", async () => {
-    // Recurses to the stack's end, then reads the history from ever shallower depths until a read succeeds.
+    // Recurses to the stack's end, then, frame by frame on the way back, reads the history with
+    // ever less stack to spare until a read succeeds.
     const attack = `
       let reads = 0;
       function reader() { return context.conversation_history.length; }
@@ -98,6 +99,7 @@ describe("generated code cannot damage the history", () => {
         try { return dive(depth + 1); } catch (error) {
           if (reads > 0) throw error;
           for (let spare = 200; spare >= 0; spare--) { try { reader(...new Array(spare)); reads += 1; break; } catch {} }
+          if (reads === 0) throw error;
           return depth;
         }
       }
