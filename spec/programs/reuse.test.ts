@@ -92,7 +92,7 @@ describe("program reuse", () => {
 
   test("a failure counted for a program the shelf no longer keeps is not charged to the one that replaced it", () => {
     const shelf = new MemoryShelf();
-    const old = { key: "calc.add(2)@v1", role: "calc", method: "add", code: "return 1" };
+    const old = { key: "calc.add(2)@v1", role: "calc", method: "add", code: "return 1", why: "a test" };
     shelf.keep(old);
     shelf.keep({ ...old, code: "return args[0] + args[1]" });
     expect(shelf.ran(old.key, old.code, "mistake", 1)).toBe(false);

@@ -114,19 +114,19 @@ export function storeContract(name: string, make: () => Promise<Store>): void {
       await store.close();
     });
 
-    test("kept programs: uses and failures counted, dropped after failures in a row, a count for a replaced program never charged to its successor", async () => {
+    test("kept programs: why each was kept, uses and failures counted, dropped after failures in a row, a count for a replaced program never charged to its successor", async () => {
       const store = await make();
-      const program = { key: "calc.add(2)@v1", role: "calc", method: "add", code: "return args[0] + args[1]" };
+      const program = { key: "calc.add(2)@v1", role: "calc", method: "add", code: "return args[0] + args[1]", why: "it reads the call's input" };
       await store.keepProgram?.(program);
       expect(await store.programRan?.(program.key, program.code, "ok", 2)).toBe(false);
       expect(await store.programRan?.(program.key, program.code, "mistake", 2)).toBe(false);
-      expect(await store.program?.(program.key)).toMatchObject({ code: program.code, uses: 1, failures: 1, failuresInRow: 1 });
+      expect(await store.program?.(program.key)).toMatchObject({ code: program.code, why: program.why, uses: 1, failures: 1, failuresInRow: 1 });
       // Another process replaced the program meanwhile: a late count for the old one changes nothing.
-      const successor = { ...program, code: "return args[0] + args[1] + 0" };
+      const successor = { ...program, code: "return args[0] + args[1] + 0", why: "its repair reads the call's input" };
       await store.keepProgram?.(successor);
       expect(await store.programRan?.(program.key, program.code, "mistake", 1)).toBe(false);
       expect(await store.programRan?.(program.key, program.code, "ok", 1)).toBe(false);
-      expect(await store.program?.(program.key)).toMatchObject({ code: successor.code, uses: 0, failures: 0, failuresInRow: 0 });
+      expect(await store.program?.(program.key)).toMatchObject({ code: successor.code, why: successor.why, uses: 0, failures: 0, failuresInRow: 0 });
       // Its own failures in a row drop it.
       expect(await store.programRan?.(program.key, successor.code, "mistake", 2)).toBe(false);
       expect(await store.programRan?.(program.key, successor.code, "mistake", 2)).toBe(true);

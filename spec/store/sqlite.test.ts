@@ -56,6 +56,22 @@ describe("SqliteStore set-up", () => {
     expect(() => new SqliteStore(path)).toThrow(`sqlite:${path}: the database has schema version 99, made by a newer improv; this one knows up to ${SQLITE_MIGRATIONS.length}. Upgrade improv to use it.`);
   });
 
+  test("a store of schema version 3 is migrated forward: its kept programs stay, with no reason recorded for keeping them", async () => {
+    const path = freshPath();
+    const db = new DatabaseSync(path);
+    db.exec("CREATE TABLE improv_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    for (const migration of SQLITE_MIGRATIONS.slice(0, 3)) db.exec(migration);
+    db.exec("INSERT INTO improv_meta VALUES ('schema_version', '3')");
+    db.prepare("INSERT INTO improv_programs (key, role, method, code, uses, failures, failures_in_row, kept_at, last_used) VALUES ('calc.add(2)@v', 'calc', 'add', 'return 1', 2, 0, 0, '2026-01-01T00:00:00.000Z', NULL)").run();
+    db.close();
+    const store = new SqliteStore(path);
+    expect(await store.program("calc.add(2)@v")).toMatchObject({ code: "return 1", uses: 2, why: null });
+    await store.keepProgram({ key: "calc.add(2)@v", role: "calc", method: "add", code: "return args[0]", why: "a reason" });
+    expect(await store.program("calc.add(2)@v")).toMatchObject({ code: "return args[0]", uses: 0, why: "a reason" });
+    await store.close();
+    expect((new DatabaseSync(path).prepare("SELECT value FROM improv_meta WHERE key = 'schema_version'").get() as { value: string }).value).toBe(String(SQLITE_MIGRATIONS.length));
+  });
+
   test("a file that cannot be written is a StoreError naming the store", () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-sqlite-readonly-"));
     mkdirSync(join(directory, "locked"));

@@ -5,6 +5,7 @@ import { writeLogLine } from "../log/logger.ts";
 import { Outcome } from "../outcome.ts";
 import type { WriteResult } from "../store/store.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
+import type { ReuseDecision } from "../programs/cacheable.ts";
 import { attemptErrors, type AttemptFailure } from "./repair.ts";
 import { KeptValues } from "../history/kept-values.ts";
 import { spanIds, type Span } from "../tracing/tracing.ts";
@@ -27,6 +28,8 @@ export interface CallDraft {
   programSource: ProgramSource;
   /** Whether a kept program's run ended the call: false when its failure sent the call on to the provider. */
   artifactHit: boolean;
+  /** Whether the program that worked was kept for reuse, and why; undefined when no new program worked. */
+  reuseDecision: ReuseDecision | undefined;
   /** The last program, parsed once and reused by the history scan. */
   parsed: ParsedProgram | undefined;
   model: string | undefined;
@@ -127,7 +130,13 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, kee
     durationMs,
     program: draft.code === null ? null : { code: draft.code, source: draft.programSource },
     artifactHit: draft.artifactHit,
+    reuseDecision: decisionOf(draft, outcome),
   });
+}
+
+/** The reuse decision of a call that ends ok (a store failure at commit undoes the keeping too). */
+function decisionOf(draft: CallDraft, outcome: Outcome): ReuseDecision | undefined {
+  return outcome.ok ? draft.reuseDecision : undefined;
 }
 
 function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, durationMs: number, appended: boolean): Record<string, unknown> {
@@ -145,6 +154,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     tokens: draft.tokens ?? (draft.attempts === 0 ? { prompt: 0, completion: 0 } : null),
     programSource: draft.code === null ? null : draft.programSource,
     artifactHit: draft.artifactHit,
+    reuseDecision: decisionOf(draft, outcome),
     attemptErrors: attemptErrors(draft.failures),
     status: outcome.status,
     errorType: outcome.errorType ?? null,

@@ -12,7 +12,7 @@ import { choosePreview } from "./preview.ts";
 import { feedbackBlock, type AttemptFailure } from "./repair.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
-import { bakedInput, readsParameters, takesPartInReuse } from "../programs/cacheable.ts";
+import { keepDecision, takesPartInReuse, whyNotReused, type ReuseDecision } from "../programs/cacheable.ts";
 import { programKey, shelfFor, type KeptProgram, type ProgramShelf } from "../programs/kept.ts";
 import { OpenAIProvider } from "../providers/openai.ts";
 import { ScriptedProvider } from "../providers/scripted.ts";
@@ -48,6 +48,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     code: null,
     programSource: "generated",
     artifactHit: false,
+    reuseDecision: undefined,
     parsed: undefined,
     model: undefined,
     attempts: 0,
@@ -165,9 +166,9 @@ async function execute(state: AgentState, draft: CallDraft): Promise<Outcome> {
     draft.model = generated.model;
     // Written after a failure's feedback, it is a repair of what failed.
     draft.programSource = draft.failures.some((failure) => failure.code !== undefined) ? "repaired" : "generated";
-    const { outcome, mistake, prepared } = await runAttempt(state, draft, generated.code, attempt, fail);
+    const { outcome, mistake } = await runAttempt(state, draft, generated.code, attempt, fail);
     if (mistake === undefined) {
-      if (outcome.ok && reuse !== undefined && prepared !== undefined) await keepIfReusable(reuse, draft, prepared, generated.code);
+      if (outcome.ok && reuse !== undefined) await keepIfReusable(reuse, draft, generated.code);
       return outcome;
     }
     draft.failures.push(mistake);
@@ -186,13 +187,13 @@ async function runAttempt(
   code: string,
   attempt: number,
   fail: (errorType: ErrorType, message: string) => Outcome,
-): Promise<{ outcome: Outcome; mistake?: AttemptFailure; prepared?: Extract<PreparedProgram, { ok: true }> }> {
+): Promise<{ outcome: Outcome; mistake?: AttemptFailure }> {
   const prepared = prepareProgram(code, draft.method);
   draft.parsed = prepared.parsed;
   if (!prepared.ok) {
     return { outcome: fail("invalid_code", prepared.message), mistake: { attempt, errorType: "invalid_code", message: prepared.message, code } };
   }
-  const ran = await state.queue.run(async () => {
+  return state.queue.run(async () => {
     // Processes sharing a durable agent take turns where the store has per-agent locks.
     const release = state.link === undefined ? undefined : await state.link.lock(lockWaitMs(state));
     try {
@@ -201,7 +202,6 @@ async function runAttempt(
       if (release !== undefined) await release();
     }
   });
-  return { ...ran, prepared };
 }
 
 /** Where this call's kept programs are, and its key there; undefined when the call takes no part in reuse. */
@@ -261,13 +261,16 @@ function isPending<T>(answer: T | Promise<T>): answer is Promise<T> {
   return typeof (answer as { then?: unknown } | null | undefined)?.then === "function";
 }
 
-/** Keeps a program that worked, unless it bakes this call's input into itself. */
-async function keepIfReusable(reuse: Reuse, draft: CallDraft, prepared: Extract<PreparedProgram, { ok: true }>, code: string): Promise<void> {
-  if (!prepared.parsed.ok) return;
-  // A function or class method the shape calls gets the call's input as its parameters.
-  const readsInputByShape = prepared.callee !== undefined && readsParameters(prepared.callee);
-  if (bakedInput(prepared.parsed.ast, draft.args, draft.kwargs, readsInputByShape) !== undefined) return;
-  await Promise.resolve(reuse.shelf.keep({ key: reuse.key, role: draft.role, method: draft.method, code })).catch(() => undefined);
+/** Keeps a program that worked, when the call's decision (made before its record was written) says so. */
+async function keepIfReusable(reuse: Reuse, draft: CallDraft, code: string): Promise<void> {
+  if (draft.reuseDecision?.kept !== true) return;
+  await Promise.resolve(reuse.shelf.keep({ key: reuse.key, role: draft.role, method: draft.method, code, why: draft.reuseDecision.reason })).catch(() => undefined);
+}
+
+/** Whether this call's program, which worked, is kept for later calls, and why. */
+function decideReuse(state: AgentState, draft: CallDraft, prepared: Extract<PreparedProgram, { ok: true }>): ReuseDecision {
+  const refused = whyNotReused(draft.method, state.options.reuse);
+  return refused === undefined ? keepDecision(prepared, draft.args, draft.kwargs) : { kept: false, reason: refused };
 }
 
 /** How long a run waits for its agent's lock held by another process: that process's run and commit, with room to spare. */
@@ -290,6 +293,8 @@ async function runAndCommit(
     const baseVersion = state.link?.view.version ?? 0;
     const { outcome, failure, context } = await runInSandbox(state, draft, prepared.source, fail);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(prepared, code, attempt, outcome, failure, fail);
+    // Decided before the record is written, so the record and the log line can say it.
+    if (outcome.ok && draft.programSource !== "reused") draft.reuseDecision = decideReuse(state, draft, prepared);
     const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
     if (run >= MAX_CONFLICT_RUNS) {

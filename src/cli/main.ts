@@ -8,7 +8,8 @@ import { openStore } from "../store/open.ts";
 import { sqlitePath, SqliteStore } from "../store/sqlite-store.ts";
 import type { Store } from "../store/store.ts";
 import { runDemo } from "./demo.ts";
-import { agentsTable, historyTable, programsTable } from "./tables.ts";
+import { refusedPrograms } from "./refused.ts";
+import { agentsTable, historyTable, programHeader, programsTable, refusedTable } from "./tables.ts";
 import { runTelemetry, UsageError } from "./telemetry-command.ts";
 
 // Piping into `head` closes stdout early; that is the reader's choice, not an error.
@@ -104,23 +105,32 @@ program
 
 program
   .command("programs")
-  .description("List the programs a store keeps for reuse (key, uses, failures, last used), show one, or forget one.")
+  .description("List the programs a store keeps for reuse (key, uses, failures, last used), show one and why it was kept, forget one, or list the programs the latest calls did not keep and why.")
   .argument("<store>", "a SQLite file or sqlite: URL, or a postgres:// URL")
   .option("--role <role>", "only the programs of this role")
-  .option("--show <key>", "print the program kept under this key")
+  .option("--show <key>", "print the program kept under this key, after comment lines saying why it was kept and how it fared")
   .option("--forget <key>", "drop the program kept under this key (the next call of that shape asks the provider)")
+  .option("--refused", "list the programs that worked but were not kept, and why, among the latest calls (see --last)")
+  .option("--last <n>", "with --refused: how many of the latest calls to look at", "50")
   .option("--json", "print the list as JSON")
-  .action(async (location: string, options: { role?: string; show?: string; forget?: string; json?: boolean }) => {
+  .action(async (location: string, options: { role?: string; show?: string; forget?: string; refused?: boolean; last: string; json?: boolean }) => {
     await withStore(location, async (store) => {
       if (store.programs === undefined || store.program === undefined || store.forgetProgram === undefined) throw new UsageError(`${store.label} keeps no programs.`);
-      if (options.show !== undefined && options.forget !== undefined) throw new UsageError("Give --show or --forget, not both.");
+      if ([options.show, options.forget, options.refused].filter((given) => given !== undefined).length > 1) throw new UsageError("Give one of --show, --forget and --refused.");
+      if (options.refused) {
+        const last = Number(options.last);
+        if (!Number.isSafeInteger(last) || last < 1) throw new UsageError(`--last must be a whole number of calls, 1 or more (not "${options.last}").`);
+        const refused = await refusedPrograms(store, last, options.role);
+        process.stdout.write(options.json ? `${JSON.stringify(refused, null, 2)}\n` : refused.length === 0 ? `No program was refused keeping in the latest ${last} calls.\n` : `${refusedTable(refused)}\n`);
+        return;
+      }
       const key = options.forget ?? options.show;
       if (key !== undefined) {
         const found = await store.program(key);
         const program = options.role === undefined || found?.role === options.role ? found : undefined;
         if (program === undefined) throw new UsageError(`No program kept under ${key}${options.role === undefined ? "" : ` for role ${options.role}`}.`);
         if (options.show !== undefined) {
-          process.stdout.write(`${program.code}\n`);
+          process.stdout.write(`${programHeader(program)}${program.code}\n`);
           return;
         }
         if (!(await store.forgetProgram(key))) throw new UsageError(`No program kept under ${key}.`);

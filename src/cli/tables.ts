@@ -1,6 +1,7 @@
 import type { HistoryRecord } from "../history/record.ts";
 import type { KeptProgram } from "../programs/kept.ts";
 import type { AgentSummary } from "../store/store.ts";
+import type { RefusedProgram } from "./refused.ts";
 
 /** Lays out rows under a header, each column as wide as its widest cell. */
 function table(header: readonly string[], rows: readonly string[][]): string {
@@ -27,6 +28,25 @@ export function historyTable(records: readonly HistoryRecord[]): string {
 /** A plain-text table of stored agents. */
 export function agentsTable(agents: readonly AgentSummary[]): string {
   return table(["id", "role", "records", "last call"], agents.map((agent) => [agent.id, agent.role, String(agent.records), agent.updatedAt]));
+}
+
+/** Comment lines put before a kept program's text: its key, why it was kept and how it has fared. */
+export function programHeader(program: KeptProgram): string {
+  const failures = `${program.failures}${program.failuresInRow > 0 ? ` (${program.failuresInRow} in a row)` : ""}`;
+  return [
+    `// key: ${program.key}`,
+    `// kept: ${program.keptAt}, because ${program.why ?? "(kept by an older improv, which did not record why)"}`,
+    `// uses: ${program.uses}, failures: ${failures}, last used: ${program.lastUsed ?? "never"}`,
+    "",
+  ].join("\n");
+}
+
+/** A plain-text table of programs that worked and were not kept. */
+export function refusedTable(refused: readonly RefusedProgram[]): string {
+  return table(
+    ["time", "agent", "method", "call", "why not kept"],
+    refused.map((entry) => [entry.timestamp, entry.agent, `${entry.role}.${entry.method}`, entry.callId.slice(0, 8), entry.reason]),
+  );
 }
 
 /** A plain-text table of kept programs. */

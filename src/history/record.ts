@@ -43,6 +43,8 @@ export interface HistoryRecord {
   readonly artifact_hit?: boolean;
   /** The program's text (cut to 10,000 characters). */
   readonly program?: string;
+  /** For a call whose new program worked: whether that program was kept for reuse, and why. */
+  readonly reuse_decision?: { readonly kept: boolean; readonly reason: string };
 }
 
 /** Where a call's program came from, as the record and the log line say. */
@@ -71,6 +73,8 @@ export interface RecordInput {
   readonly artifactHit: boolean;
   /** Set when the call's value is kept: the reference programs pass to `content()`. */
   readonly contentRef?: string | undefined;
+  /** For a call whose new program worked: whether it was kept for reuse, and why. */
+  readonly reuseDecision?: { readonly kept: boolean; readonly reason: string } | undefined;
 }
 
 // Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
@@ -113,6 +117,7 @@ export function createRecord(input: RecordInput): SerializedRecord {
     ...(outcome.ok || outcome.errorType === undefined ? {} : { error_type: outcome.errorType, error_message: truncateString(outcome.errorMessage ?? "") }),
     ...(input.program === null ? {} : { program_source: input.program.source, program: truncateString(input.program.code) }),
     artifact_hit: input.artifactHit,
+    ...(input.reuseDecision === undefined ? {} : { reuse_decision: { kept: input.reuseDecision.kept, reason: truncateString(input.reuseDecision.reason, 500) } }),
   };
   return fitRecord(record);
 }

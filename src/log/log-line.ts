@@ -30,6 +30,8 @@ export interface LogLineInput {
   readonly programSource?: ProgramSource | null;
   /** Whether a kept program's run ended the call. */
   readonly artifactHit?: boolean;
+  /** For a call whose new program worked: whether it was kept for reuse, and why. */
+  readonly reuseDecision?: { readonly kept: boolean; readonly reason: string } | undefined;
   /** Why each failed attempt failed, oldest first. */
   readonly attemptErrors: readonly { readonly attempt: number; readonly error_type: ErrorType; readonly error_message: string }[];
   readonly status: OutcomeStatus;
@@ -70,6 +72,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     completion_tokens: input.tokens?.completion ?? null,
     program_source: input.programSource ?? null,
     artifact_hit: input.artifactHit === true,
+    reuse_decision: input.reuseDecision ?? null,
     attempt_errors: input.attemptErrors,
     outcome_status: input.status,
     error_type: input.errorType,

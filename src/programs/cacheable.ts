@@ -1,12 +1,21 @@
 /**
  * Whether a program that worked may be kept and run again for later calls of the same shape:
- * only when its method takes part in reuse, and the program does not bake this call's input
- * into its text (then it would answer every later call as it answered this one). Decided on
- * the program's syntax tree, never by searching its text.
+ * only when its method takes part in reuse, the program does not bake this call's input into
+ * its text (then it would answer every later call as it answered this one), and its result is
+ * not prose it wrote itself (then it is an answer, not a method). Decided on the program's
+ * syntax tree, never by searching its text.
  */
 import type { Node } from "acorn";
 import { full } from "acorn-walk";
 import type { ReuseRule } from "../options.ts";
+import { writtenProse } from "./prose.ts";
+import type { PreparedProgram } from "./shape.ts";
+
+/** Whether a program that worked was kept for reuse, and why: the record, the log line and `improv programs` say it. */
+export interface ReuseDecision {
+  readonly kept: boolean;
+  readonly reason: string;
+}
 
 /** Methods that by convention take free-form requests: kept only when named in `reuse: { only }`. */
 export const FREE_FORM_METHODS: ReadonlySet<string> = new Set(["ask", "chat", "discuss", "answer", "respond"]);
@@ -21,9 +30,33 @@ type AnyNode = Node & { readonly [field: string]: any };
 
 /** Whether calls of `method` may run a kept program (and keep the ones that work). */
 export function takesPartInReuse(method: string, rule: ReuseRule): boolean {
-  if (!rule.enabled) return false;
-  if (rule.only !== undefined) return rule.only.has(method);
-  return !rule.except.has(method) && !FREE_FORM_METHODS.has(method);
+  return whyNotReused(method, rule) === undefined;
+}
+
+/** Why calls of `method` take no part in reuse, or undefined when they do. */
+export function whyNotReused(method: string, rule: ReuseRule): string | undefined {
+  if (!rule.enabled) return "reuse is off for this agent (reuse: false)";
+  if (rule.only !== undefined) return rule.only.has(method) ? undefined : "the method is not named in reuse: { only }";
+  if (rule.except.has(method)) return "the method is named in reuse: { except }";
+  if (FREE_FORM_METHODS.has(method)) return `${method} by convention takes free-form requests (name it in reuse: { only } to keep its programs)`;
+  return undefined;
+}
+
+/**
+ * Whether a program that worked for this call is kept for later calls of its key, and why: the
+ * whole rule of docs/programs.md section 5 in one place.
+ */
+export function keepDecision(prepared: Extract<PreparedProgram, { ok: true }>, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>): ReuseDecision {
+  if (!prepared.parsed.ok) return { kept: false, reason: "the program does not parse as JavaScript here, so what it does with its input cannot be told" };
+  // A function or class method the shape calls gets the call's input as its parameters.
+  const readsInputByShape = prepared.callee !== undefined && readsParameters(prepared.callee);
+  const baked = bakedInput(prepared.parsed.ast, args, kwargs, readsInputByShape);
+  if (baked !== undefined) return { kept: false, reason: baked };
+  const prose = writtenProse(prepared.parsed.ast, prepared.callee);
+  if (prose !== undefined) return { kept: false, reason: `its result is prose it wrote itself ("${prose.sample}"): an answer, not a method` };
+  const hasInput = args.length > 0 || Object.keys(kwargs).length > 0;
+  const input = hasInput ? "it reads the call's input, holds none of it in its text" : "the call had no input";
+  return { kept: true, reason: `${input}, and its result is computed, not prose it wrote` };
 }
 
 /**

@@ -20,16 +20,28 @@ export interface KeptProgram {
   readonly uses: number;
   readonly failures: number;
   readonly failuresInRow: number;
+  /** Why it was kept (the reuse rules it passed); null for a program kept before improv said why. */
+  readonly why: string | null;
   /** ISO 8601 times. */
   readonly keptAt: string;
   readonly lastUsed: string | null;
+}
+
+/** A program that worked, to be kept under its call's key. */
+export interface ProgramToKeep {
+  readonly key: string;
+  readonly role: string;
+  readonly method: string;
+  readonly code: string;
+  /** Why it may be kept (see `keepDecision`). */
+  readonly why: string;
 }
 
 /** Where an agent's kept programs are: in memory, or in its store. */
 export interface ProgramShelf {
   get(key: string): KeptProgram | undefined | Promise<KeptProgram | undefined>;
   /** Keeps `code` under `key`, replacing what was kept there (counts start over). */
-  keep(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): void | Promise<void>;
+  keep(program: ProgramToKeep): void | Promise<void>;
   /**
    * A call the program `code` kept under `key` served: `ok`, or failed by its own mistake; true
    * when that failure dropped it. Not counted when `key` holds another program by now (one
@@ -64,7 +76,7 @@ export class MemoryShelf implements ProgramShelf {
     return this.#programs.get(key);
   }
 
-  keep(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): void {
+  keep(program: ProgramToKeep): void {
     this.#programs.delete(program.key);
     // Bounded: past the cap, the program kept longest ago goes (a Map keeps insertion order).
     if (this.#programs.size >= MAX_PROGRAMS_IN_MEMORY) this.#programs.delete(this.#programs.keys().next().value as string);
@@ -113,7 +125,7 @@ class StoreShelf implements ProgramShelf {
     return this.#store.program(key);
   }
 
-  keep(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void> {
+  keep(program: ProgramToKeep): Promise<void> {
     return this.#store.keepProgram(program);
   }
 

@@ -44,6 +44,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
    ) WITHOUT ROWID;
    CREATE INDEX improv_values_seq ON improv_values (agent_id, seq, bytes);
    CREATE INDEX improv_records_trace ON improv_records (json_extract(record, '$.trace_id'));`,
+  `ALTER TABLE improv_programs ADD COLUMN why TEXT;`,
 ];
 
 /** PostgreSQL (`PostgresStore`). */
@@ -87,4 +88,5 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX improv_values_seq ON improv_values (agent_id, seq, bytes);
    CREATE INDEX improv_records_trace ON improv_records (((record::jsonb) ->> 'trace_id'));`,
+  `ALTER TABLE improv_programs ADD COLUMN why TEXT;`,
 ];

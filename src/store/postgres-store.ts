@@ -1,7 +1,7 @@
 import pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
-import type { KeptProgram } from "../programs/kept.ts";
+import type { KeptProgram, ProgramToKeep } from "../programs/kept.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
 
@@ -183,11 +183,11 @@ export class PostgresStore implements Store {
     });
   }
 
-  async keepProgram(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void> {
+  async keepProgram(program: ProgramToKeep): Promise<void> {
     await this.#use("keep a program", async (client) => {
       await client.query(
-        "INSERT INTO improv_programs (key, role, method, code, uses, failures, failures_in_row, kept_at, last_used) VALUES ($1, $2, $3, $4, 0, 0, 0, $5, NULL) ON CONFLICT (key) DO UPDATE SET code = excluded.code, uses = 0, failures = 0, failures_in_row = 0, kept_at = excluded.kept_at, last_used = NULL",
-        [program.key, program.role, program.method, program.code, new Date().toISOString()],
+        "INSERT INTO improv_programs (key, role, method, code, uses, failures, failures_in_row, kept_at, last_used, why) VALUES ($1, $2, $3, $4, 0, 0, 0, $5, NULL, $6) ON CONFLICT (key) DO UPDATE SET code = excluded.code, uses = 0, failures = 0, failures_in_row = 0, kept_at = excluded.kept_at, last_used = NULL, why = excluded.why",
+        [program.key, program.role, program.method, program.code, new Date().toISOString(), program.why],
       );
     });
   }

@@ -11,6 +11,8 @@ export interface ProgramRow {
   readonly failures_in_row: number | string;
   readonly kept_at: string | Date;
   readonly last_used: string | Date | null;
+  /** Absent in stores from before schema version 4 until migrated; null for programs kept then. */
+  readonly why?: string | null;
 }
 
 /** A kept program from its row (SQLite and PostgreSQL rows alike). */
@@ -24,6 +26,7 @@ export function keptProgram(row: ProgramRow): KeptProgram {
     uses: Number(row.uses),
     failures: Number(row.failures),
     failuresInRow: Number(row.failures_in_row),
+    why: row.why ?? null,
     keptAt: time(row.kept_at),
     lastUsed: row.last_used === null ? null : time(row.last_used),
   };

@@ -4,7 +4,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
-import type { KeptProgram } from "../programs/kept.ts";
+import type { KeptProgram, ProgramToKeep } from "../programs/kept.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
 
@@ -264,11 +264,11 @@ export class SqliteStore implements SyncStore {
     });
   }
 
-  async keepProgram(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void> {
+  async keepProgram(program: ProgramToKeep): Promise<void> {
     this.#guard("keep a program", () => {
       this.#statement(
-        "INSERT INTO improv_programs (key, role, method, code, uses, failures, failures_in_row, kept_at, last_used) VALUES (?, ?, ?, ?, 0, 0, 0, ?, NULL) ON CONFLICT (key) DO UPDATE SET code = excluded.code, uses = 0, failures = 0, failures_in_row = 0, kept_at = excluded.kept_at, last_used = NULL",
-      ).run(program.key, program.role, program.method, program.code, new Date().toISOString());
+        "INSERT INTO improv_programs (key, role, method, code, uses, failures, failures_in_row, kept_at, last_used, why) VALUES (?, ?, ?, ?, 0, 0, 0, ?, NULL, ?) ON CONFLICT (key) DO UPDATE SET code = excluded.code, uses = 0, failures = 0, failures_in_row = 0, kept_at = excluded.kept_at, last_used = NULL, why = excluded.why",
+      ).run(program.key, program.role, program.method, program.code, new Date().toISOString(), program.why);
     });
   }
 

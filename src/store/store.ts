@@ -10,7 +10,7 @@
  * processes sharing an agent never lose each other's updates (docs/storage.md).
  */
 
-import type { KeptProgram } from "../programs/kept.ts";
+import type { KeptProgram, ProgramToKeep } from "../programs/kept.ts";
 
 /** An agent's context as stored: the values, and the keys among them the application wrote. */
 export interface StoredContext {
@@ -124,7 +124,7 @@ export interface Store {
   /** The program kept under `key`, if any (see `programs/kept.ts`). */
   program?(key: string): Promise<KeptProgram | undefined>;
   /** Keeps a program under its key, replacing what was there (counts start over). */
-  keepProgram?(program: { readonly key: string; readonly role: string; readonly method: string; readonly code: string }): Promise<void>;
+  keepProgram?(program: ProgramToKeep): Promise<void>;
   /**
    * Counts a call the program `code` kept under `key` served; true when a failure in a row past
    * `maxFailuresInRow` dropped it. Nothing is counted when `key` now holds another program.

@@ -14,19 +14,52 @@ return (${createRuntime})({ createEncoder: (${createEncoder}), createPrinter: ($
  * `transfer(0)` frees it at once, not at some later collection.
  */
 const HOLD_BACK_SOURCE = `let held = null;
-const transfer = ArrayBuffer.prototype.transfer;
+const Buffer = ArrayBuffer;
+const transfer = Buffer.prototype.transfer;
 return (bytes) => {
   if (held !== null) Reflect.apply(transfer, held, [0]);
   held = null;
-  if (bytes > 0) held = new ArrayBuffer(bytes);
+  if (bytes > 0) held = new Buffer(bytes);
 };`;
 
 /**
- * Held back in whole blocks this large: malloc serves buffers of 32 MiB and more (its largest
- * threshold) with fresh mappings, which stay untouched; a smaller one could come from a heap
- * arena that calloc zeroes, which would make it resident.
+ * Makes the engine collect all it can: isolated-vm answers an ArrayBuffer past the isolate's
+ * limit with a full collection before it refuses it. Its live heap is then what it holds.
  */
-const HELD_BACK_BLOCK_MB = 32;
+const COLLECT_SOURCE = `const Buffer = ArrayBuffer;
+return () => {
+  try {
+    new Buffer(2 ** 40);
+  } catch {}
+};`;
+
+/**
+ * Least held back (see `AgentIsolate.allowMirror`): malloc serves buffers of 32 MiB and more (its
+ * largest threshold) with fresh mappings, which stay untouched; a smaller one could come from a
+ * heap arena that calloc zeroes, which would make it resident. A mirror that would leave less
+ * than this held back needs a larger reserve: the isolate is rebuilt.
+ */
+const MIN_HELD_BACK_MB = 32;
+
+/**
+ * The engine's slack beyond an isolate's `memoryLimit` (its young generation, which isolated-vm
+ * adds to the limit it enforces), by limit: an isolate of `memoryLimitMb` alone has this much, and
+ * an agent's isolate (whose limit includes the mirror reserve) holds back whatever it has beyond it.
+ */
+const engineSlackByLimit = new Map<number, number>();
+function engineSlackMb(memoryLimitMb: number): number {
+  let slack = engineSlackByLimit.get(memoryLimitMb);
+  if (slack === undefined) {
+    const probe = new ivm.Isolate({ memoryLimit: memoryLimitMb });
+    try {
+      slack = Math.max(0, probe.getHeapStatisticsSync().heap_size_limit / 2 ** 20 - memoryLimitMb);
+    } finally {
+      probe.dispose();
+    }
+    engineSlackByLimit.set(memoryLimitMb, slack);
+  }
+  return slack;
+}
 
 /** What the sandbox process hears of a run's first step (see {@link AgentIsolate.run}). */
 export interface RunSteps {
@@ -52,6 +85,9 @@ export type BridgeHandler = (callId: string, request: unknown) => Promise<Bridge
 /** How long tidying an isolate between calls may take before the isolate is replaced instead. @unit ms */
 const TIDY_TIMEOUT_MS = 1_000;
 
+/** The mirror estimate from which the mirror's heap is measured (see `AgentIsolate.#measureIfStale`). @unit MiB */
+const MEASURED_MIRROR_MB = 4;
+
 /** How often a long run checks whether isolated-vm disposed its isolate (memory limit). */
 const DISPOSAL_POLL_MS = 25;
 
@@ -66,10 +102,20 @@ export class AgentIsolate {
   historyLength = 0;
   lastUsed = Date.now();
   busy = false;
+  /** What the program may use: the runtime and the history mirror come on top (see {@link allowMirror}). */
   readonly memoryLimitMb: number;
-  /** The isolate's limit beyond `memoryLimitMb`: the most the mirror allowance can grow to without a rebuild. */
+  /** The isolate's limit beyond `memoryLimitMb`: what the runtime and the mirror may grow to without a rebuild. */
   readonly mirrorReserveMb: number;
-  #mirrorAllowanceMb: number;
+  /** What the reserve adds to the engine's slack; held back too, so a program gets the slack of an isolate of `memoryLimitMb`. @unit MiB */
+  readonly #extraSlackMb: number;
+  /** The mirror size the host estimated for the latest run (its records' JSON size, scaled). @unit MiB */
+  #mirrorMb = 0;
+  /** The isolate's live heap (runtime and mirror) when last measured, and the mirror estimate then. @unit MiB */
+  #measuredMb: number;
+  #measuredAtMirrorMb = 0;
+  /** Heap allowed beyond `memoryLimitMb` now. @unit MiB */
+  #allowanceMb = 0;
+  readonly #collect: ivm.Reference;
   readonly #isolate: ivm.Isolate;
   readonly #start: ivm.Reference;
   readonly #takeRef: ivm.Reference;
@@ -82,13 +128,16 @@ export class AgentIsolate {
   private constructor(
     memoryLimitMb: number,
     mirrorReserveMb: number,
+    heap: { readonly runtimeMb: number; readonly extraSlackMb: number },
     isolate: ivm.Isolate,
-    api: { start: ivm.Reference; take: ivm.Reference; sync: ivm.Reference; tidy: ivm.Reference; holdBack: ivm.Reference },
+    api: { start: ivm.Reference; take: ivm.Reference; sync: ivm.Reference; tidy: ivm.Reference; holdBack: ivm.Reference; collect: ivm.Reference },
     waiters: Map<string, () => void>,
   ) {
     this.memoryLimitMb = memoryLimitMb;
     this.mirrorReserveMb = mirrorReserveMb;
-    this.#mirrorAllowanceMb = mirrorReserveMb;
+    this.#measuredMb = heap.runtimeMb;
+    this.#extraSlackMb = heap.extraSlackMb;
+    this.#collect = api.collect;
     this.#isolate = isolate;
     this.#start = api.start;
     this.#takeRef = api.take;
@@ -99,18 +148,18 @@ export class AgentIsolate {
   }
 
   /**
-   * An isolate whose limit is `memoryLimitMb` plus a mirror reserve of `mirrorReserveMb` or a
-   * little more, of which all but `mirrorAllowanceMb` is held back: see {@link allowMirror}.
+   * An isolate whose limit is `memoryLimitMb` plus a reserve of `mirrorReserveMb` for the runtime
+   * and the history mirror, of which all the runtime and a mirror of `mirrorMb` do not need is
+   * held back: see {@link allowMirror}.
    */
   static async create(
     memoryLimitMb: number,
-    mirrorAllowanceMb: number,
+    mirrorMb: number,
     mirrorReserveMb: number,
     onBridge: BridgeHandler,
     onCatastrophe: (message: string) => void,
   ): Promise<AgentIsolate> {
-    // Rounded up so that the allowance asked for is held back exactly, in whole blocks.
-    const reserve = mirrorAllowanceMb + Math.ceil(Math.max(0, mirrorReserveMb - mirrorAllowanceMb) / HELD_BACK_BLOCK_MB) * HELD_BACK_BLOCK_MB;
+    const reserve = mirrorReserveMb;
     const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb + reserve, onCatastrophicError: onCatastrophe });
     try {
       const context = await isolate.createContext();
@@ -133,9 +182,13 @@ export class AgentIsolate {
         sync: (await runtime.get("sync", { reference: true })) as ivm.Reference,
         tidy: (await runtime.get("tidy", { reference: true })) as ivm.Reference,
         holdBack: (await context.evalClosure(HOLD_BACK_SOURCE, [], { result: { reference: true } })) as ivm.Reference,
+        collect: (await context.evalClosure(COLLECT_SOURCE, [], { result: { reference: true } })) as ivm.Reference,
       };
-      const created = new AgentIsolate(memoryLimitMb, reserve, isolate, api, waiters);
-      if (!created.allowMirror(mirrorAllowanceMb)) throw new Error("the isolate could not hold back its unused mirror reserve");
+      const heap = isolate.getHeapStatisticsSync();
+      const runtimeMb = Math.ceil(heap.used_heap_size / 2 ** 20);
+      const extraSlackMb = Math.max(0, Math.floor(heap.heap_size_limit / 2 ** 20 - (memoryLimitMb + reserve) - engineSlackMb(memoryLimitMb)));
+      const created = new AgentIsolate(memoryLimitMb, reserve, { runtimeMb, extraSlackMb }, isolate, api, waiters);
+      if (!created.allowMirror(mirrorMb)) throw new Error("the isolate could not hold back its unused mirror reserve");
       return created;
     } catch (error) {
       if (!isolate.isDisposed) isolate.dispose();
@@ -143,20 +196,33 @@ export class AgentIsolate {
     }
   }
 
-  /** Heap the history mirror may use on top of `memoryLimitMb`; the program may use what the mirror does not. */
+  /** Heap the isolate allows beyond `memoryLimitMb` now: the runtime's and the mirror's. @unit MiB */
   get mirrorAllowanceMb(): number {
-    return this.#mirrorAllowanceMb;
+    return this.#allowanceMb;
+  }
+
+  /** The mirror size the isolate allows for now (see {@link allowMirror}). @unit MiB */
+  get mirrorMb(): number {
+    return this.#mirrorMb;
   }
 
   /**
-   * Lets the mirror (and so the program) use `mb` MiB beyond `memoryLimitMb`, or more by less
-   * than one block of {@link HELD_BACK_BLOCK_MB}, by holding back the rest of the reserve as
-   * an ArrayBuffer that counts against the isolate's limit and is never touched, so it takes
-   * no resident memory. False when the reserve is too small (the isolate must be rebuilt).
+   * Lets the history mirror use `mb` MiB on top of `memoryLimitMb` (and of the runtime's own
+   * heap), so that the program gets `memoryLimitMb` whatever the history holds: the rest of the
+   * reserve, and what it adds to the engine's slack, is held back as an ArrayBuffer that counts
+   * against the isolate's limit and is never touched, so it takes no resident memory. False
+   * when the reserve is too small for that (the isolate must be rebuilt with a larger one).
    */
   allowMirror(mb: number): boolean {
-    if (mb > this.mirrorReserveMb) return false;
-    const heldBackMb = Math.floor((this.mirrorReserveMb - mb) / HELD_BACK_BLOCK_MB) * HELD_BACK_BLOCK_MB;
+    // What the mirror held when last measured, plus the host's estimate of what it gained since.
+    if (!this.#allow(this.#measuredMb + Math.max(0, mb - this.#measuredAtMirrorMb))) return false;
+    this.#mirrorMb = mb;
+    return true;
+  }
+
+  #allow(allowanceMb: number): boolean {
+    const heldBackMb = this.mirrorReserveMb + this.#extraSlackMb - allowanceMb;
+    if (heldBackMb < MIN_HELD_BACK_MB) return false;
     try {
       this.#applyRepeatable(this.#holdBack, [heldBackMb * 2 ** 20], {});
     } catch {
@@ -164,8 +230,31 @@ export class AgentIsolate {
       this.dispose();
       return false;
     }
-    this.#mirrorAllowanceMb = this.mirrorReserveMb - heldBackMb;
+    this.#allowanceMb = allowanceMb;
     return true;
+  }
+
+  /**
+   * Replaces the host's estimate of the mirror (its records' JSON size, scaled generously) by
+   * the heap the isolate really holds, measured after a full collection, so the program gets
+   * `memoryLimitMb` and not what the estimate over-counts. A collection costs time in
+   * proportion to the heap, so it is done between calls, first once the estimate reaches
+   * {@link MEASURED_MIRROR_MB} (below it, it over-counts by less than 2 MiB), then again only
+   * once it has grown by a quarter since.
+   */
+  #measureIfStale(): void {
+    const grown = this.#mirrorMb - this.#measuredAtMirrorMb;
+    if (this.#mirrorMb < MEASURED_MIRROR_MB || grown < Math.max(1, this.#measuredAtMirrorMb / 4)) return;
+    try {
+      this.#collect.applySync(undefined, [], { timeout: TIDY_TIMEOUT_MS });
+      const liveMb = Math.ceil(this.#isolate.getHeapStatisticsSync().used_heap_size / 2 ** 20);
+      const measuredAt = this.#mirrorMb;
+      if (!this.#allow(liveMb)) return;
+      this.#measuredMb = liveMb;
+      this.#measuredAtMirrorMb = measuredAt;
+    } catch {
+      // The estimate stays; a disposed isolate is rebuilt by the next run.
+    }
   }
 
   get isDisposed(): boolean {
@@ -317,6 +406,7 @@ export class AgentIsolate {
       // Stopped at its time limit, or the isolate is gone.
     }
     if (!tidied) this.dispose();
+    else this.#measureIfStale();
   }
 
   /** Takes the call's result from the isolate if it has settled (which also ends the call there). */

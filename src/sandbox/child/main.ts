@@ -85,26 +85,32 @@ function onCatastrophe(message: string): void {
  */
 const memoryWatch = new MemoryWatch();
 function memoryCeilingMb(): number {
+  baselineRssMb ??= Math.ceil(process.memoryUsage.rss() / 2 ** 20);
   let limitsMb = 0;
   for (const isolate of isolates.values()) limitsMb += isolate.memoryLimitMb + isolate.mirrorAllowanceMb;
-  return Math.max(1024, 3 * limitsMb + 256);
+  return Math.max(MIN_CEILING_MB, baselineRssMb + 3 * limitsMb + 256);
 }
-
-/** Smallest heap allowance for a history mirror; it doubles whenever the history outgrows it. */
-const MIN_MIRROR_ALLOWANCE_MB = 16;
+/**
+ * The process's own size before its first run (Node, the watch thread), and the least ceiling:
+ * low enough that memory no limit counts (an uninterruptible built-in filling an array) is
+ * stopped within a few seconds even on a loaded machine, well before a default time limit.
+ */
+let baselineRssMb: number | undefined;
+const MIN_CEILING_MB = 512;
 
 /**
- * How far an isolate's mirror allowance can grow before the isolate is rebuilt: at least
- * this, and four times the allowance it starts with. A rebuild resends the whole history, and
- * the sandbox process keeps the memory that transfer passed through, so rebuilds should be
- * rare; the part of the reserve beyond the allowance is held back and costs no memory.
+ * How far an isolate's mirror can grow before the isolate is rebuilt: at least this, and four
+ * times the mirror it starts with. A rebuild resends the whole history, and the sandbox process
+ * keeps the memory that transfer passed through, so rebuilds should be rare; the part of the
+ * reserve the mirror does not use is held back and costs no memory.
  */
 const MIN_MIRROR_RESERVE_MB = 256;
 const MIRROR_RESERVE_FACTOR = 4;
 
 /**
  * The agent's isolate, made anew when it was disposed, its limit changed, or the history
- * outgrew the mirror reserve. The mirror allowance doubles whenever the history outgrows it.
+ * outgrew the mirror reserve. The isolate allows exactly the mirror the host measured on top of
+ * the program's `memoryLimitMb` (see `AgentIsolate.allowMirror`).
  */
 async function isolateFor(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
   return warmIsolate(agentId, memoryLimitMb, mirrorMb) ?? newIsolate(agentId, memoryLimitMb, mirrorMb);
@@ -113,12 +119,12 @@ async function isolateFor(agentId: string, memoryLimitMb: number, mirrorMb: numb
 /** The agent's isolate when it can take the run as it is (kept most recently used), else undefined. */
 function warmIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): AgentIsolate | undefined {
   const existing = isolates.get(agentId);
-  const allowance = Math.max(MIN_MIRROR_ALLOWANCE_MB, mirrorMb * 2);
+  // A busy isolate (a program of the agent still settling) keeps what it allows, if that is enough.
   if (
     existing &&
     !existing.isDisposed &&
     existing.memoryLimitMb === memoryLimitMb &&
-    (existing.mirrorAllowanceMb >= mirrorMb || (!existing.busy && existing.allowMirror(allowance)))
+    (existing.mirrorMb === mirrorMb || (existing.busy ? existing.mirrorMb > mirrorMb : existing.allowMirror(mirrorMb)))
   ) {
     isolates.delete(agentId);
     isolates.set(agentId, existing);
@@ -128,14 +134,13 @@ function warmIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): 
 }
 
 async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
-  const mirrorAllowance = Math.max(MIN_MIRROR_ALLOWANCE_MB, mirrorMb * 2);
   const existing = isolates.get(agentId);
   existing?.dispose();
   isolates.delete(agentId);
   const pending = creating.get(agentId);
   if (pending) return pending;
-  const reserve = Math.max(MIN_MIRROR_RESERVE_MB, mirrorAllowance * MIRROR_RESERVE_FACTOR);
-  const created = AgentIsolate.create(memoryLimitMb, mirrorAllowance, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
+  const reserve = Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
+  const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
   creating.set(agentId, created);
   const isolate = await created;
   isolates.set(agentId, isolate);
