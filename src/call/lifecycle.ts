@@ -293,8 +293,8 @@ async function runAndCommit(
     const baseVersion = state.link?.view.version ?? 0;
     const { outcome, failure, context } = await runInSandbox(state, draft, prepared.source, fail);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(prepared, code, attempt, outcome, failure, fail);
-    // Decided before the record is written, so the record and the log line can say it.
-    if (outcome.ok && draft.programSource !== "reused") draft.reuseDecision = decideReuse(state, draft, prepared);
+    // Decided before the record is written, so the record and the log line can say it; once, as a re-run after a conflict runs the same program.
+    if (outcome.ok && draft.programSource !== "reused") draft.reuseDecision ??= decideReuse(state, draft, prepared);
     const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
     if (run >= MAX_CONFLICT_RUNS) {

@@ -26,7 +26,7 @@ type AnyNode = Node & { readonly [field: string]: any };
 /** Methods whose result is not text taken from their receiver or arguments (a boolean, a number, a position). */
 const NON_TEXT_METHODS: ReadonlySet<string> = new Set([
   "includes", "startsWith", "endsWith", "indexOf", "lastIndexOf", "findIndex", "findLastIndex", "some", "every",
-  "test", "search", "localeCompare", "has", "push", "unshift", "forEach", "keys", "size", "getTime", "valueOf",
+  "test", "search", "localeCompare", "has", "push", "unshift", "forEach", "keys", "getTime", "valueOf",
 ]);
 /** Global functions whose result is not text. */
 const NON_TEXT_FUNCTIONS: ReadonlySet<string> = new Set(["Number", "Boolean", "parseInt", "parseFloat", "isNaN", "isFinite", "BigInt"]);
@@ -209,7 +209,6 @@ class Flow {
 
   #call(node: AnyNode): void {
     const callee = node.callee as AnyNode;
-    const functionArguments = (node.arguments as AnyNode[]).filter((argument) => argument.type === "ArrowFunctionExpression" || argument.type === "FunctionExpression");
     if (callee.type === "MemberExpression") {
       const name = !callee.computed && callee.property.type === "Identifier" ? (callee.property.name as string) : undefined;
       if (name !== undefined && NON_TEXT_METHODS.has(name)) return;
@@ -220,7 +219,8 @@ class Flow {
     }
     if (callee.type === "Identifier" && NON_TEXT_FUNCTIONS.has(callee.name)) return;
     this.visit(callee);
-    for (const argument of node.arguments as AnyNode[]) if (!functionArguments.includes(argument)) this.visit(argument);
+    // A function passed to one of the program's own functions is not what that call returns.
+    for (const argument of node.arguments as AnyNode[]) if (argument.type !== "ArrowFunctionExpression" && argument.type !== "FunctionExpression") this.visit(argument);
   }
 }
 

@@ -159,8 +159,7 @@ export class AgentIsolate {
     onBridge: BridgeHandler,
     onCatastrophe: (message: string) => void,
   ): Promise<AgentIsolate> {
-    const reserve = mirrorReserveMb;
-    const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb + reserve, onCatastrophicError: onCatastrophe });
+    const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb + mirrorReserveMb, onCatastrophicError: onCatastrophe });
     try {
       const context = await isolate.createContext();
       const waiters = new Map<string, () => void>();
@@ -186,8 +185,8 @@ export class AgentIsolate {
       };
       const heap = isolate.getHeapStatisticsSync();
       const runtimeMb = Math.ceil(heap.used_heap_size / 2 ** 20);
-      const extraSlackMb = Math.max(0, Math.floor(heap.heap_size_limit / 2 ** 20 - (memoryLimitMb + reserve) - engineSlackMb(memoryLimitMb)));
-      const created = new AgentIsolate(memoryLimitMb, reserve, { runtimeMb, extraSlackMb }, isolate, api, waiters);
+      const extraSlackMb = Math.max(0, Math.floor(heap.heap_size_limit / 2 ** 20 - (memoryLimitMb + mirrorReserveMb) - engineSlackMb(memoryLimitMb)));
+      const created = new AgentIsolate(memoryLimitMb, mirrorReserveMb, { runtimeMb, extraSlackMb }, isolate, api, waiters);
       if (!created.allowMirror(mirrorMb)) throw new Error("the isolate could not hold back its unused mirror reserve");
       return created;
     } catch (error) {
