@@ -2,7 +2,7 @@
 import { Agent, type Provider } from "../src/index.ts";
 import { choosePreview } from "../src/call/preview.ts";
 import { renderPrompts } from "../src/call/prompt.ts";
-import { HistoryStore } from "../src/history/store.ts";
+import { AgentHistory } from "../src/history/agent-history.ts";
 import { DEFAULT_OPTIONS } from "../src/options.ts";
 import { syntheticRecord } from "./records.ts";
 import { measure, type Summary } from "./stats.ts";
@@ -19,8 +19,8 @@ export interface FollowUpFigures {
 }
 
 /** A history of `count` records, one in 20 an error. */
-function historyOf(count: number): HistoryStore {
-  const history = new HistoryStore();
+function historyOf(count: number): AgentHistory {
+  const history = new AgentHistory();
   history.replace(
     Array.from({ length: count }, (_, index) => {
       const record = syntheticRecord(index);

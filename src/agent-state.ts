@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { findUncloneable } from "./call/arguments.ts";
 import { normalizeHistory } from "./history/normalize.ts";
-import { HistoryStore } from "./history/store.ts";
+import { AgentHistory } from "./history/agent-history.ts";
 import { resolveOptions, type AgentOptions, type ResolvedOptions } from "./options.ts";
 import { OpenAIProvider } from "./providers/openai.ts";
 import type { Provider } from "./providers/provider.ts";
@@ -84,7 +84,7 @@ export class AgentState {
   readonly context: Record<string, unknown> = {};
   /** Context keys the application wrote, which read back as values on the agent. */
   readonly appKeys = new Set<string>();
-  readonly history = new HistoryStore();
+  readonly history = new AgentHistory();
   /** Values of the latest ok calls, by call id, for follow-ups. */
   readonly values = new KeptValues();
   /** Programs of one agent run and commit one at a time. */

@@ -1,6 +1,6 @@
 import { inspect } from "node:util";
 import { AgentState, agentsInProcess } from "./agent-state.ts";
-import { keptValue } from "./call/delegation.ts";
+import { keptValue } from "./call/bridge/content.ts";
 import { performCall } from "./call/lifecycle.ts";
 import { validateHistoryQuery, type HistoryQuery } from "./history/history-index.ts";
 import type { HistoryRecord } from "./history/record.ts";

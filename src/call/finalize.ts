@@ -1,53 +1,14 @@
-import { createRecord, type ProgramSource, type SerializedRecord, type Speaker } from "../history/record.ts";
+import { createRecord, type SerializedRecord } from "../history/record.ts";
 import type { AgentState } from "../agent-state.ts";
 import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
 import { Outcome } from "../outcome.ts";
 import type { WriteResult } from "../store/store.ts";
-import type { ParsedProgram } from "../programs/parse.ts";
-import type { ReuseDecision } from "../programs/cacheable.ts";
-import { attemptErrors, type AttemptFailure } from "./repair.ts";
+import type { ReuseDecision } from "../programs/keep-decision.ts";
+import { attemptErrors } from "./repair.ts";
 import { KeptValues } from "../history/kept-values.ts";
-import { spanIds, type Span } from "../tracing/tracing.ts";
-
-/** Everything a call learned along the way, for its record and log line. */
-export interface CallDraft {
-  readonly callId: string;
-  readonly role: string;
-  readonly method: string;
-  readonly speaker: Speaker;
-  readonly traceId: string;
-  readonly parentCallId: string | undefined;
-  readonly depth: number;
-  readonly startedAt: Date;
-  readonly startedMs: number;
-  args: readonly unknown[];
-  kwargs: Readonly<Record<string, unknown>>;
-  code: string | null;
-  /** Where `code` came from. */
-  programSource: ProgramSource;
-  /** Whether a kept program's run ended the call: false when its failure sent the call on to the provider. */
-  artifactHit: boolean;
-  /** Whether the program that worked was kept for reuse, and why; undefined when no new program worked. */
-  reuseDecision: ReuseDecision | undefined;
-  /** The last program, parsed once and reused by the history scan. */
-  parsed: ParsedProgram | undefined;
-  model: string | undefined;
-  attempts: number;
-  system: string | undefined;
-  user: string | undefined;
-  console: readonly string[];
-  /** The call's `invoke_agent` span, and its latest `execute_tool` span (delegated calls nest under it); undefined when tracing is off. */
-  span: Span | undefined;
-  toolSpan: Span | undefined;
-  /** Tokens the provider reported over the call's attempts; null while none was reported. */
-  tokens: { prompt: number; completion: number } | null;
-  /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
-  valueText: string | undefined;
-  /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
-  readonly failures: AttemptFailure[];
-  finalized: boolean;
-}
+import { spanIds } from "../tracing/tracing.ts";
+import { endedByKeptProgram, type CallDraft } from "./draft.ts";
 
 /** What committing a call changes: the agent's history and context, and where both are kept. */
 export type FinalizeTarget = AgentState;
@@ -71,6 +32,7 @@ export async function finalize(
   changed?: { readonly context: Record<string, unknown>; readonly baseVersion: number },
 ): Promise<Outcome | typeof CONFLICT> {
   if (draft.finalized) return outcome;
+  draft.artifactHit = endedByKeptProgram(draft, outcome);
   // One duration for both, so the record and the log line agree.
   const durationMs = performance.now() - draft.startedMs;
   let final = outcome;

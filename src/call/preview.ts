@@ -1,4 +1,4 @@
-import type { HistoryStore } from "../history/store.ts";
+import type { AgentHistory } from "../history/agent-history.ts";
 import type { HistoryRecord } from "../history/record.ts";
 import type { HistoryPreviewRule } from "../options.ts";
 
@@ -18,7 +18,7 @@ export interface PreviewEntry {
  * share a word or value with this call's, and recent errors. Each step reads at most a few
  * records through the history's index, so the work depends on the preview, not the history.
  */
-export function choosePreview(history: HistoryStore, rule: HistoryPreviewRule, call: { method: string; args: readonly unknown[]; kwargs: Readonly<Record<string, unknown>> }): PreviewEntry[] {
+export function choosePreview(history: AgentHistory, rule: HistoryPreviewRule, call: { method: string; args: readonly unknown[]; kwargs: Readonly<Record<string, unknown>> }): PreviewEntry[] {
   if (rule.limit === 0 || history.length === 0) return [];
   if (rule.strategy === "latest") return history.latest(rule.limit).map((record) => ({ record, why: "latest" }));
   const chosen = new Map<string, PreviewEntry>();

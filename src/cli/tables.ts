@@ -1,5 +1,5 @@
 import type { HistoryRecord } from "../history/record.ts";
-import type { KeptProgram } from "../programs/kept.ts";
+import type { KeptProgram } from "../store/store.ts";
 import type { AgentSummary } from "../store/store.ts";
 import type { RefusedProgram } from "./refused.ts";
 

@@ -7,35 +7,7 @@
  * processes and restarts.
  */
 import type { Provider } from "../providers/provider.ts";
-import type { Store } from "../store/store.ts";
-
-/** A kept program and how it has fared. */
-export interface KeptProgram {
-  readonly key: string;
-  readonly role: string;
-  readonly method: string;
-  /** The model's program, as it wrote it. */
-  readonly code: string;
-  /** Calls it served, and failed by its own mistake (in all, and in a row up to now). */
-  readonly uses: number;
-  readonly failures: number;
-  readonly failuresInRow: number;
-  /** Why it was kept (the reuse rules it passed); null for a program kept before improv said why. */
-  readonly why: string | null;
-  /** ISO 8601 times. */
-  readonly keptAt: string;
-  readonly lastUsed: string | null;
-}
-
-/** A program that worked, to be kept under its call's key. */
-export interface ProgramToKeep {
-  readonly key: string;
-  readonly role: string;
-  readonly method: string;
-  readonly code: string;
-  /** Why it may be kept (see `keepDecision`). */
-  readonly why: string;
-}
+import type { KeptProgram, ProgramToKeep, Store } from "../store/store.ts";
 
 /** Where an agent's kept programs are: in memory, or in its store. */
 export interface ProgramShelf {

@@ -14,6 +14,11 @@ export const SANDBOX_LIMITS = {
   maxDelegateArgumentChars: 1_000_000,
   /** Largest serialised options object of one `delegate(role, options)`. @unit characters */
   maxDelegateOptionChars: 100_000,
+  /**
+   * Largest answer the host sends a program for one request (a delegated call's value, a kept
+   * value), as JSON (shared parts count each time they appear). @unit characters
+   */
+  maxAnswerChars: 8_000_000,
   /** Longest error message kept from a program. @unit characters */
   maxErrorMessageChars: 10_000,
   /**

@@ -7,9 +7,9 @@
  *   run {program, args, context,  ──────▶  pick the agent's isolate
  *        history since last sync}          start(payload)  ─────────────▶  compile, run
  *   (sent packed)
- *                                                                          delegate(role).m()
  *   sync {records} (large syncs) ──────▶   sync(chunk)     ─────────────▶  mirror += records
- *   bridge-result {outcome}  ◀──────▶      bridge {role, method, args} ◀── bridge(callId, request)
+ *   bridge-result {answer} ◀─────▶         bridge {request} ◀──────────────  delegate(…).m(), content(ref)
+ *   (a handler per kind: call/bridge/)     (read: child/bridge-reader.ts)   (one helper: host-calls.ts)
  *                                          start's answer  ◀──────────────  result, if settled at once
  *                                          notify(callId)  ◀──────────────  settled later
  *   result {value, context, …}  ◀──────    take(callId)    ─────────────▶  result
@@ -78,10 +78,58 @@ export type IsolateResult =
  */
 export type StartAnswer = { readonly tainted: true } | { tainted: false; result: IsolateResult | null };
 
-/** What a program asks the host for while it runs: a delegated call, or a kept value. */
-export type BridgeRequest = DelegateRequest | ContentRequest;
+/**
+ * The bridge: what a running program may ask of the host while it runs, one entry per kind.
+ * Each kind is declared here once, with its request (as the isolate runtime sends it; read in
+ * the sandbox process by `child/bridge-reader.ts`, which trusts nothing of it) and the value of
+ * its answer (made by the kind's handler in `call/bridge/`; measured on its way back by
+ * `host/outbound.ts`). Every answer travels in one envelope, {@link BridgeAnswer}: the value, or
+ * a {@link BridgeFailure} made by {@link bridgeFailure}. The steps to add a kind are in
+ * docs/architecture.md ("Adding a bridge request").
+ */
+export interface BridgeKinds {
+  /** `delegate(role, options).method(...args)`: a dynamic call of a child agent, answered with its Outcome. */
+  readonly delegate: { readonly request: DelegateRequest; readonly answer: BridgeOutcome };
+  /** `content(ref)`: a copy of the value a call returned, kept by the agent. */
+  readonly content: { readonly request: ContentRequest; readonly answer: unknown };
+}
 
-/** `content(ref)`: the value a call returned, kept by the agent (answered with `{ ok, value }`). */
+export type BridgeKind = keyof BridgeKinds;
+
+/**
+ * Every kind, for readers of untrusted requests. The compiler names a kind missing here, and a
+ * kind whose request does not say that kind.
+ */
+export const BRIDGE_KINDS = { delegate: true, content: true } as const satisfies {
+  readonly [K in BridgeKind]: BridgeKinds[K]["request"] extends { readonly kind: K } ? true : never;
+};
+
+/** A request of one kind (or of any kind). */
+export type BridgeRequest<K extends BridgeKind = BridgeKind> = BridgeKinds[K]["request"];
+
+/** Why a request was not answered with a value: refused (malformed, too large, over a limit), or failed in the host. */
+export interface BridgeFailure {
+  readonly errorType: ErrorType;
+  readonly message: string;
+  readonly retriable: boolean;
+}
+
+/** The envelope every answer travels in, from the host's handler to the isolate runtime. */
+export type BridgeAnswer<K extends BridgeKind = BridgeKind> =
+  | { readonly ok: true; readonly value: BridgeKinds[K]["answer"] }
+  | { readonly ok: false; readonly failure: BridgeFailure };
+
+/** The one way a bridge failure is made, wherever it is made. */
+export function bridgeFailure(errorType: ErrorType, message: string, retriable = false): { readonly ok: false; readonly failure: BridgeFailure } {
+  return { ok: false, failure: { errorType, message, retriable } };
+}
+
+/** A bridge answer with a value. */
+export function bridgeValue<K extends BridgeKind>(value: BridgeKinds[K]["answer"]): BridgeAnswer<K> {
+  return { ok: true, value };
+}
+
+/** `content(ref)`: the value a call returned, kept by the agent. */
 export interface ContentRequest {
   readonly kind: "content";
   readonly ref: string;
@@ -141,7 +189,7 @@ export type HostMessage =
   | PackedRun
   | SyncRequestMessage
   | { readonly type: "cancel"; readonly runId: number }
-  | { readonly type: "bridge-result"; readonly requestId: number; readonly outcome: BridgeOutcome }
+  | { readonly type: "bridge-result"; readonly requestId: number; readonly answer: BridgeAnswer }
   | { readonly type: "forget"; readonly agentId: string };
 
 /** How a run ended, as the sandbox process reports it. */
@@ -164,6 +212,18 @@ export type ChildMessage =
  * message, and the receiving process reads an array back in about half the time. Every other
  * message travels as the object it is.
  */
+
+/**
+ * The largest run (or sync) id. The sandbox process keeps the id of the run holding its main
+ * thread in an `Int32Array` slot shared with its watch thread, so ids stay within 1 to this:
+ * after it, {@link nextRunId} starts again at 1 (no run lives through 2^31 others).
+ */
+export const MAX_RUN_ID = 2 ** 31 - 1;
+
+/** The id after `id`. */
+export function nextRunId(id: number): number {
+  return id >= MAX_RUN_ID ? 1 : id + 1;
+}
 
 /** A {@link RunRequestMessage} as it travels. */
 export type PackedRun = [

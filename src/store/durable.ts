@@ -1,7 +1,7 @@
 import type { KeptValues } from "../history/kept-values.ts";
 import type { KeepValuesRule } from "../options.ts";
 import type { SerializedRecord } from "../history/record.ts";
-import type { HistoryStore } from "../history/store.ts";
+import type { AgentHistory } from "../history/agent-history.ts";
 import { isSyncStore, StoreError, type AgentChanges, type AgentView, type AgentWrite, type Store, type WriteResult } from "./store.ts";
 
 /** Writes of the application's values retried after conflicts with other processes before giving up. */
@@ -20,7 +20,7 @@ const RELOAD_CONTEXT = -2;
 export interface LocalCopy {
   readonly context: Record<string, unknown>;
   readonly appKeys: Set<string>;
-  readonly history: HistoryStore;
+  readonly history: AgentHistory;
   /** The values of its latest calls, and how many it keeps. */
   readonly values: KeptValues;
   readonly options: { readonly keepValues: KeepValuesRule };

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
-import type { KeptProgram, ProgramToKeep } from "../programs/kept.ts";
+import type { KeptProgram, ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
 

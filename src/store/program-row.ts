@@ -1,4 +1,4 @@
-import type { KeptProgram } from "../programs/kept.ts";
+import type { KeptProgram } from "./store.ts";
 
 /** A row of `improv_programs`, as SQLite and PostgreSQL return it. */
 export interface ProgramRow {

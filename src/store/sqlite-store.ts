@@ -4,7 +4,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
-import type { KeptProgram, ProgramToKeep } from "../programs/kept.ts";
+import type { KeptProgram, ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
 

@@ -10,7 +10,33 @@
  * processes sharing an agent never lose each other's updates (docs/storage.md).
  */
 
-import type { KeptProgram, ProgramToKeep } from "../programs/kept.ts";
+/** A kept program and how it has fared (kept here; run again by `programs/kept.ts`). */
+export interface KeptProgram {
+  readonly key: string;
+  readonly role: string;
+  readonly method: string;
+  /** The model's program, as it wrote it. */
+  readonly code: string;
+  /** Calls it served, and failed by its own mistake (in all, and in a row up to now). */
+  readonly uses: number;
+  readonly failures: number;
+  readonly failuresInRow: number;
+  /** Why it was kept (the reuse rules it passed); null for a program kept before improv said why. */
+  readonly why: string | null;
+  /** ISO 8601 times. */
+  readonly keptAt: string;
+  readonly lastUsed: string | null;
+}
+
+/** A program that worked, to be kept under its call's key. */
+export interface ProgramToKeep {
+  readonly key: string;
+  readonly role: string;
+  readonly method: string;
+  readonly code: string;
+  /** Why it may be kept (see `keepDecision`). */
+  readonly why: string;
+}
 
 /** An agent's context as stored: the values, and the keys among them the application wrote. */
 export interface StoredContext {

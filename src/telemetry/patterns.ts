@@ -3,6 +3,15 @@ export const PATTERN_TAGS = ["count", "filter", "find", "group", "iterate", "map
 
 export type PatternTag = (typeof PATTERN_TAGS)[number];
 
+/** How a generated program uses `context.conversation_history`, as logged per call. */
+export interface HistoryScan {
+  /** `ast` when the program parsed, `text` for the documented textual fallback. */
+  readonly scan: "ast" | "text";
+  readonly historyAccessDetected: boolean;
+  /** Sorted, without repeats. */
+  readonly patterns: PatternTag[];
+}
+
 /** Array methods and the tag each one gives when applied to the history or a collection derived from it. */
 export const METHOD_TAGS: Readonly<Record<string, PatternTag>> = {
   filter: "filter",

@@ -1,17 +1,8 @@
 import { ancestor } from "acorn-walk";
 import { analyze, type Reference, type Variable } from "eslint-scope";
 import { parseProgram, type ParsedProgram } from "../programs/parse.ts";
-import { CALLBACK_METHODS, COLLECTION_RESULTS, METHOD_TAGS, PATTERN_TAGS, RECORD_RESULTS, type PatternTag } from "./patterns.ts";
+import { CALLBACK_METHODS, COLLECTION_RESULTS, METHOD_TAGS, PATTERN_TAGS, RECORD_RESULTS, type HistoryScan, type PatternTag } from "./patterns.ts";
 import { scanText } from "./text-scan.ts";
-
-/** How a generated program uses `context.conversation_history`, as logged per call. */
-export interface HistoryScan {
-  /** `ast` when the program parsed, `text` for the documented textual fallback. */
-  readonly scan: "ast" | "text";
-  readonly historyAccessDetected: boolean;
-  /** Sorted, without repeats. */
-  readonly patterns: PatternTag[];
-}
 
 /**
  * What a value is, as far as history goes:

@@ -1,5 +1,4 @@
-import { PATTERN_TAGS, type PatternTag } from "./patterns.ts";
-import type { HistoryScan } from "./scan.ts";
+import { PATTERN_TAGS, type HistoryScan, type PatternTag } from "./patterns.ts";
 
 /**
  * The textual fallback, for programs that do not parse (logged as `history_scan: "text"`).

@@ -1,19 +1,39 @@
 import ivm from "isolated-vm";
 import { SANDBOX_LIMITS } from "../limits.ts";
+import { RunDeadline } from "../run-deadline.ts";
 import { createEncoder } from "../prelude/encode.ts";
 import { hardenRealm } from "../prelude/harden.ts";
 import { createPrinter } from "../prelude/print.ts";
+import { createConsole } from "../prelude/console.ts";
+import { createHostCalls } from "../prelude/host-calls.ts";
+import { createMirror } from "../prelude/mirror.ts";
 import { createRuntime } from "../prelude/runtime.ts";
-import { MIRROR_CHUNK_RECORDS, type BridgeOutcome, type IsolateResult, type MirrorChunk, type RunReport, type RunRequestMessage, type StartAnswer, type SyncRequestMessage } from "../protocol.ts";
+import { bridgeFailure, MIRROR_CHUNK_RECORDS, type BridgeAnswer, type IsolateResult, type MirrorChunk, type RunReport, type RunRequestMessage, type StartAnswer, type SyncRequestMessage } from "../protocol.ts";
+
+/**
+ * The functions sent into the isolate as source text, each self-contained (a test parses each
+ * one and fails on any name it uses that is neither its own nor an intrinsic): `hardenRealm`
+ * runs first; the runtime is composed from the rest.
+ */
+export const ISOLATE_PIECES = { hardenRealm, createRuntime, createEncoder, createPrinter, createMirror, createConsole, createHostCalls } as const;
 
 const RUNTIME_SOURCE = `(${hardenRealm})();
-return (${createRuntime})({ createEncoder: (${createEncoder}), createPrinter: (${createPrinter}), notify: $0, bridge: $1, limits: $2 });`;
+return (${createRuntime})({
+  createEncoder: (${createEncoder}),
+  createPrinter: (${createPrinter}),
+  createMirror: (${createMirror}),
+  createConsole: (${createConsole}),
+  createHostCalls: (${createHostCalls}),
+  notify: $0,
+  bridge: $1,
+  limits: $2,
+});`;
 
 /**
  * Replaces the held-back buffer (see `AgentIsolate.allowMirror`). Detaching the old one with
  * `transfer(0)` frees it at once, not at some later collection.
  */
-const HOLD_BACK_SOURCE = `let held = null;
+export const HOLD_BACK_SOURCE = `let held = null;
 const Buffer = ArrayBuffer;
 const transfer = Buffer.prototype.transfer;
 return (bytes) => {
@@ -26,7 +46,7 @@ return (bytes) => {
  * Makes the engine collect all it can: isolated-vm answers an ArrayBuffer past the isolate's
  * limit with a full collection before it refuses it. Its live heap is then what it holds.
  */
-const COLLECT_SOURCE = `const Buffer = ArrayBuffer;
+export const COLLECT_SOURCE = `const Buffer = ArrayBuffer;
 return () => {
   try {
     new Buffer(2 ** 40);
@@ -79,8 +99,8 @@ export interface RunControl {
   excuse?: (ms: number) => void;
 }
 
-/** Forwards a program's `delegate` call (an untrusted copy of its request) to the host; must never reject. */
-export type BridgeHandler = (callId: string, request: unknown) => Promise<BridgeOutcome>;
+/** Forwards a program's bridge request (an untrusted copy of it) to the host; must never reject. */
+export type BridgeHandler = (callId: string, request: unknown) => Promise<BridgeAnswer>;
 
 /** How long tidying an isolate between calls may take before the isolate is replaced instead. @unit ms */
 const TIDY_TIMEOUT_MS = 1_000;
@@ -164,11 +184,11 @@ export class AgentIsolate {
       const context = await isolate.createContext();
       const waiters = new Map<string, () => void>();
       const notify = new ivm.Callback((callId: string) => waiters.get(String(callId))?.(), { async: true });
-      const bridge = new ivm.Reference(async (callId: unknown, request: unknown): Promise<BridgeOutcome> => {
+      const bridge = new ivm.Reference(async (callId: unknown, request: unknown): Promise<BridgeAnswer> => {
         try {
           return await onBridge(String(callId), request);
         } catch {
-          return { status: "error", ok: false, error_type: "execution", error_message: "The delegated call failed inside the sandbox host.", retriable: false };
+          return bridgeFailure("execution", "The request failed inside the sandbox process.");
         }
       });
       const runtime = (await context.evalClosure(RUNTIME_SOURCE, [notify, bridge, new ivm.ExternalCopy(SANDBOX_LIMITS).copyInto()], {
@@ -338,28 +358,23 @@ export class AgentIsolate {
     }
     steps.continuing();
     return new Promise<RunReport>((resolve) => {
-      let deadline: NodeJS.Timeout | undefined;
-      // Time this thread spent held by other runs' long synchronous parts, not counted against this one.
-      let excused = 0;
-      const armDeadline = () => {
-        clearTimeout(deadline);
-        deadline = setTimeout(() => {
-          if (performance.now() - started - excused < timeoutMs) return armDeadline();
+      // Counted from the program's start by the held rule: time other runs' synchronous parts held this thread is not its own.
+      const deadline = new RunDeadline(
+        timeoutMs,
+        () => {
           // A program that settled while another run held this thread (its notice still queued
           // behind this timer) is taken, not timed out for that wait.
           this.#take(callId, settle);
           if (settled === undefined) abort("timeout", timeoutMessage(timeoutMs));
-        }, Math.max(0, timeoutMs + excused - (performance.now() - started)));
-      };
-      control.excuse = (ms) => {
-        excused += ms;
-      };
-      armDeadline();
+        },
+        started,
+      );
+      control.excuse = (ms) => deadline.excuse(ms);
       const poll = setInterval(() => {
         if (this.#isolate.isDisposed && !this.#disposedOnPurpose) abort("memory_limit", memoryMessage(this.memoryLimitMb));
       }, DISPOSAL_POLL_MS);
       later = (report) => {
-        clearTimeout(deadline);
+        deadline.stop();
         clearInterval(poll);
         this.#waiters.delete(callId);
         resolve(report);

@@ -4,10 +4,10 @@
  * keeps no state the host cannot rebuild: if it dies, the host starts a new one.
  */
 import { AgentIsolate, type RunControl } from "./agent-isolate.ts";
-import type { BridgeOutcome, BridgeRequest, ChildWireMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
+import type { BridgeAnswer, ChildWireMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
 import { writeSync } from "node:fs";
-import { maxEncodedChars, SANDBOX_LIMITS } from "../limits.ts";
-import { BUSY_GRACE_MS, REPORT_FD, freeLine, packResult, startedLine, unpackRun } from "../protocol.ts";
+import { BUSY_GRACE_MS, REPORT_FD, bridgeFailure, freeLine, packResult, startedLine, unpackRun } from "../protocol.ts";
+import { readBridgeRequest } from "./bridge-reader.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
@@ -19,7 +19,7 @@ const controls = new Map<number, RunControl>();
 /** Runs whose program has started and whose answer has not been sent. */
 const startedRuns = new Set<number>();
 const runIdByCall = new Map<string, number>();
-const bridgeWaiters = new Map<number, (outcome: BridgeOutcome) => void>();
+const bridgeWaiters = new Map<number, (answer: BridgeAnswer) => void>();
 let nextRequestId = 1;
 
 function send(message: ChildWireMessage): void {
@@ -34,30 +34,14 @@ function report(line: string): void {
   }
 }
 
-function bridgeError(message: string): BridgeOutcome {
-  return { status: "error", ok: false, error_type: "invalid_input", error_message: message, retriable: false };
-}
-
-/** A program's delegate or content request, checked for shape and size before it goes to the host. */
-function readBridgeRequest(request: unknown): BridgeRequest | string {
-  if (typeof request !== "object" || request === null) return "The delegate request is malformed.";
-  const { kind, ref, role, method, args, options, optionsTooLarge } = request as Record<string, unknown>;
-  if (kind === "content") return typeof ref === "string" && ref.length <= 1_000 ? { kind, ref } : "content(ref) takes a record's content_ref (a string).";
-  if (typeof role !== "string" || typeof method !== "string" || role.length > 1_000 || method.length > 1_000) return "The delegate request is malformed.";
-  if ((typeof args !== "string" && args !== null) || (typeof options !== "string" && options !== null)) return "The delegate request is malformed.";
-  // Longer text than the encoder writes for a value within the limit: too large, as the host would say.
-  const argsFit = args === null || args.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateArgumentChars);
-  const optionsFit = options === null || options.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateOptionChars);
-  return { kind: "delegate", role, method, args: argsFit ? args : null, options: optionsFit ? options : null, optionsTooLarge: optionsTooLarge === true || !optionsFit };
-}
-
-async function onBridge(callId: string, untrusted: unknown): Promise<BridgeOutcome> {
+/** A program's request, read and sent to the host; a request of a run no longer here is never answered. */
+async function onBridge(callId: string, untrusted: unknown): Promise<BridgeAnswer> {
   const runId = runIdByCall.get(callId);
-  if (runId === undefined) return new Promise<BridgeOutcome>(() => {});
+  if (runId === undefined) return new Promise<BridgeAnswer>(() => {});
   const request = readBridgeRequest(untrusted);
-  if (typeof request === "string") return bridgeError(request);
+  if (typeof request === "string") return bridgeFailure("invalid_input", request);
   const requestId = nextRequestId++;
-  return new Promise<BridgeOutcome>((resolve) => {
+  return new Promise<BridgeAnswer>((resolve) => {
     bridgeWaiters.set(requestId, resolve);
     send({ type: "bridge", runId, requestId, request });
   });
@@ -335,7 +319,7 @@ process.on("message", (message: HostMessage) => {
     case "bridge-result": {
       const resolve = bridgeWaiters.get(message.requestId);
       bridgeWaiters.delete(message.requestId);
-      resolve?.(message.outcome);
+      resolve?.(message.answer);
       break;
     }
     case "forget": {

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { REPORT_FD } from "../protocol.ts";
+import { MAX_RUN_ID, REPORT_FD } from "../protocol.ts";
 import { WATCH_SLOTS, type MemoryWatchData } from "./memory-watch-slots.ts";
 
 /**
@@ -42,6 +42,7 @@ export class MemoryWatch {
 
   /** Which run's synchronous part holds the main thread (0: none), so a report can name it. */
   holding(runId: number): void {
+    if (!Number.isInteger(runId) || runId < 0 || runId > MAX_RUN_ID) throw new RangeError(`Run id ${runId} does not fit the watch's slot (0 to ${MAX_RUN_ID}).`);
     if (runId !== 0) Atomics.add(this.#slots, WATCH_SLOTS.holds, 1);
     Atomics.store(this.#slots, WATCH_SLOTS.syncRunId, runId);
   }

@@ -1,11 +1,20 @@
 import { killGraceMs } from "../limits.ts";
-import type { BridgeOutcome, BridgeRequest, RunReport, RunRequestMessage } from "../protocol.ts";
-import type { SandboxProcess } from "./sandbox-process.ts";
+import type { BridgeAnswer, BridgeRequest, RunReport, RunRequestMessage } from "../protocol.ts";
+import { RunDeadline } from "../run-deadline.ts";
 import { poolTimings } from "./timings.ts";
+
+/** What a bridge handler knows of the run whose program asked. */
+export interface AskingRun {
+  /** Aborts when the run ends: its outcome, its deadline, a cancel, or its sandbox process lost. */
+  readonly signal: AbortSignal;
+  /** The time the run's program has left before its own deadline. @unit ms */
+  timeLeftMs(): number;
+}
 
 /** What a run needs from the code that asked for it. */
 export interface RunHooks {
-  readonly onBridge: (request: BridgeRequest) => Promise<BridgeOutcome>;
+  /** Answers one of the program's bridge requests; may reject (the program then gets a failure). */
+  readonly onBridge: (request: BridgeRequest, run: AskingRun) => Promise<BridgeAnswer>;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -24,7 +33,7 @@ export type RunPhase = "queued" | "running" | "cancelling";
 /**
  * One run on its way through a sandbox process, with the host's deadline for it.
  *
- * The deadline rule, the only place deadlines are set ({@link PendingRun.arm}):
+ * The deadline rule, the only place deadlines are set ({@link PendingRun.enter}):
  * - queued: no deadline of its own; its process counts as stuck once the run has waited
  *   `poolTimings.stuckAfterMs` while none of the process's programs runs (it waits as long as
  *   another run holds the process: that run has a deadline of its own). The process checks
@@ -32,12 +41,8 @@ export type RunPhase = "queued" | "running" | "cancelling";
  *   timer: most runs are answered within a millisecond of being sent.
  * - running: `timeoutMs + killGraceMs(timeoutMs)` of the run's own time, counted from the
  *   first sign that it started (`S`, `B` or a bridge request; a run that answers first needs
- *   none). Time another run's synchronous part held the process is not the run's own (the
- *   held rule in `../protocol.ts`): the count stops while the process reports such a hold
- *   (`B`) and takes off exactly the time the hold lasted (`F`). The sandbox process counts the
- *   same way for the program's own deadline (`timeoutMs`), starting just before the program
- *   does, so its deadline fires first and the host's only when the isolate could not be
- *   stopped from inside.
+ *   none), by the held rule (`../run-deadline.ts`, shared with the sandbox process, which
+ *   counts the program's own `timeoutMs` the same way from just before the program starts).
  * - cancelling: `killGraceMs(timeoutMs)` from the cancel, counted the same way.
  * When the host's deadline fires, the process is killed and the run ends by its phase.
  */
@@ -45,8 +50,6 @@ export class PendingRun {
   phase: RunPhase = "queued";
   /** Times it was sent again after its process died before it started. */
   resends = 0;
-  /** Sends it to a process (set by the pool; used again when its process dies before it starts). */
-  sendTo: (target: SandboxProcess) => void = () => undefined;
   /** Its synchronous part held its process past the busy grace. */
   heldLong = false;
   /** Its synchronous part has let go of its process (`F`); a busy signal read after that is stale. */
@@ -61,13 +64,14 @@ export class PendingRun {
   readonly hooks: RunHooks;
   #settle: ((report: RunReport) => void) | undefined;
   #onDeadline: (run: PendingRun) => void;
-  #timer: NodeJS.Timeout | undefined;
+  #deadline: RunDeadline | undefined;
   #closed = false;
-  /** When the current phase began. */
-  #since = performance.now();
-  /** Time in the current phase that was another run's hold. */
-  #excused = 0;
+  /** When it was sent (or sent again) while queued. */
+  #queuedSince = performance.now();
+  /** Another run's synchronous part holds the process. */
   #paused = false;
+  /** Made when its program first asks the host for something; aborted when it ends. */
+  #ended: AbortController | undefined;
 
   constructor(message: RunRequestMessage, hooks: RunHooks, settle: (report: RunReport) => void, onDeadline: (run: PendingRun) => void) {
     this.message = message;
@@ -94,54 +98,55 @@ export class PendingRun {
     return this.#closed;
   }
 
+  /** What the handler of one of its program's bridge requests knows of it. */
+  get asking(): AskingRun {
+    this.#ended ??= new AbortController();
+    if (this.settled || this.#closed) this.#ended.abort();
+    return { signal: this.#ended.signal, timeLeftMs: () => this.#timeLeftMs() };
+  }
+
   /** Moves to `phase` and sets the deadline that phase has, counted from now. */
   enter(phase: RunPhase): void {
     if (this.#closed || phase === this.phase) return;
     this.phase = phase;
-    this.#since = performance.now();
-    this.#excused = 0;
-    this.arm();
-  }
-
-  /** Sets the deadline of the current phase, with the time already counted taken off; a queued run's wait starts over. */
-  arm(): void {
-    clearTimeout(this.#timer);
-    if (this.#closed || this.#paused) return;
-    if (this.phase === "queued") {
-      this.#since = performance.now();
+    this.#deadline?.stop();
+    if (phase === "queued") {
+      this.#deadline = undefined;
+      this.restartWait();
       return;
     }
-    this.#timer = setTimeout(() => {
-      // Timers may fire a little early; the deadline is the count, not the timer.
-      if (this.remainingMs() > 0) this.arm();
-      else this.#onDeadline(this);
-    }, this.remainingMs());
+    const { timeoutMs } = this.message;
+    this.#deadline = new RunDeadline(phase === "running" ? timeoutMs + killGraceMs(timeoutMs) : killGraceMs(timeoutMs), () => this.#onDeadline(this));
+    if (this.#paused) this.#deadline.pause();
+  }
+
+  /** A queued run's wait starts over (it was sent again, or waited behind a run that holds its process). */
+  restartWait(): void {
+    this.#queuedSince = performance.now();
   }
 
   /** How long it has waited unstarted (0 once started). @unit ms */
   queuedMs(): number {
-    return this.phase === "queued" && !this.#closed ? performance.now() - this.#since : 0;
+    return this.phase === "queued" && !this.#closed ? performance.now() - this.#queuedSince : 0;
   }
 
-  /** What is left of the current phase's deadline (queued runs have none). @unit ms */
-  remainingMs(): number {
-    const { timeoutMs } = this.message;
-    const budget = this.phase === "running" ? timeoutMs + killGraceMs(timeoutMs) : killGraceMs(timeoutMs);
-    return Math.max(0, budget - (performance.now() - this.#since - this.#excused));
+  /** The program's own time left: what the running deadline has left before its kill grace. @unit ms */
+  #timeLeftMs(): number {
+    if (this.#closed || this.phase !== "running" || this.#deadline === undefined) return 0;
+    return Math.max(0, this.#deadline.remainingMs() - killGraceMs(this.message.timeoutMs));
   }
 
   /** Another run's synchronous part holds the process: stop counting until it lets go. */
   pause(): void {
-    if (this.#paused) return;
     this.#paused = true;
-    clearTimeout(this.#timer);
+    this.#deadline?.pause();
   }
 
   /** Another run's synchronous part let go after holding the process `heldMs`: that time is not this run's. */
   excuse(heldMs: number): void {
-    if (this.phase !== "queued") this.#excused += heldMs;
     this.#paused = false;
-    this.arm();
+    if (this.#deadline === undefined) this.restartWait();
+    else this.#deadline.excuse(heldMs);
   }
 
   /** Answers the caller with `report`; later calls do nothing. */
@@ -149,12 +154,14 @@ export class PendingRun {
     const settle = this.#settle;
     if (settle === undefined) return;
     this.#settle = undefined;
+    this.#ended?.abort();
     settle(report);
   }
 
   /** Takes it off its process's books (answered for, or lost with the process). */
   close(): void {
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#deadline?.stop();
+    this.#ended?.abort();
   }
 }

@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { readEnv } from "../../env.ts";
-import type { RunReport, RunRequestMessage, SyncRequestMessage } from "../protocol.ts";
+import { nextRunId, type RunReport, type RunRequestMessage, type SyncRequestMessage } from "../protocol.ts";
 import { PendingRun, type RunHooks } from "./pending-run.ts";
 import { SandboxProcess } from "./sandbox-process.ts";
 import { poolTimings } from "./timings.ts";
@@ -71,6 +71,8 @@ export class SandboxPool {
   /** When each agent came to its home. */
   readonly #arrived = new Map<string, number>();
   #nextId = 1;
+  /** How each run in flight is sent to a process (again, when its process died before it started). */
+  readonly #senders = new WeakMap<PendingRun, (target: SandboxProcess) => void>();
   /** How many sandbox processes were started, for tests and diagnostics. */
   starts = 0;
   /** How many times an agent moved to another process because its own was busy. */
@@ -118,9 +120,16 @@ export class SandboxPool {
     return this.#processes.reduce((sum, process) => sum + process.startedRuns, 0);
   }
 
+  /** A fresh run or sync id (they wrap at `MAX_RUN_ID`). */
+  #takeId(): number {
+    const id = this.#nextId;
+    this.#nextId = nextRunId(id);
+    return id;
+  }
+
   /** Runs one program; always resolves with a report, never rejects. */
   execute(request: Omit<RunRequestMessage, "type" | "runId">, hooks: RunHooks): Promise<RunReport> {
-    const message: RunRequestMessage = { type: "run", runId: this.#nextId++, ...request };
+    const message: RunRequestMessage = { type: "run", runId: this.#takeId(), ...request };
     return new Promise<RunReport>((resolve) => {
       let home: SandboxProcess | undefined;
       const onAbort = () => {
@@ -141,11 +150,12 @@ export class SandboxPool {
         return;
       }
       hooks.signal?.addEventListener("abort", onAbort, { once: true });
-      run.sendTo = (target: SandboxProcess) => {
+      const sendTo = (target: SandboxProcess) => {
         home = target;
         void target.take(run);
       };
-      run.sendTo(this.#homeOf(message.agentId));
+      this.#senders.set(run, sendTo);
+      sendTo(this.#homeOf(message.agentId));
     });
   }
 
@@ -159,7 +169,7 @@ export class SandboxPool {
 
   /** Sends one chunk of a history sync to the agent's process; false when it must start again from 0. */
   sync(request: Omit<SyncRequestMessage, "type" | "syncId">): Promise<boolean> {
-    return this.#homeOf(request.agentId).sync(this.#nextId++, request);
+    return this.#homeOf(request.agentId).sync(this.#takeId(), request);
   }
 
   /** Tells the agent's process it may free the agent's isolate. */
@@ -250,7 +260,7 @@ export class SandboxPool {
       run.resends += 1;
       this.resends += 1;
       run.lostBecause = undefined;
-      run.sendTo(this.#homeFor(run.agentId));
+      this.#senders.get(run)?.(this.#homeFor(run.agentId));
     }
   }
 

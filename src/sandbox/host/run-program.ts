@@ -1,4 +1,5 @@
-import { MIRROR_CHUNK_RECORDS, type BridgeOutcome, type BridgeRequest, type RunReport } from "../protocol.ts";
+import { MIRROR_CHUNK_RECORDS, type RunReport } from "../protocol.ts";
+import type { RunHooks } from "./pending-run.ts";
 import { readRunReport, type ProgramResult } from "./inbound.ts";
 import { sandboxPool } from "./pool.ts";
 
@@ -28,7 +29,7 @@ export interface ProgramRun {
   readonly timeoutMs: number;
   readonly memoryLimitMb: number;
   readonly history: MirrorSource;
-  readonly onBridge: (request: BridgeRequest) => Promise<BridgeOutcome>;
+  readonly onBridge: RunHooks["onBridge"];
   readonly signal?: AbortSignal | undefined;
 }
 

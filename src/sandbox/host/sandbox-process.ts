@@ -1,7 +1,8 @@
 import { fork, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { packRun, REPORT_FD, readSignal, unpackSuccess, type BridgeOutcome, type CeilingReport, type ChildMessage, type ChildWireMessage, type HostMessage, type RunReport, type RunSignal, type SyncRequestMessage } from "../protocol.ts";
+import { bridgeFailure, packRun, REPORT_FD, readSignal, unpackSuccess, type BridgeAnswer, type CeilingReport, type ChildMessage, type ChildWireMessage, type HostMessage, type RunReport, type RunSignal, type SyncRequestMessage } from "../protocol.ts";
+import { boundAnswer } from "./outbound.ts";
 import { PendingRun } from "./pending-run.ts";
 import { parseCeilingReport, ReportLines } from "./report-pipe.ts";
 import { poolTimings } from "./timings.ts";
@@ -182,7 +183,7 @@ export class SandboxProcess {
     }
     this.#runs.set(run.runId, run);
     this.#updateRef();
-    run.arm();
+    run.restartWait();
     this.#watchQueued();
     try {
       this.child.send(packRun(run.message) satisfies HostMessage);
@@ -272,17 +273,18 @@ export class SandboxProcess {
         this.#syncs.get(message.syncId)?.(message.ok);
         return;
       case "bridge": {
+        const { request, requestId } = message;
         const run = this.#runs.get(message.runId);
-        const answer = (outcome: BridgeOutcome) => {
-          if (this.alive) this.#send({ type: "bridge-result", requestId: message.requestId, outcome });
+        const answer = (reply: BridgeAnswer) => {
+          if (this.alive) this.#send({ type: "bridge-result", requestId, answer: boundAnswer(request.kind, reply) });
         };
         if (!run || run.settled) {
-          answer({ status: "error", ok: false, error_type: "cancelled", error_message: "The calling program has ended.", retriable: false });
+          answer(bridgeFailure("cancelled", "The calling program has ended."));
           return;
         }
         this.#started(run);
-        run.hooks.onBridge(message.request).then(answer, (error: unknown) =>
-          answer({ status: "error", ok: false, error_type: "execution", error_message: `The delegated call failed: ${String((error as Error)?.message ?? error)}`, retriable: false }),
+        run.hooks.onBridge(request, run.asking).then(answer, (error: unknown) =>
+          answer(bridgeFailure("execution", `The host could not answer this ${request.kind} request: ${String((error as Error)?.message ?? error)}`)),
         );
         return;
       }
@@ -316,7 +318,7 @@ export class SandboxProcess {
     if (run.phase === "queued") {
       // Waiting behind a run that holds the process is not being stuck: that run has its own deadline.
       if (this.startedRuns > 0) {
-        run.arm();
+        run.restartWait();
         return;
       }
     }

@@ -1,8 +1,9 @@
 /**
  * The isolate-side runtime: compiles and runs one program per call, with `context`, `args`,
- * `kwargs`, `delegate` and `console` in scope, and keeps the agent's history mirror. It runs
- * inside the isolate (sent as source text after `hardenRealm`), so it must not use anything
- * from its module scope; its helpers arrive as parameters.
+ * `kwargs`, `delegate` and `console` in scope. It runs inside the isolate (sent as source text
+ * after `hardenRealm`), so it must not use anything from its module scope: the pieces it is made
+ * of (the history mirror, the host calls, the console, the encoder and printer) arrive as
+ * parameters, each sent as source text of its own (composed in `child/agent-isolate.ts`).
  *
  * Work a call does not need is left for `tidy`, which the sandbox process calls once the call's
  * answer has left: the records a run brings are kept as text until a program reads the history
@@ -19,10 +20,9 @@
 import type { ErrorType } from "../../outcome.ts";
 import type { IsolateResult, MirrorChunk, RunPayload, StartAnswer } from "../protocol.ts";
 import type { SandboxLimits } from "../limits.ts";
-
-interface ReferenceLike {
-  apply(receiver: undefined, args: unknown[], options: object): Promise<unknown>;
-}
+import type { ConsoleParts, ConsoleState, ProgramText } from "./console.ts";
+import type { HostCallParts, HostCalls, HostCallState } from "./host-calls.ts";
+import type { HistoryMirror } from "./mirror.ts";
 
 export interface IsolateRuntime {
   /**
@@ -55,213 +55,78 @@ export interface IsolateRuntime {
   take(callId: string): IsolateResult | null;
 }
 
-/** What the runtime is made from: helpers sent as source, and the host's callbacks and limits. */
+/** What the runtime is made from: pieces sent as source, and the host's callbacks and limits. */
 export interface RuntimeParts {
   readonly createEncoder: () => (value: unknown, maxChars: number, ownData?: boolean) => string;
   readonly createPrinter: () => (value: unknown, maxChars: number) => string;
+  readonly createMirror: () => HistoryMirror;
+  readonly createConsole: (parts: ConsoleParts) => ProgramText;
+  readonly createHostCalls: (parts: HostCallParts) => HostCalls;
   readonly notify: (callId: string) => void;
-  readonly bridge: ReferenceLike;
+  readonly bridge: HostCallParts["bridge"];
   readonly limits: SandboxLimits;
 }
 
 export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   "use strict";
-  const { createEncoder, createPrinter, notify, bridge, limits } = parts;
-  const { freeze, create, defineProperty, getPrototypeOf, isFrozen, keys, getOwnPropertyDescriptor } = Object;
+  const { notify, limits } = parts;
+  const { freeze, create, defineProperty, getPrototypeOf, keys, getOwnPropertyDescriptor } = Object;
   const apply = Reflect.apply;
   const ownKeys = Reflect.ownKeys;
   const deleteProperty = Reflect.deleteProperty;
-  const StringCtor = String;
-  const ErrorCtor = Error;
-  const TypeErrorCtor = TypeError;
-  const isArray = Array.isArray;
-  const arrayToString = Array.prototype.toString;
-  const ProxyCtor = Proxy;
   const MapCtor = Map;
-  const PromiseCtor = Promise;
-  const WeakSetCtor = WeakSet;
-  const weakSetAdd = WeakSet.prototype.add;
-  const weakSetHas = WeakSet.prototype.has;
+  const SetCtor = Set;
   const promiseThen = Promise.prototype.then;
-  const arrayPush = Array.prototype.push;
+  const regexpExec = RegExp.prototype.exec;
+  const NumberCtor = Number;
   const AsyncFunction = getPrototypeOf(async function () {}).constructor as new (...params: string[]) => (
     ...args: unknown[]
   ) => Promise<unknown>;
-  const bridgeApply = bridge.apply;
-  const encode = createEncoder();
-  const print = createPrinter();
+  const encode = parts.createEncoder();
+  const { capText, describeThrown, consoleFor } = parts.createConsole({ print: parts.createPrinter(), limits });
   // The encoder counts its own compact text (a shared part once, a reference by index), which
   // is rarely more than a few times the value's JSON; stopping at `encodedCharsPerJsonChar`
   // times the limit bounds the work here, and the host measures the value itself.
   const encodeWithin = (value: unknown, jsonLimit: number, ownData = false) => encode(value, jsonLimit * limits.encodedCharsPerJsonChar, ownData);
-  const global = globalThis as Record<PropertyKey, unknown>;
-  defineProperty(global, "content", { value: freeze(content), writable: false, enumerable: false, configurable: false });
-  const baselineGlobals = new Set(ownKeys(global));
+  const mirror = parts.createMirror();
+  /** More records than this in one run are parsed at its start, on its own time, as a sync's are. */
+  const MAX_RECORDS_AS_TEXT = 4;
 
-  const copyOptions = freeze(Object.assign(create(null), { copy: true }));
-  const promiseResultOptions = freeze(Object.assign(create(null), { promise: true, copy: true }));
-  const BRIDGE_OPTIONS = freeze(Object.assign(create(null), { arguments: copyOptions, result: promiseResultOptions }));
-
-  interface CallState {
-    readonly id: string;
-    readonly depth: number;
-    readonly maxDepth: number;
+  interface CallState extends HostCallState, ConsoleState {
     ended: boolean;
-    delegateCalls: number;
-    delegatesInFlight: number;
-    readonly console: string[];
-    consoleChars: number;
-    consoleTruncated: boolean;
     /** What `start` answers: the result goes in it when the program settles. */
     readonly answer: Extract<StartAnswer, { tainted: false }>;
     /** Set by a `take` that found no result: the host waits for `notify`. */
     watched: boolean;
   }
 
-  /** Options given to `delegate(role, options)`, encoded once for every call made through that agent. */
-  interface DelegateOptions {
-    readonly text: string | null;
-    readonly tooLarge: boolean;
-  }
-
   const calls = new MapCtor<string, CallState>();
   const slots = new MapCtor<string, IsolateResult>();
-  const budgetErrors = new WeakSetCtor<object>();
-
-  // The history mirror: records are frozen when parsed; programs see it through a view
-  // that refuses every write, so nothing a program does can change what later calls read.
-  // The few records a run usually brings wait as text (from `firstUnparsed` on) until a program
-  // reads the history or `tidy` comes; a record leaves the text only once it is in the mirror,
-  // so a parse stopped part-way (a time limit, a program's full stack) loses nothing.
-  const mirror: object[] = [];
-  let unparsed: (string | undefined)[] = [];
-  let firstUnparsed = 0;
-  /** More records than this in one run are parsed at its start, on its own time, as a sync's are. */
-  const MAX_RECORDS_AS_TEXT = 4;
-  const refuse = () => false;
-  const historyView = new ProxyCtor(mirror, {
-    set: refuse,
-    defineProperty: refuse,
-    deleteProperty: refuse,
-    setPrototypeOf: refuse,
-    preventExtensions: refuse,
-  });
-
-  function deepFreeze(root: unknown): void {
-    const pending = [root];
-    while (pending.length > 0) {
-      const value = pending.pop();
-      if (typeof value !== "object" || value === null || isFrozen(value)) continue;
-      freeze(value);
-      for (const key of keys(value)) pending.push((value as Record<string, unknown>)[key]);
-    }
-  }
-
-  const parseJson = JSON.parse;
-  const stringifyJson = JSON.stringify;
-
-  // Most records repeat the same method, program text and outcome summary. The mirror keeps
-  // one copy of each such string and of each such (frozen) summary, which roughly halves what
-  // a record costs here; a bounded table, so a history of all-different values costs no more.
-  const SHARED_FIELDS = ["method_name", "speaker", "program_source", "program"] as const;
-  const MAX_SHARED = 4_096;
-  const sharedValues = new MapCtor<string, unknown>();
-  function shared<T>(key: string, value: T): T {
-    const known = sharedValues.get(key);
-    if (known !== undefined) return known as T;
-    if (sharedValues.size < MAX_SHARED) sharedValues.set(key, value);
-    return value;
-  }
-  const emptyKwargs = freeze({});
-  function shareParts(record: Record<string, unknown>): void {
-    for (const field of SHARED_FIELDS) {
-      const value = record[field];
-      if (typeof value === "string") record[field] = shared(value, value);
-    }
-    const summary = record.outcome_summary;
-    if (typeof summary === "object" && summary !== null) record.outcome_summary = shared(`\u0000${stringifyJson(summary)}`, summary);
-    const kwargs = record.kwargs;
-    if (typeof kwargs === "object" && kwargs !== null && !isArray(kwargs) && keys(kwargs).length === 0) record.kwargs = emptyKwargs;
-  }
-
-  function addRecords(chunk: MirrorChunk): void {
-    if (chunk.reset) {
-      mirror.length = 0;
-      unparsed = [];
-      firstUnparsed = 0;
-    }
-    const { records } = chunk;
-    const held = mirror.length + unparsed.length - firstUnparsed;
-    for (let index = Math.max(0, held - chunk.start); index < records.length; index += 1) {
-      apply(arrayPush, unparsed, [records[index]]);
-    }
-  }
-
-  function parseRecords(): void {
-    while (firstUnparsed < unparsed.length) {
-      const record = parseJson(unparsed[firstUnparsed] as string) as Record<string, unknown>;
-      if (typeof record === "object" && record !== null) shareParts(record);
-      deepFreeze(record);
-      apply(arrayPush, mirror, [record]);
-      unparsed[firstUnparsed] = undefined;
-      firstUnparsed += 1;
-    }
-    unparsed = [];
-    firstUnparsed = 0;
-  }
-
-  /** `context.conversation_history`: the mirror, with the records that arrived as text parsed first. */
-  const readHistory = freeze(function conversation_history(): unknown {
-    parseRecords();
-    return historyView;
-  });
-
-  function convertsAsArray(value: unknown): boolean {
-    return typeof value === "object" && value !== null && (isArray(value) || (value as { toString?: unknown }).toString === arrayToString);
-  }
-
-  function capText(value: unknown, limit: number): string {
-    let text: string;
-    try {
-      // An array's own string conversion expands every shared element without bound (so does
-      // an array-like's that inherits it); the printer stops at the limit.
-      text = typeof value === "string" ? value : value === undefined || value === null ? "" : convertsAsArray(value) ? print(value, limit) : StringCtor(value);
-    } catch {
-      return "[unprintable]";
-    }
-    return text.length > limit ? `${text.slice(0, limit)}… [truncated]` : text;
-  }
-
-  function describeThrown(thrown: unknown): { name: string; message: string } {
-    if (typeof thrown === "object" && thrown !== null) {
-      let name: unknown;
-      let message: unknown;
-      try {
-        name = (thrown as { name?: unknown }).name;
-      } catch {
-        name = "Error";
-      }
-      try {
-        message = (thrown as { message?: unknown }).message;
-      } catch {
-        message = "[message could not be read]";
-      }
-      return { name: capText(name, 200) || "Error", message: capText(message, limits.maxErrorMessageChars) };
-    }
-    return { name: "Thrown", message: capText(thrown, limits.maxErrorMessageChars) };
-  }
-
-  function budgetError(message: string): Error {
-    const error = new ErrorCtor(message);
-    error.name = "BudgetExceededError";
-    apply(weakSetAdd, budgetErrors, [error]);
-    return error;
-  }
 
   // Set whenever code may have run here since `tidy` last removed stray globals: in every entry
   // but `tidy`, and in every continuation of the bridge (an entry of isolated-vm's own). Program
   // code runs only in those: an entry's microtask checkpoint empties the queue before it returns.
   let mayHaveLeftGlobals = true;
+
+  // The call whose program runs now: one agent's programs run one at a time, so a program
+  // calling `content` is the one that started last (or one that has ended, and is refused).
+  let currentCall: CallState | null = null;
+
+  const hostCalls = parts.createHostCalls({
+    bridge: parts.bridge,
+    limits,
+    encodeWithin,
+    capText,
+    describeThrown,
+    resumed: () => {
+      mayHaveLeftGlobals = true;
+    },
+    currentCall: () => currentCall,
+  });
+
+  const global = globalThis as Record<PropertyKey, unknown>;
+  defineProperty(global, "content", { value: hostCalls.content, writable: false, enumerable: false, configurable: false });
+  const baselineGlobals = new SetCtor(ownKeys(global));
 
   function settle(call: CallState, result: IsolateResult): void {
     if (call.ended || slots.has(call.id)) return;
@@ -309,12 +174,11 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
 
   function fail(call: CallState, thrown: unknown): IsolateResult {
     const { name, message } = describeThrown(thrown);
-    const isBudget = typeof thrown === "object" && thrown !== null && apply(weakSetHas, budgetErrors, [thrown]);
     // The engine's answer when the isolate's allocator refuses an ArrayBuffer: the memory limit.
     // Only here is an outcome read from an error's text; a program that throws this error
     // itself changes nothing but its own outcome's type.
     const isOutOfMemory = name === "RangeError" && message === "Array buffer allocation failed";
-    const result = failure(call, isBudget ? "budget_exceeded" : isOutOfMemory ? "memory_limit" : "execution", name, message);
+    const result = failure(call, hostCalls.isBudgetError(thrown) ? "budget_exceeded" : isOutOfMemory ? "memory_limit" : "execution", name, message);
     const location = programLocation(thrown);
     return location === undefined ? result : { ...result, location };
   }
@@ -322,8 +186,6 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   // A frame in the program's own code: `(eval at …, <anonymous>:LINE:COLUMN)`. The program is the
   // body of a function made by the AsyncFunction constructor, whose header takes two lines.
   const PROGRAM_FRAME = /\), <anonymous>:(\d+):(\d+)\)/;
-  const regexpExec = RegExp.prototype.exec;
-  const NumberCtor = Number;
 
   /** Where in the program an error was made: the innermost frame of the program's own code. */
   function programLocation(thrown: unknown): { line: number; column: number } | undefined {
@@ -340,158 +202,6 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     if (match === null) return undefined;
     const line = NumberCtor(match[1]) - 2;
     return line >= 1 ? { line, column: NumberCtor(match[2]) } : undefined;
-  }
-
-  function makeConsole(call: CallState): object {
-    const write = (...items: unknown[]) => {
-      if (call.ended || call.consoleTruncated) return;
-      let line = "";
-      for (let index = 0; index < items.length; index += 1) {
-        const item = items[index];
-        let text: string;
-        if (typeof item === "string") text = item;
-        else {
-          try {
-            text = encodeForConsole(item);
-          } catch {
-            text = capText(item, 1000);
-          }
-        }
-        line += (index === 0 ? "" : " ") + text;
-        if (line.length > limits.maxConsoleChars) break;
-      }
-      if (call.console.length >= limits.maxConsoleLines || call.consoleChars + line.length > limits.maxConsoleChars) {
-        call.consoleTruncated = true;
-        apply(arrayPush, call.console, ["… console output truncated"]);
-        return;
-      }
-      call.consoleChars += line.length;
-      apply(arrayPush, call.console, [line]);
-    };
-    return freeze({ log: write, info: write, warn: write, error: write, debug: write });
-  }
-
-  function encodeForConsole(item: unknown): string {
-    if (typeof item !== "object" || item === null) return capText(item, 1000);
-    return print(item, 2000);
-  }
-
-  function toOutcome(envelope: unknown): object {
-    if (typeof envelope !== "object" || envelope === null) {
-      return { status: "error", ok: false, error_type: "execution", error_message: "The delegated call returned no outcome.", retriable: false };
-    }
-    const source = envelope as Record<string, unknown>;
-    const outcome: Record<string, unknown> = {
-      status: source.status === "ok" ? "ok" : "error",
-      ok: source.ok === true,
-      retriable: source.retriable === true,
-    };
-    if (outcome.ok) outcome.value = source.value;
-    else {
-      outcome.error_type = typeof source.error_type === "string" ? source.error_type : "execution";
-      outcome.error_message = typeof source.error_message === "string" ? source.error_message : "";
-    }
-    return outcome;
-  }
-
-  /**
-   * A delegate call's value, encoded; null when it is too large to encode within its limit
-   * (the host answers that with an invalid_input outcome). Any other failure to read it is the
-   * program's mistake, thrown as a TypeError.
-   */
-  function encodeArgument(value: unknown, jsonLimit: number, what: string): string | null {
-    try {
-      return encodeWithin(value, jsonLimit);
-    } catch (error) {
-      const { name, message } = describeThrown(error);
-      if (name === "ResultTooLarge") return null;
-      throw new TypeErrorCtor(`${what} could not be read: ${message}`);
-    }
-  }
-
-  async function callDelegate(call: CallState, role: string, options: DelegateOptions, method: string, args: unknown[]): Promise<object> {
-    if (call.ended) return new PromiseCtor<object>(() => {});
-    if (call.delegateCalls >= limits.maxDelegateCalls) {
-      throw budgetError(`This program made more than ${limits.maxDelegateCalls} delegate calls, the per-call limit.`);
-    }
-    if (call.delegatesInFlight >= limits.maxConcurrentDelegates) {
-      throw budgetError(`This program has ${limits.maxConcurrentDelegates} delegate calls in flight, the limit; await some before starting more.`);
-    }
-    const argsText = encodeArgument(args, limits.maxDelegateArgumentChars, `The arguments to ${capText(role, 200)}.${capText(method, 200)}()`);
-    call.delegateCalls += 1;
-    call.delegatesInFlight += 1;
-    let envelope: unknown;
-    try {
-      const request = { kind: "delegate", role, method, args: argsText, options: options.text, optionsTooLarge: options.tooLarge };
-      envelope = await apply(bridgeApply, bridge, [undefined, [call.id, request], BRIDGE_OPTIONS]);
-    } catch {
-      envelope = null;
-    } finally {
-      mayHaveLeftGlobals = true;
-      call.delegatesInFlight -= 1;
-    }
-    if (call.ended) return new PromiseCtor<object>(() => {});
-    return toOutcome(envelope);
-  }
-
-  // The call whose program runs now: one agent's programs run one at a time, so a program
-  // calling `content` is the one that started last (or one that has ended, and is refused).
-  let currentCall: CallState | null = null;
-
-  /** `content(ref)`: a copy of the value an earlier call returned, when the agent keeps it; else undefined. */
-  async function content(ref: unknown): Promise<unknown> {
-    const call = currentCall;
-    if (call === null || call.ended) return new PromiseCtor<unknown>(() => {});
-    if (typeof ref !== "string" || ref.length > 200) throw new TypeErrorCtor("content(ref) takes a record's content_ref (a string of at most 200 characters).");
-    if (call.delegateCalls >= limits.maxDelegateCalls) {
-      throw budgetError(`This program made more than ${limits.maxDelegateCalls} delegate and content calls, the per-call limit.`);
-    }
-    call.delegateCalls += 1;
-    let envelope: unknown;
-    try {
-      envelope = await apply(bridgeApply, bridge, [undefined, [call.id, { kind: "content", ref }], BRIDGE_OPTIONS]);
-    } catch {
-      envelope = null;
-    }
-    mayHaveLeftGlobals = true;
-    if (call.ended) return new PromiseCtor<unknown>(() => {});
-    const answer = envelope as Record<string, unknown> | null;
-    return typeof answer === "object" && answer !== null && answer.ok === true ? answer.value : undefined;
-  }
-
-  function makeDelegate(call: CallState) {
-    return function delegate(role: unknown, options?: unknown): object {
-      if (typeof role !== "string" || role.trim() === "" || role.length > 200) {
-        throw new TypeErrorCtor("delegate(role, options?) needs a role: a non-empty string of at most 200 characters.");
-      }
-      if (call.depth + 1 > call.maxDepth) {
-        throw budgetError(`delegate("${capText(role, 200)}") would reach delegation depth ${call.depth + 1}, beyond maxDelegationDepth ${call.maxDepth}.`);
-      }
-      let encodedOptions: DelegateOptions = { text: null, tooLarge: false };
-      if (options !== undefined) {
-        const text = encodeArgument(options, limits.maxDelegateOptionChars, "delegate(role, options): the options");
-        encodedOptions = { text, tooLarge: text === null };
-      }
-      const methods = new MapCtor<string, (...args: unknown[]) => Promise<object>>();
-      const label = `[Agent ${role}]`;
-      return new ProxyCtor(create(null), {
-        get(_target, name) {
-          if (name === Symbol.toPrimitive) return () => label;
-          if (typeof name !== "string" || name === "then" || name === "constructor") return undefined;
-          if (name === "toString") return () => label;
-          if (name === "toJSON") return () => ({ role });
-          let method = methods.get(name);
-          if (!method) {
-            method = (...args: unknown[]) => callDelegate(call, role, encodedOptions, name, args);
-            methods.set(name, method);
-          }
-          return method;
-        },
-        set: refuse,
-        defineProperty: refuse,
-        deleteProperty: refuse,
-      });
-    };
   }
 
   /** Removes the globals a program added; false when one cannot be removed (the isolate is then replaced). Never throws. */
@@ -541,13 +251,13 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   return freeze({
     sync(chunk: MirrorChunk): void {
       mayHaveLeftGlobals = true;
-      addRecords(chunk);
-      parseRecords();
+      mirror.add(chunk);
+      mirror.parse();
     },
     tidy(): boolean {
       if (!cleanGlobals()) return false;
       mayHaveLeftGlobals = false;
-      parseRecords();
+      mirror.parse();
       return true;
     },
     start(payload: RunPayload): StartAnswer {
@@ -561,8 +271,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
         depth: payload.depth,
         maxDepth: payload.maxDelegationDepth,
         ended: false,
-        delegateCalls: 0,
-        delegatesInFlight: 0,
+        requests: 0,
+        inFlight: 0,
         console: [],
         consoleChars: 0,
         consoleTruncated: false,
@@ -571,8 +281,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       };
       calls.set(call.id, call);
       currentCall = call;
-      addRecords(payload.history);
-      if (unparsed.length - firstUnparsed > MAX_RECORDS_AS_TEXT) parseRecords();
+      mirror.add(payload.history);
+      if (mirror.unparsedCount() > MAX_RECORDS_AS_TEXT) mirror.parse();
       let program: (...args: unknown[]) => Promise<unknown>;
       try {
         program = compile(payload.code);
@@ -582,8 +292,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
         return call.answer;
       }
       const context = payload.context;
-      defineProperty(context, "conversation_history", { get: readHistory, enumerable: false, configurable: false });
-      const running = apply(program, undefined, [context, payload.args, payload.kwargs, makeDelegate(call), makeConsole(call)]);
+      defineProperty(context, "conversation_history", { get: mirror.read, enumerable: false, configurable: false });
+      const running = apply(program, undefined, [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call)]);
       apply(promiseThen, running, [
         (value: unknown) => settle(call, succeed(call, value, context)),
         (thrown: unknown) => settle(call, fail(call, thrown)),

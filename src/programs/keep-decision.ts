@@ -42,6 +42,18 @@ export function whyNotReused(method: string, rule: ReuseRule): string | undefine
   return undefined;
 }
 
+/** Whether the program that worked for a call of `method` is kept, and why: the method's part in reuse first, then the program's own (see {@link keepDecision}). */
+export function decideReuse(
+  method: string,
+  rule: ReuseRule,
+  prepared: Extract<PreparedProgram, { ok: true }>,
+  args: readonly unknown[],
+  kwargs: Readonly<Record<string, unknown>>,
+): ReuseDecision {
+  const refused = whyNotReused(method, rule);
+  return refused === undefined ? keepDecision(prepared, args, kwargs) : { kept: false, reason: refused };
+}
+
 /**
  * Whether a program that worked for this call is kept for later calls of its key, and why: the
  * whole rule of docs/programs.md section 5 in one place.

@@ -24,7 +24,7 @@ function parseRecord(json: string): HistoryRecord {
  * O(1); objects are made only when asked for (the prompt's preview, `Agent.history()`, whose
  * frozen array is shared until the next change).
  */
-export class HistoryStore {
+export class AgentHistory {
   #records = new TextArena();
   #index = new HistoryIndex();
   #snapshot: readonly HistoryRecord[] | undefined;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { Agent, type HistoryRecord, ScriptedProvider } from "../../src/index.ts";
 import { normalizeHistory } from "../../src/history/normalize.ts";
-import { HistoryStore } from "../../src/history/store.ts";
+import { AgentHistory } from "../../src/history/agent-history.ts";
 import { TextArena } from "../../src/history/text-arena.ts";
 
 function record(index: number, extra: Partial<HistoryRecord> = {}): HistoryRecord {
@@ -48,9 +48,9 @@ describe("TextArena", () => {
   });
 });
 
-describe("HistoryStore", () => {
+describe("AgentHistory", () => {
   test("replace takes records one at a time from the normaliser and starts a new epoch", () => {
-    const store = new HistoryStore();
+    const store = new AgentHistory();
     store.append({ record: record(0), json: JSON.stringify(record(0)) });
     store.mirrored = 1;
     const before = store.epoch;
@@ -67,7 +67,7 @@ describe("HistoryStore", () => {
   });
 
   test("since() gives the texts as stored, the newest too, after appends and replacements alike", () => {
-    const store = new HistoryStore();
+    const store = new AgentHistory();
     const texts = (start: number, end?: number) => store.since(start, end).map((json) => JSON.parse(json).call_id);
     expect(store.since(0)).toEqual([]);
     const multiByte = record(0, { args: ["ünïcode ✓ 𝄞"] });
@@ -86,7 +86,7 @@ describe("HistoryStore", () => {
   });
 
   test("latest() follows appends and replacements, never a stale record", () => {
-    const store = new HistoryStore();
+    const store = new AgentHistory();
     const ids = (count: number) => store.latest(count).map((entry) => entry.call_id);
     expect(ids(3)).toEqual([]);
     for (let index = 0; index < 4; index += 1) store.append({ record: record(index), json: JSON.stringify(record(index)) });
@@ -101,7 +101,7 @@ describe("HistoryStore", () => {
   });
 
   test("a normaliser that throws part-way leaves the history as it was", () => {
-    const store = new HistoryStore();
+    const store = new AgentHistory();
     store.append({ record: record(0), json: JSON.stringify(record(0)) });
     function* failing(): Generator<string> {
       yield JSON.stringify(record(1));

@@ -1,0 +1,26 @@
+import type { AgentState } from "../../agent-state.ts";
+import { readKeptValue } from "../../sandbox/host/inbound.ts";
+import { bridgeFailure, type BridgeAnswer, type ContentRequest } from "../../sandbox/protocol.ts";
+import type { Call } from "../draft.ts";
+
+/**
+ * A program's `content(ref)`: a copy of a value the agent keeps (in this process, or for a
+ * durable agent in its store, where another process may have kept it), or a failure (the
+ * program gets `undefined`) when it keeps none under `ref`.
+ */
+export async function answerContent(request: ContentRequest, call: Call): Promise<BridgeAnswer<"content">> {
+  const found = await keptValue(call.state, request.ref);
+  return found.kept ? { ok: true, value: found.value } : bridgeFailure("invalid_input", `No value is kept under "${request.ref}".`);
+}
+
+/** The value `ref` names, from this process's copy or the agent's store; a value that no longer decodes counts as not kept. */
+export async function keptValue(state: AgentState, ref: string): Promise<{ kept: boolean; value?: unknown }> {
+  try {
+    if (state.values.has(ref)) return { kept: true, value: state.values.get(ref) };
+    if (state.link === undefined || state.options.keepValues.count === 0) return { kept: false };
+    const text = await state.link.store.value(state.link.id, ref);
+    return text === undefined ? { kept: false } : { kept: true, value: readKeptValue(text) };
+  } catch {
+    return { kept: false };
+  }
+}

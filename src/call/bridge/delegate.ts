@@ -1,0 +1,60 @@
+import type { AgentState } from "../../agent-state.ts";
+import type { AgentOptions } from "../../options.ts";
+import type { Outcome } from "../../outcome.ts";
+import { MAX_NAME_LENGTH, RESERVED_NAMES } from "../../reserved-names.ts";
+import { readDelegateInput } from "../../sandbox/host/inbound.ts";
+import { bridgeFailure, type BridgeAnswer, type BridgeOutcome, type DelegateRequest } from "../../sandbox/protocol.ts";
+import type { Call } from "../draft.ts";
+
+/** Options generated code may pass to `delegate(role, options)`; limits can only be lowered. */
+const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "memoryLimitMb"]);
+const LOWER_ONLY = ["maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "memoryLimitMb"] as const;
+
+/**
+ * A program's `delegate(role).method(...args)`: validated here (the request is untrusted),
+ * then run as a full dynamic call of the child agent, recorded in the child's history with
+ * speaker `tool`, and answered with a plain Outcome. A request refused here is a failure the
+ * program sees as an error Outcome.
+ */
+export async function answerDelegate(request: DelegateRequest, call: Call): Promise<BridgeAnswer<"delegate">> {
+  const { state, draft } = call;
+  const { role, method } = request;
+  if (role.trim() === "" || role.length > MAX_NAME_LENGTH) return bridgeFailure("invalid_input", "delegate(role) needs a non-empty role of at most 200 characters.");
+  if (method === "" || method.length > MAX_NAME_LENGTH) return bridgeFailure("invalid_input", "A delegated method name must be 1 to 200 characters long.");
+  if (RESERVED_NAMES.has(method)) return bridgeFailure("invalid_input", `"${method}" is a reserved name on agents and cannot be called through delegate.`);
+  if (state.depth + 1 > state.options.maxDelegationDepth) {
+    return bridgeFailure("budget_exceeded", `delegate("${role}") would reach depth ${state.depth + 1}, beyond maxDelegationDepth ${state.options.maxDelegationDepth}.`);
+  }
+  const input = readDelegateInput(request);
+  if (!input.ok) return bridgeFailure("invalid_input", input.message);
+  const options = programOptions(state, input.options);
+  if (typeof options === "string") return bridgeFailure("invalid_input", options);
+  let child: AgentState;
+  try {
+    child = state.child(role, options);
+  } catch (error) {
+    return bridgeFailure("invalid_input", (error as Error).message);
+  }
+  const outcome = await call.perform(child, method, input.args, { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId, parentSpan: draft.runSpan });
+  return { ok: true, value: toBridgeOutcome(outcome) };
+}
+
+/** An Outcome in the field names generated code sees. */
+function toBridgeOutcome(outcome: Outcome): BridgeOutcome {
+  return outcome.ok
+    ? { status: "ok", ok: true, value: outcome.value, retriable: false }
+    : { status: "error", ok: false, error_type: outcome.errorType ?? "execution", error_message: outcome.errorMessage ?? "", retriable: outcome.retriable };
+}
+
+/** Options a program gave `delegate(role, options)`, checked, with limits lowered to the parent's; or why they are refused. */
+function programOptions(state: AgentState, options: Record<string, unknown> | undefined): AgentOptions | string | undefined {
+  if (options === undefined) return undefined;
+  for (const name of Object.keys(options)) {
+    if (!PROGRAM_OPTION_NAMES.has(name)) return `delegate option "${name}" is not allowed from generated code. Allowed: ${[...PROGRAM_OPTION_NAMES].join(", ")}.`;
+  }
+  for (const name of LOWER_ONLY) {
+    const given = options[name];
+    if (typeof given === "number" && given > state.options[name]) options[name] = state.options[name];
+  }
+  return options as AgentOptions;
+}

@@ -1,0 +1,28 @@
+/**
+ * The host's side of the bridge: one handler per request kind (`../../sandbox/protocol.ts`,
+ * `BridgeKinds`), each in a module of its own. The table is typed by the kinds, so the compiler
+ * names a kind without a handler.
+ */
+import { bridgeFailure, type BridgeAnswer, type BridgeKind, type BridgeRequest } from "../../sandbox/protocol.ts";
+import type { AskingRun } from "../../sandbox/host/pending-run.ts";
+import type { Call } from "../draft.ts";
+import { answerContent } from "./content.ts";
+import { answerDelegate } from "./delegate.ts";
+
+/** What a handler is given: the request (read by the sandbox process, still untrusted in its values), the call whose program asked, and that program's run. */
+export type BridgeHandler<K extends BridgeKind> = (request: BridgeRequest<K>, call: Call, run: AskingRun) => Promise<BridgeAnswer<K>>;
+
+const HANDLERS: { readonly [K in BridgeKind]: BridgeHandler<K> } = {
+  delegate: answerDelegate,
+  content: answerContent,
+};
+
+/** Answers one request of `call`'s program; never rejects (a handler that throws is a failure of the host's). */
+export async function answerBridge(request: BridgeRequest, call: Call, run: AskingRun): Promise<BridgeAnswer> {
+  const handler = HANDLERS[request.kind] as BridgeHandler<BridgeKind>;
+  try {
+    return await handler(request, call, run);
+  } catch (error) {
+    return bridgeFailure("execution", `The host failed while answering this ${request.kind} request: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

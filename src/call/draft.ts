@@ -1,0 +1,121 @@
+/**
+ * A dynamic call in progress: where it came from, and everything it learns along the way for
+ * its record and log line (the draft), with the agent it is for.
+ */
+import { randomUUID } from "node:crypto";
+import type { AgentState } from "../agent-state.ts";
+import type { ProgramSource, Speaker } from "../history/record.ts";
+import { Outcome, type ErrorType } from "../outcome.ts";
+import type { ReuseDecision } from "../programs/keep-decision.ts";
+import type { ParsedProgram } from "../programs/parse.ts";
+import type { Span } from "../tracing/tracing.ts";
+import type { AttemptFailure } from "./repair.ts";
+
+/** Where a call came from. */
+export interface CallOrigin {
+  readonly speaker: Speaker;
+  readonly parentCallId?: string;
+  readonly traceId?: string;
+  /** The span of the calling program's run, for a delegated call. */
+  readonly parentSpan?: Span | undefined;
+}
+
+/** Makes one dynamic call of an agent (`performCall` in `lifecycle.ts`). */
+export type PerformCall = (state: AgentState, method: string, args: readonly unknown[], origin: CallOrigin) => Promise<Outcome>;
+
+/** One dynamic call in progress: the agent it is for, and what it has learned so far. */
+export interface Call {
+  readonly state: AgentState;
+  readonly draft: CallDraft;
+  /** How a program's `delegate` makes a call of another agent: passed in, so the parts of a call do not import its story. */
+  readonly perform: PerformCall;
+}
+
+/** Everything a call learned along the way, for its record and log line. */
+export interface CallDraft {
+  readonly callId: string;
+  readonly role: string;
+  readonly method: string;
+  readonly speaker: Speaker;
+  readonly traceId: string;
+  readonly parentCallId: string | undefined;
+  readonly depth: number;
+  readonly startedAt: Date;
+  readonly startedMs: number;
+  args: readonly unknown[];
+  kwargs: Readonly<Record<string, unknown>>;
+  code: string | null;
+  /** Where `code` came from. */
+  programSource: ProgramSource;
+  /** The outcome of the latest program run, whatever the program (see {@link endedByKeptProgram}). */
+  runOutcome: Outcome | undefined;
+  /** Whether the kept program's run ended the call: set once, by `finalize`, from {@link endedByKeptProgram}. */
+  artifactHit: boolean;
+  /** Whether the program that worked was kept for reuse, and why; undefined when no new program worked. */
+  reuseDecision: ReuseDecision | undefined;
+  /** The last program, parsed once and reused by the history scan. */
+  parsed: ParsedProgram | undefined;
+  model: string | undefined;
+  attempts: number;
+  system: string | undefined;
+  user: string | undefined;
+  console: readonly string[];
+  /** The call's `invoke_agent` span, and the span of its latest program run (delegated calls nest under it); undefined when tracing is off. */
+  span: Span | undefined;
+  runSpan: Span | undefined;
+  /** Tokens the provider reported over the call's attempts; null while none was reported. */
+  tokens: { prompt: number; completion: number } | null;
+  /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
+  valueText: string | undefined;
+  /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
+  readonly failures: AttemptFailure[];
+  finalized: boolean;
+}
+
+/** A fresh draft for a call of `state`'s method. */
+export function newDraft(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): CallDraft {
+  return {
+    callId: randomUUID(),
+    role: state.role,
+    method,
+    speaker: origin.speaker,
+    traceId: origin.traceId ?? state.options.traceId ?? randomUUID(),
+    parentCallId: origin.parentCallId,
+    depth: state.depth,
+    startedAt: new Date(),
+    startedMs: performance.now(),
+    args: rawArgs,
+    kwargs: {},
+    code: null,
+    programSource: "generated",
+    runOutcome: undefined,
+    artifactHit: false,
+    reuseDecision: undefined,
+    parsed: undefined,
+    model: undefined,
+    attempts: 0,
+    system: undefined,
+    user: undefined,
+    console: [],
+    valueText: undefined,
+    tokens: null,
+    failures: [],
+    finalized: false,
+    span: undefined,
+    runSpan: undefined,
+  };
+}
+
+/** The call's error outcome. */
+export function failed(draft: CallDraft, errorType: ErrorType, message: string): Outcome {
+  return Outcome.failure(draft.callId, errorType, message);
+}
+
+/**
+ * Whether the kept program's run ended the call (`artifact_hit`): the call's program is the kept
+ * one and its outcome is that run's. Not when the kept program's own mistake sent the call on to
+ * the provider (the outcome is then the provider's, or a new program's), nor when nothing ran.
+ */
+export function endedByKeptProgram(draft: CallDraft, outcome: Outcome): boolean {
+  return draft.programSource === "reused" && draft.runOutcome === outcome;
+}

@@ -1,0 +1,71 @@
+/**
+ * Reuse of kept programs (docs/programs.md): where a call's kept programs are and its key there,
+ * running the program kept for that key instead of asking the provider, and keeping a new
+ * program that worked when the call's decision says so.
+ */
+import { PROMPT_VERSION } from "./prompt.ts";
+import type { Provider } from "../providers/provider.ts";
+import { takesPartInReuse } from "../programs/keep-decision.ts";
+import { programKey, shelfFor, type ProgramShelf } from "../programs/kept.ts";
+import type { KeptProgram } from "../store/store.ts";
+import type { Call, CallDraft } from "./draft.ts";
+import { runAttempt, type AttemptEnd } from "./commit.ts";
+import type { AgentState } from "../agent-state.ts";
+
+/** Where this call's kept programs are, and its key there. */
+export interface Reuse {
+  readonly shelf: ProgramShelf;
+  readonly key: string;
+}
+
+/** The call's place among kept programs; undefined when it takes no part in reuse. */
+export function reuseFor(state: AgentState, draft: CallDraft, provider: Provider | undefined): Reuse | undefined {
+  if (!takesPartInReuse(draft.method, state.options.reuse)) return undefined;
+  const shelf = shelfFor(state.options.store, provider);
+  return shelf === undefined ? undefined : { shelf, key: programKey(state.role, draft.method, draft.args, draft.kwargs, PROMPT_VERSION) };
+}
+
+/**
+ * Runs the program kept for this call's key, if there is one (undefined when there is none):
+ * no prompt, no provider. Its outcome is the call's, unless it failed by its own mistake
+ * (`mistake` set): then the call goes on to generate a program with that failure as feedback,
+ * and the kept program is charged the failure (dropped after `maxReuseFailures` in a row).
+ * Timeouts, cancellations and the like are not the program's doing and are not charged.
+ */
+export async function runKept(call: Call, reuse: Reuse): Promise<AttemptEnd | undefined> {
+  const { state, draft } = call;
+  let kept: KeptProgram | undefined;
+  try {
+    const found = reuse.shelf.get(reuse.key);
+    kept = isPending(found) ? await found : found;
+  } catch {
+    // A store that cannot say: generate instead; the call's own commit reports a failing store.
+    return undefined;
+  }
+  if (kept === undefined) return undefined;
+  draft.code = kept.code;
+  draft.programSource = "reused";
+  const end = await runAttempt(call, kept.code, 0);
+  const charged = end.mistake !== undefined ? "mistake" : end.outcome.ok || end.outcome.errorType === "execution" ? "ok" : undefined;
+  if (charged !== undefined) {
+    try {
+      const counted = reuse.shelf.ran(reuse.key, kept.code, charged, state.options.maxReuseFailures);
+      if (isPending(counted)) await counted;
+    } catch {
+      // Counts are kept on a best-effort basis: a store that cannot count does not fail the call.
+    }
+  }
+  if (end.mistake !== undefined) draft.failures.push(end.mistake);
+  return end;
+}
+
+/** Keeps a program that worked, when the call's decision (made before its record was written) says so. */
+export async function keepIfDecided(reuse: Reuse, draft: CallDraft, code: string): Promise<void> {
+  if (draft.reuseDecision?.kept !== true) return;
+  await Promise.resolve(reuse.shelf.keep({ key: reuse.key, role: draft.role, method: draft.method, code, why: draft.reuseDecision.reason })).catch(() => undefined);
+}
+
+/** Whether a shelf's answer is still to come: an in-memory shelf answers at once, and is not awaited (an await costs the call a turn). */
+function isPending<T>(answer: T | Promise<T>): answer is Promise<T> {
+  return typeof (answer as { then?: unknown } | null | undefined)?.then === "function";
+}

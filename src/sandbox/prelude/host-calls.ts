@@ -1,0 +1,245 @@
+/**
+ * In the isolate: what a running program asks of the host (the bridge kinds of `../protocol.ts`),
+ * each kind an entry here (`delegate(role, options).method(...args)`, `content(ref)`) built on
+ * one helper, `ask`, which holds what every kind shares: the per-call budget (count, and
+ * concurrency for the kinds that hold a place in flight), the encoding of values that leave,
+ * the envelope of the answer, and a call that ended (its requests never settle, so nothing of
+ * it runs on). Sent into the isolate as source text (composed with the other pieces in
+ * `child/agent-isolate.ts`), so it must use nothing from its module scope.
+ */
+import type { SandboxLimits } from "../limits.ts";
+import type { BridgeAnswer, BridgeFailure, BridgeKind, BridgeRequest } from "../protocol.ts";
+
+interface ReferenceLike {
+  apply(receiver: undefined, args: unknown[], options: object): Promise<unknown>;
+}
+
+/** What the host calls of one program's run keep, held by the call. */
+export interface HostCallState {
+  readonly id: string;
+  readonly depth: number;
+  readonly maxDepth: number;
+  readonly ended: boolean;
+  /** Requests made so far (all kinds), against `limits.maxDelegateCalls`. */
+  requests: number;
+  /** Requests in flight of the kinds that count there, against `limits.maxConcurrentDelegates`. */
+  inFlight: number;
+}
+
+export interface HostCallParts {
+  /** The sandbox process's bridge: `(callId, request)`, answered with a {@link BridgeAnswer}. */
+  readonly bridge: ReferenceLike;
+  readonly limits: SandboxLimits;
+  /** Encodes a value within `jsonLimit` characters of JSON (throws `ResultTooLarge` past it). */
+  readonly encodeWithin: (value: unknown, jsonLimit: number) => string;
+  readonly capText: (value: unknown, limit: number) => string;
+  readonly describeThrown: (thrown: unknown) => { name: string; message: string };
+  /** Told whenever an answer lets program code run again (an entry of isolated-vm's own). */
+  readonly resumed: () => void;
+  /** The call whose program runs now (for globals such as `content`, which belong to no call). */
+  readonly currentCall: () => HostCallState | null;
+}
+
+export interface HostCalls {
+  /** The `delegate` a call's program gets. */
+  delegateFor(call: HostCallState): (role: unknown, options?: unknown) => object;
+  /** The global `content(ref)`. */
+  readonly content: (ref: unknown) => Promise<unknown>;
+  /** Whether a thrown value is a budget error of this runtime's (the call's outcome is then `budget_exceeded`). */
+  isBudgetError(thrown: unknown): boolean;
+}
+
+export function createHostCalls(parts: HostCallParts): HostCalls {
+  "use strict";
+  const { bridge, limits, encodeWithin, capText, describeThrown, resumed, currentCall } = parts;
+  const { freeze, create } = Object;
+  const apply = Reflect.apply;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const ProxyCtor = Proxy;
+  const MapCtor = Map;
+  const PromiseCtor = Promise;
+  const WeakSetCtor = WeakSet;
+  const weakSetAdd = WeakSet.prototype.add;
+  const weakSetHas = WeakSet.prototype.has;
+  const toPrimitive = Symbol.toPrimitive;
+  const bridgeApply = bridge.apply;
+  const copyOptions = freeze(Object.assign(create(null), { copy: true }));
+  const promiseResultOptions = freeze(Object.assign(create(null), { promise: true, copy: true }));
+  const BRIDGE_OPTIONS = freeze(Object.assign(create(null), { arguments: copyOptions, result: promiseResultOptions }));
+  const budgetErrors = new WeakSetCtor<object>();
+
+  /** How a kind counts against the per-call budget: its name in the messages, and whether it holds a place in flight. */
+  interface Budget {
+    readonly counted: string;
+    readonly inFlight: boolean;
+  }
+  const DELEGATE_BUDGET: Budget = freeze({ counted: "delegate", inFlight: true });
+  const CONTENT_BUDGET: Budget = freeze({ counted: "delegate and content", inFlight: false });
+
+  function budgetError(message: string): Error {
+    const error = new ErrorCtor(message);
+    error.name = "BudgetExceededError";
+    apply(weakSetAdd, budgetErrors, [error]);
+    return error;
+  }
+
+  /** What a request of an ended call gets: nothing, ever, so no code of it runs on. */
+  function never<T>(): Promise<T> {
+    return new PromiseCtor<T>(() => {});
+  }
+
+  /**
+   * A value that leaves with a request, encoded; null when it is too large to encode within its
+   * limit (the host refuses that request with an invalid_input failure that says so). Any other
+   * failure to read it is the program's mistake, thrown as a TypeError.
+   */
+  function encodeArgument(value: unknown, jsonLimit: number, what: string): string | null {
+    try {
+      return encodeWithin(value, jsonLimit);
+    } catch (error) {
+      const { name, message } = describeThrown(error);
+      if (name === "ResultTooLarge") return null;
+      throw new TypeErrorCtor(`${what} could not be read: ${message}`);
+    }
+  }
+
+  /** The answer as the host sent it, checked for shape. */
+  function readAnswer(answer: unknown): BridgeAnswer<BridgeKind> {
+    if (typeof answer === "object" && answer !== null) {
+      const { ok, value, failure } = answer as { ok?: unknown; value?: unknown; failure?: unknown };
+      if (ok === true) return { ok: true, value: value as never };
+      if (ok === false && typeof failure === "object" && failure !== null) {
+        const { errorType, message, retriable } = failure as Record<string, unknown>;
+        return {
+          ok: false,
+          failure: { errorType: typeof errorType === "string" ? (errorType as BridgeFailure["errorType"]) : "execution", message: typeof message === "string" ? message : "", retriable: retriable === true },
+        };
+      }
+    }
+    return { ok: false, failure: { errorType: "execution", message: "The host gave no answer.", retriable: false } };
+  }
+
+  /**
+   * Sends one request of `call`'s to the host and waits for its answer. `build` makes the request
+   * once the budget allows it (encoding what leaves). A call that has ended, before or while it
+   * waits, gets no answer at all.
+   */
+  async function ask<K extends BridgeKind>(call: HostCallState, budget: Budget, build: () => BridgeRequest<K>): Promise<BridgeAnswer<K>> {
+    if (call.ended) return never();
+    if (call.requests >= limits.maxDelegateCalls) {
+      throw budgetError(`This program made more than ${limits.maxDelegateCalls} ${budget.counted} calls, the per-call limit.`);
+    }
+    if (budget.inFlight && call.inFlight >= limits.maxConcurrentDelegates) {
+      throw budgetError(`This program has ${limits.maxConcurrentDelegates} ${budget.counted} calls in flight, the limit; await some before starting more.`);
+    }
+    const request = build();
+    call.requests += 1;
+    if (budget.inFlight) call.inFlight += 1;
+    let answer: unknown;
+    try {
+      answer = await apply(bridgeApply, bridge, [undefined, [call.id, request], BRIDGE_OPTIONS]);
+    } catch {
+      answer = null;
+    } finally {
+      resumed();
+      if (budget.inFlight) call.inFlight -= 1;
+    }
+    if (call.ended) return never();
+    return readAnswer(answer) as BridgeAnswer<K>;
+  }
+
+  /** A delegated call's Outcome in the program's field names, read from what the host answered. */
+  function toOutcome(answer: BridgeAnswer<"delegate">): object {
+    if (!answer.ok) return failedOutcome(answer.failure);
+    const source = answer.value as unknown as Record<string, unknown> | null;
+    if (typeof source !== "object" || source === null) return failedOutcome({ errorType: "execution", message: "The delegated call returned no outcome.", retriable: false });
+    const outcome: Record<string, unknown> = { status: source.status === "ok" ? "ok" : "error", ok: source.ok === true, retriable: source.retriable === true };
+    if (outcome.ok) outcome.value = source.value;
+    else {
+      outcome.error_type = typeof source.error_type === "string" ? source.error_type : "execution";
+      outcome.error_message = typeof source.error_message === "string" ? source.error_message : "";
+    }
+    return outcome;
+  }
+
+  function failedOutcome(failure: BridgeFailure): object {
+    return { status: "error", ok: false, error_type: failure.errorType, error_message: failure.message, retriable: failure.retriable };
+  }
+
+  /** Options given to `delegate(role, options)`, encoded once for every call made through that agent. */
+  interface DelegateOptions {
+    readonly text: string | null;
+    readonly tooLarge: boolean;
+  }
+
+  async function callDelegate(call: HostCallState, role: string, options: DelegateOptions, method: string, args: unknown[]): Promise<object> {
+    const answer = await ask<"delegate">(call, DELEGATE_BUDGET, () => ({
+      kind: "delegate",
+      role,
+      method,
+      args: encodeArgument(args, limits.maxDelegateArgumentChars, `The arguments to ${capText(role, 200)}.${capText(method, 200)}()`),
+      options: options.text,
+      optionsTooLarge: options.tooLarge,
+    }));
+    return toOutcome(answer);
+  }
+
+  const refuse = () => false;
+
+  function delegateFor(call: HostCallState) {
+    return function delegate(role: unknown, options?: unknown): object {
+      if (typeof role !== "string" || role.trim() === "" || role.length > 200) {
+        throw new TypeErrorCtor("delegate(role, options?) needs a role: a non-empty string of at most 200 characters.");
+      }
+      if (call.depth + 1 > call.maxDepth) {
+        throw budgetError(`delegate("${capText(role, 200)}") would reach delegation depth ${call.depth + 1}, beyond maxDelegationDepth ${call.maxDepth}.`);
+      }
+      let encodedOptions: DelegateOptions = { text: null, tooLarge: false };
+      if (options !== undefined) {
+        const text = encodeArgument(options, limits.maxDelegateOptionChars, "delegate(role, options): the options");
+        encodedOptions = { text, tooLarge: text === null };
+      }
+      const methods = new MapCtor<string, (...args: unknown[]) => Promise<object>>();
+      const label = `[Agent ${role}]`;
+      return new ProxyCtor(create(null), {
+        get(_target, name) {
+          if (name === toPrimitive) return () => label;
+          if (typeof name !== "string" || name === "then" || name === "constructor") return undefined;
+          if (name === "toString") return () => label;
+          if (name === "toJSON") return () => ({ role });
+          let method = methods.get(name);
+          if (!method) {
+            method = (...args: unknown[]) => callDelegate(call, role, encodedOptions, name, args);
+            methods.set(name, method);
+          }
+          return method;
+        },
+        set: refuse,
+        defineProperty: refuse,
+        deleteProperty: refuse,
+      });
+    };
+  }
+
+  /** `content(ref)`: a copy of the value an earlier call returned, when the agent keeps it; else undefined. */
+  async function content(ref: unknown): Promise<unknown> {
+    const call = currentCall();
+    if (call === null || call.ended) return never();
+    if (typeof ref !== "string" || ref.length > 200) throw new TypeErrorCtor("content(ref) takes a record's content_ref (a string of at most 200 characters).");
+    const answer = await ask<"content">(call, CONTENT_BUDGET, () => ({ kind: "content", ref }));
+    return answer.ok ? answer.value : undefined;
+  }
+
+  return freeze({
+    delegateFor,
+    content: freeze(content),
+    isBudgetError: (thrown: unknown) => typeof thrown === "object" && thrown !== null && apply(weakSetHas, budgetErrors, [thrown]) === true,
+  });
+}
+
+/**
+ * Where each bridge kind's entry is above (what programs call); the compiler names a kind that
+ * is declared in the protocol and missing here.
+ */
+export const RUNTIME_ENTRIES = { delegate: "delegateFor", content: "content" } as const satisfies { readonly [K in BridgeKind]: keyof HostCalls };
