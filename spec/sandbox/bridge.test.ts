@@ -106,6 +106,35 @@ describe("the bridge", () => {
     expect(asked[0]?.timeLeftMs()).toBe(0);
   });
 
+  test("a handler's signal aborts when its run ends with its program's own outcome", async () => {
+    const signals = new Map<string, AbortSignal>();
+    const { report } = await run(
+      `return await Promise.race([content("slow"), content("fast")]);`,
+      (request, asking) => {
+        if (request.kind !== "content") throw new Error("unexpected request");
+        signals.set(request.ref, asking.signal);
+        return request.ref === "fast" ? Promise.resolve({ ok: true, value: "fast one" }) : new Promise(() => {});
+      },
+    );
+    expect(valueOf(report)).toBe("fast one");
+    expect(signals.get("slow")?.aborted).toBe(true);
+  });
+
+  test("a handler's signal aborts when its run's sandbox process is lost", async () => {
+    let asking: AskingRun | undefined;
+    let lost: SandboxProcess | undefined;
+    const ended = run(`await content("x")`, (_request, run) => {
+      asking = run;
+      lost = started.at(-1);
+      setTimeout(() => lost?.child.kill("SIGKILL"), 20);
+      return new Promise(() => {});
+    });
+    const { report } = await ended;
+    expect(report).toMatchObject({ kind: "failed" });
+    expect(lost).toBeDefined();
+    expect(asking?.signal.aborted).toBe(true);
+  });
+
   test("a handler's signal aborts when its run is cancelled", async () => {
     const sandbox = new SandboxProcess({ onLost: () => undefined, onIdle: () => undefined, onRunEnd: () => undefined });
     started.push(sandbox);
