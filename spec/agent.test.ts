@@ -15,13 +15,14 @@ describe("Agent.for", () => {
       new TypeError(`Unknown option "timeout" for Agent.for(). Valid options: ${AGENT_OPTION_NAMES.join(", ")}.`),
     );
     expect(AGENT_OPTION_NAMES).toEqual([
-      "provider", "model", "log", "debug", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs",
+      "provider", "model", "log", "debug", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs",
       "memoryLimitMb", "maxDelegationDepth", "historyPreviewLimit", "traceId", "signal", "store", "id", "reuse", "maxReuseFailures", "keepValues", "historyPreview",
     ]);
   });
 
   test("rejects option values of the wrong type or range", () => {
     expect(() => Agent.for("a", { executionTimeoutMs: -1 })).toThrow(new RangeError('Option "executionTimeoutMs" must be at least 1, got -1.'));
+    expect(() => Agent.for("a", { callTimeoutMs: 0 })).toThrow(new RangeError('Option "callTimeoutMs" must be at least 1, got 0.'));
     expect(() => Agent.for("a", { memoryLimitMb: 4 })).toThrow(RangeError);
     expect(() => Agent.for("a", { maxGenerationAttempts: 1.5 })).toThrow(TypeError);
     expect(() => Agent.for("a", { provider: {} as never })).toThrow(/generate\(request, signal\)/);

@@ -30,8 +30,10 @@ export interface AgentOptions {
   maxGenerationAttempts?: number;
   /** Longest wait for one provider attempt. Default: 60000. @unit milliseconds */
   providerTimeoutMs?: number;
-  /** Wall-clock limit on running the program, awaits included. Default: 5000. @unit milliseconds */
+  /** Limit on the program's own running time; its waits for the host (a delegated call, `content`) do not count. Default: 5000. @unit milliseconds */
   executionTimeoutMs?: number;
+  /** Limit on the whole call, from its start to its outcome: provider attempts, runs and their waits. Default: 300000. @unit milliseconds */
+  callTimeoutMs?: number;
   /** Heap limit of the isolate that runs the agent's programs. Default: 64, minimum 8. @unit MiB */
   memoryLimitMb?: number;
   /** Deepest `delegate` chain below the agent the application called. Default: 8. */
@@ -102,6 +104,7 @@ export interface ResolvedOptions {
   readonly maxGenerationAttempts: number;
   readonly providerTimeoutMs: number;
   readonly executionTimeoutMs: number;
+  readonly callTimeoutMs: number;
   readonly memoryLimitMb: number;
   readonly maxDelegationDepth: number;
   readonly historyPreviewLimit: number;
@@ -121,6 +124,7 @@ export const DEFAULT_OPTIONS = {
   maxGenerationAttempts: 2,
   providerTimeoutMs: 60_000,
   executionTimeoutMs: 5_000,
+  callTimeoutMs: 300_000,
   memoryLimitMb: 64,
   maxDelegationDepth: 8,
   historyPreviewLimit: 3,
@@ -140,6 +144,7 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   maxGenerationAttempts: true,
   providerTimeoutMs: true,
   executionTimeoutMs: true,
+  callTimeoutMs: true,
   memoryLimitMb: true,
   maxDelegationDepth: true,
   historyPreviewLimit: true,
@@ -201,6 +206,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     maxGenerationAttempts: integer(given, "maxGenerationAttempts", 1) ?? base.maxGenerationAttempts,
     providerTimeoutMs: integer(given, "providerTimeoutMs", 1) ?? base.providerTimeoutMs,
     executionTimeoutMs: integer(given, "executionTimeoutMs", 1) ?? base.executionTimeoutMs,
+    callTimeoutMs: integer(given, "callTimeoutMs", 1) ?? base.callTimeoutMs,
     memoryLimitMb: integer(given, "memoryLimitMb", MIN_MEMORY_LIMIT_MB) ?? base.memoryLimitMb,
     maxDelegationDepth: integer(given, "maxDelegationDepth", 0) ?? base.maxDelegationDepth,
     historyPreviewLimit: historyPreview.limit,

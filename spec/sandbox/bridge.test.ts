@@ -17,7 +17,7 @@ afterEach(() => {
 let nextId = 1;
 
 /** Runs `code` in a real sandbox process, its bridge requests answered by `onBridge`. */
-async function run(code: string, onBridge: RunHooks["onBridge"], timeoutMs = 2_000): Promise<{ report: RunReport; pending: PendingRun }> {
+async function run(code: string, onBridge: RunHooks["onBridge"], timeoutMs = 2_000, callTimeLeftMs = 60_000): Promise<{ report: RunReport; pending: PendingRun }> {
   const sandbox = new SandboxProcess({ onLost: () => undefined, onIdle: () => undefined, onRunEnd: () => undefined });
   started.push(sandbox);
   await sandbox.ready;
@@ -29,6 +29,7 @@ async function run(code: string, onBridge: RunHooks["onBridge"], timeoutMs = 2_0
     memoryLimitMb: 32,
     mirrorMb: 0,
     timeoutMs,
+    callTimeLeftMs,
     historyEpoch: 1,
     historyStart: 0,
     payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, history: { start: 0, reset: true, records: [] } },
@@ -86,7 +87,7 @@ describe("the bridge", () => {
     expect((valueOf(report) as { kept: unknown }).kept).toEqual(new Map([["a", [1, 2]]]));
   });
 
-  test("a handler's signal aborts when its run ends at its deadline, and it is told the time its run had left", async () => {
+  test("a handler's signal aborts when its run ends at its call's deadline, and it is told the time its run had left", async () => {
     const asked: AskingRun[] = [];
     const timeLeft: number[] = [];
     const { report } = await run(
@@ -96,13 +97,15 @@ describe("the bridge", () => {
         timeLeft.push(asking.timeLeftMs());
         return new Promise(() => {});
       },
-      400,
+      200,
+      600,
     );
-    expect(report).toMatchObject({ kind: "failed", errorType: "timeout" });
+    // Its wait is not its own time (200 ms): the call's time (600 ms) ends it.
+    expect(report).toMatchObject({ kind: "failed", errorType: "timeout", message: expect.stringContaining("callTimeoutMs") });
     expect(asked).toHaveLength(1);
     expect(asked[0]?.signal.aborted).toBe(true);
     expect(timeLeft[0]).toBeGreaterThan(0);
-    expect(timeLeft[0]).toBeLessThanOrEqual(400);
+    expect(timeLeft[0]).toBeLessThanOrEqual(600);
     expect(asked[0]?.timeLeftMs()).toBe(0);
   });
 
@@ -147,6 +150,7 @@ describe("the bridge", () => {
       memoryLimitMb: 32,
       mirrorMb: 0,
       timeoutMs: 5_000,
+      callTimeLeftMs: 60_000,
       historyEpoch: 1,
       historyStart: 0,
       payload: { callId: "call-900", code: `await content("x")`, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, history: { start: 0, reset: true, records: [] } },

@@ -11,6 +11,7 @@ describe("the messages every call sends, as they travel", () => {
       memoryLimitMb: 12,
       mirrorMb: 13,
       timeoutMs: 14,
+      callTimeLeftMs: 21,
       historyEpoch: 15,
       historyStart: 16,
       payload: {

@@ -24,6 +24,7 @@ function runMessage(runId: number, agentId: string, code: string): RunRequestMes
     memoryLimitMb: 32,
     mirrorMb: 0,
     timeoutMs: 2_000,
+    callTimeLeftMs: 60_000,
     historyEpoch: 1,
     historyStart: 0,
     payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, history: { start: 0, reset: true, records: [] } },

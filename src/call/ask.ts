@@ -10,7 +10,7 @@ import type { Generation, GenerationRequest, Provider } from "../providers/provi
 import { OpenAIProvider } from "../providers/openai.ts";
 import { ScriptedProvider } from "../providers/scripted.ts";
 import { endSpan, startSpan } from "../tracing/tracing.ts";
-import { failed, type CallDraft } from "./draft.ts";
+import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
 import { choosePreview } from "./preview.ts";
 import { renderPrompts, type PromptInput } from "./prompt.ts";
 import { feedbackBlock } from "./repair.ts";
@@ -87,13 +87,16 @@ function providerName(provider: Provider): string {
 async function askOnce(provider: Provider, request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<Outcome | (WrittenProgram & { usage?: Generation["usage"] })> {
   const { providerTimeoutMs, signal } = state.options;
   const controller = new AbortController();
-  const timeoutMessage = `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
+  // Within providerTimeoutMs, and within what is left of the call's callTimeoutMs.
+  const callLeftMs = callTimeLeftMs(draft);
+  const limitMs = Math.min(providerTimeoutMs, callLeftMs);
+  const timeoutMessage = limitMs < providerTimeoutMs ? callTimeoutMessage(state) : `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
   let timedOut = false;
   // The Error is made only when the time is up: capturing a stack costs more than the rest of this setup.
   const timer = setTimeout(() => {
     timedOut = true;
     controller.abort(new Error(timeoutMessage));
-  }, providerTimeoutMs);
+  }, limitMs);
   const onAbort = () => controller.abort(signal?.reason);
   signal?.addEventListener("abort", onAbort, { once: true });
   try {

@@ -42,6 +42,8 @@ export interface CallDraft {
   readonly depth: number;
   readonly startedAt: Date;
   readonly startedMs: number;
+  /** When the call must have ended (`callTimeoutMs` after its start, on `performance.now()`'s clock). */
+  readonly endsAtMs: number;
   args: readonly unknown[];
   kwargs: Readonly<Record<string, unknown>>;
   code: string | null;
@@ -74,6 +76,7 @@ export interface CallDraft {
 
 /** A fresh draft for a call of `state`'s method. */
 export function newDraft(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): CallDraft {
+  const startedMs = performance.now();
   return {
     callId: randomUUID(),
     role: state.role,
@@ -83,7 +86,8 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     parentCallId: origin.parentCallId,
     depth: state.depth,
     startedAt: new Date(),
-    startedMs: performance.now(),
+    startedMs,
+    endsAtMs: startedMs + state.options.callTimeoutMs,
     args: rawArgs,
     kwargs: {},
     code: null,
@@ -104,6 +108,20 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     span: undefined,
     runSpan: undefined,
   };
+}
+
+/** What is left of the call's `callTimeoutMs`. @unit ms */
+export function callTimeLeftMs(draft: CallDraft): number {
+  return Math.max(0, draft.endsAtMs - performance.now());
+}
+
+/** The call's `timeout` outcome once its `callTimeoutMs` has passed; undefined before. */
+export function callOverdue(state: AgentState, draft: CallDraft): Outcome | undefined {
+  return callTimeLeftMs(draft) > 0 ? undefined : failed(draft, "timeout", callTimeoutMessage(state));
+}
+
+export function callTimeoutMessage(state: AgentState): string {
+  return `The call took longer than callTimeoutMs (${state.options.callTimeoutMs} ms).`;
 }
 
 /** The call's error outcome. */

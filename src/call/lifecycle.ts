@@ -9,7 +9,7 @@ import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
 import { askProvider, renderCallPrompts } from "./ask.ts";
 import { pullFailure, runAttempt } from "./commit.ts";
-import { failed, newDraft, type Call, type CallOrigin } from "./draft.ts";
+import { callOverdue, failed, newDraft, type Call, type CallOrigin } from "./draft.ts";
 import { finalize } from "./finalize.ts";
 import { keepIfDecided, reuseFor, runKept } from "./reuse.ts";
 
@@ -84,6 +84,8 @@ async function tellCall(call: Call): Promise<Outcome> {
   // 4. Attempts: ask the provider, run and commit its program; a mistake of the program's own goes to the next attempt as feedback.
   let last = failed(draft, "invalid_code", "The provider produced no usable program.");
   for (let attempt = 1; attempt <= state.options.maxGenerationAttempts; attempt += 1) {
+    const overdue = callOverdue(state, draft);
+    if (overdue !== undefined) return overdue;
     draft.attempts = attempt;
     const written = await askProvider(provider, prompts.request(attempt), state, draft);
     if (written instanceof Outcome) {

@@ -8,7 +8,7 @@ import { runProgram } from "../sandbox/host/run-program.ts";
 import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { findUncloneable } from "./arguments.ts";
 import { answerBridge } from "./bridge/handlers.ts";
-import { failed, type Call } from "./draft.ts";
+import { callOverdue, failed, type Call } from "./draft.ts";
 
 /** How a run ended: its outcome; why it failed (for the mistake rule), or the context it left. */
 export interface RunEnd {
@@ -21,6 +21,8 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   const { state, draft } = call;
   const { signal } = state.options;
   if (signal?.aborted) return { outcome: failed(draft, "cancelled", "The call was cancelled before its program ran.") };
+  const overdue = callOverdue(state, draft);
+  if (overdue !== undefined) return { outcome: overdue };
   const contextProblem = findUncloneable(state.context, "context");
   if (contextProblem !== undefined) {
     return { outcome: failed(draft, "invalid_input", `The agent's ${contextProblem} and cannot enter the sandbox. Keep plain data in context.`) };
@@ -41,6 +43,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     depth: state.depth,
     maxDelegationDepth: state.options.maxDelegationDepth,
     timeoutMs: state.options.executionTimeoutMs,
+    callEndsAt: draft.endsAtMs,
     memoryLimitMb: state.options.memoryLimitMb,
     history: state.history,
     onBridge: (request, run) => answerBridge(request, call, run),

@@ -165,7 +165,10 @@ export interface RunRequestMessage {
   readonly memoryLimitMb: number;
   /** Heap the agent's history mirror needs, on top of the program's own memory limit. */
   readonly mirrorMb: number;
+  /** The program's own running time (`executionTimeoutMs`): waits for the host's answers do not count. @unit ms */
   readonly timeoutMs: number;
+  /** What is left of the call's `callTimeoutMs` as the run is sent: the run ends by then, waits included. @unit ms */
+  readonly callTimeLeftMs: number;
   readonly historyEpoch: number;
   /** Index of the first record in `payload.history.records` within the agent's history. */
   readonly historyStart: number;
@@ -232,6 +235,7 @@ export type PackedRun = [
   memoryLimitMb: number,
   mirrorMb: number,
   timeoutMs: number,
+  callTimeLeftMs: number,
   historyEpoch: number,
   historyStart: number,
   callId: string,
@@ -255,6 +259,7 @@ export function packRun(message: RunRequestMessage): PackedRun {
     message.memoryLimitMb,
     message.mirrorMb,
     message.timeoutMs,
+    message.callTimeLeftMs,
     message.historyEpoch,
     message.historyStart,
     payload.callId,
@@ -271,7 +276,7 @@ export function packRun(message: RunRequestMessage): PackedRun {
 }
 
 export function unpackRun(packed: PackedRun): RunRequestMessage {
-  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, start, reset, records] = packed;
+  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, callTimeLeftMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, start, reset, records] = packed;
   return {
     type: "run",
     runId,
@@ -279,6 +284,7 @@ export function unpackRun(packed: PackedRun): RunRequestMessage {
     memoryLimitMb,
     mirrorMb,
     timeoutMs,
+    callTimeLeftMs,
     historyEpoch,
     historyStart,
     payload: { callId, code, args, kwargs, context, depth, maxDelegationDepth, history: { start, reset, records } },

@@ -7,6 +7,12 @@
  * The sandbox process keeps the program's deadline (`timeoutMs`, from just before the program
  * starts), the host a longer one for the same run (see `host/pending-run.ts`), so the sandbox
  * process's fires first and the host's only when the isolate could not be stopped from inside.
+ *
+ * Time the program waits for the host (a bridge request in flight: a delegated call, `content`)
+ * is not its own either: the deadline cannot pass during such a wait ({@link
+ * RunDeadline.waitBegan}), and when the last one ends ({@link RunDeadline.waitEnded}) the wait
+ * is taken off, less what the program itself ran meanwhile (a continuation running beside a
+ * request still in flight), which the sandbox process measures and watches during the wait.
  */
 export class RunDeadline {
   readonly #budgetMs: number;
@@ -16,6 +22,10 @@ export class RunDeadline {
   #excusedMs = 0;
   #paused = false;
   #over = false;
+  /** Bridge requests in flight; the first began at `#waitSince`, when `#excusedMs` was `#excusedAtWait`. */
+  #waits = 0;
+  #waitSince = 0;
+  #excusedAtWait = 0;
   #timer: NodeJS.Timeout | undefined;
 
   /** A deadline `budgetMs` of the run's own time after `since`; `onExpire` is called once when it passes. */
@@ -26,9 +36,10 @@ export class RunDeadline {
     this.#arm();
   }
 
-  /** What is left of the run's own time. @unit ms */
+  /** What is left of the run's own time (while it waits for the host: what was left when the wait began). @unit ms */
   remainingMs(): number {
-    return Math.max(0, this.#budgetMs - (performance.now() - this.#since - this.#excusedMs));
+    const counted = this.#waits > 0 ? this.#waitSince - this.#since - this.#excusedAtWait : performance.now() - this.#since - this.#excusedMs;
+    return Math.max(0, this.#budgetMs - counted);
   }
 
   /** Another run's synchronous part holds the process: stop counting until it lets go. */
@@ -45,6 +56,34 @@ export class RunDeadline {
     this.#arm();
   }
 
+  /** Whether the program waits for the host now. */
+  get waiting(): boolean {
+    return this.#waits > 0;
+  }
+
+  /** A request of the program's went to the host: until the last such ends, the deadline does not pass. */
+  waitBegan(): void {
+    this.#waits += 1;
+    if (this.#waits > 1) return;
+    this.#waitSince = performance.now();
+    this.#excusedAtWait = this.#excusedMs;
+    clearTimeout(this.#timer);
+  }
+
+  /**
+   * A request's answer came. When it was the last in flight, the wait is taken off, less
+   * `ranMs` (what the program ran during it, which is its own time) and less the holds already
+   * taken off during it.
+   */
+  waitEnded(ranMs = 0): void {
+    if (this.#waits === 0) return;
+    this.#waits -= 1;
+    if (this.#waits > 0) return;
+    const held = this.#excusedMs - this.#excusedAtWait;
+    this.#excusedMs += Math.max(0, performance.now() - this.#waitSince - ranMs - held);
+    this.#arm();
+  }
+
   /** No deadline any more (the run ended, or moved on to another deadline). */
   stop(): void {
     this.#over = true;
@@ -53,7 +92,7 @@ export class RunDeadline {
 
   #arm(): void {
     clearTimeout(this.#timer);
-    if (this.#over || this.#paused) return;
+    if (this.#over || this.#paused || this.#waits > 0) return;
     this.#timer = setTimeout(() => {
       // Timers may fire a little early; the deadline is the count, not the timer.
       if (this.remainingMs() > 0) return this.#arm();

@@ -7,8 +7,8 @@ import { bridgeFailure, type BridgeAnswer, type BridgeOutcome, type DelegateRequ
 import type { Call } from "../draft.ts";
 
 /** Options generated code may pass to `delegate(role, options)`; limits can only be lowered. */
-const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "memoryLimitMb"]);
-const LOWER_ONLY = ["maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "memoryLimitMb"] as const;
+const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "memoryLimitMb"]);
+const LOWER_ONLY = ["maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "memoryLimitMb"] as const;
 
 /**
  * A program's `delegate(role).method(...args)`: validated here (the request is untrusted),

@@ -97,6 +97,11 @@ export interface RunControl {
   cancel?: () => void;
   /** Adds time another run held the process's main thread, which this run's deadline does not count (set by the run). */
   excuse?: (ms: number) => void;
+  /** When the run's call must have ended, waits included (set by the process as the run arrives). @unit ms, on `performance.now()`'s clock */
+  callEndsAt?: number;
+  /** A request of the program's went to the host / its answer came (set by the run; see `RunDeadline` on waits). */
+  waitBegan?: () => void;
+  waitEnded?: () => void;
 }
 
 /** Forwards a program's bridge request (an untrusted copy of it) to the host; must never reject. */
@@ -314,6 +319,11 @@ export class AgentIsolate {
     }
     const callId = payload.callId;
     const started = performance.now();
+    const callLeftMs = (control.callEndsAt ?? Number.POSITIVE_INFINITY) - started;
+    if (callLeftMs <= 0) return { kind: "failed", errorType: "timeout", message: CALL_TIMEOUT_MESSAGE };
+    // The synchronous part runs within the program's own time, and within the call's.
+    const syncLimitMs = Math.min(timeoutMs, Math.max(1, Math.ceil(callLeftMs)));
+    const syncTimeoutMessage = syncLimitMs < timeoutMs ? CALL_TIMEOUT_MESSAGE : timeoutMessage(timeoutMs);
     // The first report wins; one that comes after the synchronous part resolves `later`.
     let settled: RunReport | undefined;
     let later: ((report: RunReport) => void) | undefined;
@@ -332,7 +342,7 @@ export class AgentIsolate {
     steps.starting();
     let threw = false;
     try {
-      const answer = this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, result: { copy: true }, timeout: timeoutMs }) as StartAnswer;
+      const answer = this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, result: { copy: true }, timeout: syncLimitMs }) as StartAnswer;
       if (answer.tainted) {
         // An earlier program left a global that cannot be removed: nothing ran; a fresh isolate runs it.
         this.#waiters.delete(callId);
@@ -350,7 +360,7 @@ export class AgentIsolate {
     this.historyLength = request.historyStart + payload.history.records.length;
     if (settled === undefined) this.#take(callId, settle);
     // Not settled, and the run was stopped at its time limit (not by a stray rejection): a time-out.
-    if (settled === undefined && threw && performance.now() - started >= timeoutMs) abort("timeout", timeoutMessage(timeoutMs));
+    if (settled === undefined && threw && performance.now() - started >= syncLimitMs) abort("timeout", syncTimeoutMessage);
     if (settled !== undefined) {
       // Settled in its synchronous part, as most programs do: the report goes at once.
       this.#waiters.delete(callId);
@@ -358,7 +368,8 @@ export class AgentIsolate {
     }
     steps.continuing();
     return new Promise<RunReport>((resolve) => {
-      // Counted from the program's start by the held rule: time other runs' synchronous parts held this thread is not its own.
+      // Counted from the program's start by the held rule: time other runs' synchronous parts
+      // held this thread is not its own, nor are its waits for the host (less what it ran meanwhile).
       const deadline = new RunDeadline(
         timeoutMs,
         () => {
@@ -370,16 +381,41 @@ export class AgentIsolate {
         started,
       );
       control.excuse = (ms) => deadline.excuse(ms);
+      // What the program ran while it waits for the host: the isolate's own running time, which counts.
+      let ranBeforeWaitMs = 0;
+      control.waitBegan = () => {
+        if (!deadline.waiting) ranBeforeWaitMs = this.#ranMs();
+        deadline.waitBegan();
+      };
+      control.waitEnded = () => deadline.waitEnded(this.#ranMs() - ranBeforeWaitMs);
+      const callTimer = Number.isFinite(callLeftMs)
+        ? setTimeout(() => {
+            this.#take(callId, settle);
+            if (settled === undefined) abort("timeout", CALL_TIMEOUT_MESSAGE);
+          }, callLeftMs - (performance.now() - started))
+        : undefined;
       const poll = setInterval(() => {
         if (this.#isolate.isDisposed && !this.#disposedOnPurpose) abort("memory_limit", memoryMessage(this.memoryLimitMb));
+        // A continuation that runs beside a request still in flight spends the program's own time.
+        else if (deadline.waiting && this.#ranMs() - ranBeforeWaitMs >= deadline.remainingMs()) abort("timeout", timeoutMessage(timeoutMs));
       }, DISPOSAL_POLL_MS);
       later = (report) => {
         deadline.stop();
+        clearTimeout(callTimer);
         clearInterval(poll);
         this.#waiters.delete(callId);
         resolve(report);
       };
     });
+  }
+
+  /** How long code has run in the isolate, in all (isolated-vm's wall time: running, not idle). @unit ms */
+  #ranMs(): number {
+    try {
+      return Number(this.#isolate.wallTime) / 1e6;
+    } catch {
+      return 0;
+    }
   }
 
   /** The records as a continuation of the mirror, a reset, or undefined when they do not fit. */
@@ -463,6 +499,8 @@ export class AgentIsolate {
     }
   }
 }
+
+const CALL_TIMEOUT_MESSAGE = "The call ran past its callTimeoutMs while its program ran, and the program was stopped.";
 
 function timeoutMessage(timeoutMs: number): string {
   return `The program ran longer than executionTimeoutMs (${timeoutMs} ms) and was stopped.`;

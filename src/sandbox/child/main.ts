@@ -41,8 +41,13 @@ async function onBridge(callId: string, untrusted: unknown): Promise<BridgeAnswe
   const request = readBridgeRequest(untrusted);
   if (typeof request === "string") return bridgeFailure("invalid_input", request);
   const requestId = nextRequestId++;
+  const control = controls.get(runId);
+  control?.waitBegan?.();
   return new Promise<BridgeAnswer>((resolve) => {
-    bridgeWaiters.set(requestId, resolve);
+    bridgeWaiters.set(requestId, (answer) => {
+      control?.waitEnded?.();
+      resolve(answer);
+    });
     send({ type: "bridge", runId, requestId, request });
   });
 }
@@ -163,7 +168,11 @@ function letGo(runId: number, elapsedMs: number): void {
 const waitingRuns: RunRequestMessage[] = [];
 let startingRun = false;
 
+/** When each waiting run's call must have ended, counted from the run's arrival. */
+const callEndsAt = new Map<number, number>();
+
 function enqueueRun(message: RunRequestMessage): void {
+  callEndsAt.set(message.runId, performance.now() + message.callTimeLeftMs);
   waitingRuns.push(message);
   if (!startingRun) startNextRun();
 }
@@ -178,6 +187,7 @@ const cancelledEarly = new Set<number>();
 function startNextRun(): void {
   let message = waitingRuns.shift();
   while (message !== undefined && cancelledEarly.delete(message.runId)) {
+    callEndsAt.delete(message.runId);
     send({ type: "result", runId: message.runId, report: cancelledBeforeStart() });
     message = waitingRuns.shift();
   }
@@ -232,7 +242,8 @@ function dropIfDisposed(agentId: string, isolate: AgentIsolate): void {
  * rejects. `release` lets the next waiting run start once this one's synchronous part is over.
  */
 function run(message: RunRequestMessage, release: () => void): RunReport | Promise<RunReport> {
-  const control: RunControl = {};
+  const control: RunControl = { callEndsAt: callEndsAt.get(message.runId) };
+  callEndsAt.delete(message.runId);
   controls.set(message.runId, control);
   runIdByCall.set(message.payload.callId, message.runId);
   memoryWatch.runStarted();

@@ -7,7 +7,7 @@ import { poolTimings } from "./timings.ts";
 export interface AskingRun {
   /** Aborts when the run ends: its outcome, its deadline, a cancel, or its sandbox process lost. */
   readonly signal: AbortSignal;
-  /** The time the run's program has left before its own deadline. @unit ms */
+  /** The time the run has left: its call's (its waits for the host do not count against its own time). @unit ms */
   timeLeftMs(): number;
 }
 
@@ -42,7 +42,9 @@ export type RunPhase = "queued" | "running" | "cancelling";
  * - running: `timeoutMs + killGraceMs(timeoutMs)` of the run's own time, counted from the
  *   first sign that it started (`S`, `B` or a bridge request; a run that answers first needs
  *   none), by the held rule (`../run-deadline.ts`, shared with the sandbox process, which
- *   counts the program's own `timeoutMs` the same way from just before the program starts).
+ *   counts the program's own `timeoutMs` the same way from just before the program starts),
+ *   its waits for the host's answers not counted; and in any case `killGraceMs(timeoutMs)`
+ *   after the end of its call's time (`callTimeLeftMs` from when it was sent).
  * - cancelling: `killGraceMs(timeoutMs)` from the cancel, counted the same way.
  * When the host's deadline fires, the process is killed and the run ends by its phase.
  */
@@ -58,6 +60,8 @@ export class PendingRun {
   lostBecause: string | undefined;
   /** Its host deadline passed: the process was killed to stop it. */
   overran = false;
+  /** The deadline that passed was its call's (`callTimeoutMs`), not its own time's. */
+  pastCallTime = false;
   /** Cancelled by its signal: if the process has to be killed to stop it, it still ends as cancelled. */
   cancelled = false;
   readonly message: RunRequestMessage;
@@ -70,14 +74,20 @@ export class PendingRun {
   #queuedSince = performance.now();
   /** Another run's synchronous part holds the process. */
   #paused = false;
+  /** Its program's requests whose answers have not gone back yet. */
+  #waits = 0;
   /** Made when its program first asks the host for something; aborted when it ends. */
   #ended: AbortController | undefined;
+  /** When its call's time ends (on `performance.now()`'s clock), and the timer that kills past it. */
+  readonly #callEndsAt: number;
+  #callTimer: NodeJS.Timeout | undefined;
 
   constructor(message: RunRequestMessage, hooks: RunHooks, settle: (report: RunReport) => void, onDeadline: (run: PendingRun) => void) {
     this.message = message;
     this.hooks = hooks;
     this.#settle = settle;
     this.#onDeadline = onDeadline;
+    this.#callEndsAt = performance.now() + message.callTimeLeftMs;
   }
 
   get runId(): number {
@@ -118,6 +128,24 @@ export class PendingRun {
     const { timeoutMs } = this.message;
     this.#deadline = new RunDeadline(phase === "running" ? timeoutMs + killGraceMs(timeoutMs) : killGraceMs(timeoutMs), () => this.#onDeadline(this));
     if (this.#paused) this.#deadline.pause();
+    if (this.#waits > 0) for (let wait = 0; wait < this.#waits; wait += 1) this.#deadline.waitBegan();
+    this.#callTimer ??= setTimeout(() => {
+      this.pastCallTime = true;
+      this.#onDeadline(this);
+    }, Math.max(0, this.#callEndsAt - performance.now()) + killGraceMs(timeoutMs));
+  }
+
+  /** Its program sent the host a request: until the answer goes back, the wait is not its own time. */
+  waitBegan(): void {
+    this.#waits += 1;
+    this.#deadline?.waitBegan();
+  }
+
+  /** The answer to one of its program's requests went back. */
+  waitEnded(): void {
+    if (this.#waits === 0) return;
+    this.#waits -= 1;
+    this.#deadline?.waitEnded();
   }
 
   /** A queued run's wait starts over (it was sent again, or waited behind a run that holds its process). */
@@ -130,10 +158,9 @@ export class PendingRun {
     return this.phase === "queued" && !this.#closed ? performance.now() - this.#queuedSince : 0;
   }
 
-  /** The program's own time left: what the running deadline has left before its kill grace. @unit ms */
+  /** The time the run has left: its waits for the host do not count against its own time, so what bounds them is its call's time. @unit ms */
   #timeLeftMs(): number {
-    if (this.#closed || this.phase !== "running" || this.#deadline === undefined) return 0;
-    return Math.max(0, this.#deadline.remainingMs() - killGraceMs(this.message.timeoutMs));
+    return this.#closed ? 0 : Math.max(0, this.#callEndsAt - performance.now());
   }
 
   /** Another run's synchronous part holds the process: stop counting until it lets go. */
@@ -162,6 +189,7 @@ export class PendingRun {
   close(): void {
     this.#closed = true;
     this.#deadline?.stop();
+    clearTimeout(this.#callTimer);
     this.#ended?.abort();
   }
 }

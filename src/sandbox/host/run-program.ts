@@ -27,6 +27,8 @@ export interface ProgramRun {
   readonly depth: number;
   readonly maxDelegationDepth: number;
   readonly timeoutMs: number;
+  /** When the call must have ended, waits included (on `performance.now()`'s clock). */
+  readonly callEndsAt: number;
   readonly memoryLimitMb: number;
   readonly history: MirrorSource;
   readonly onBridge: RunHooks["onBridge"];
@@ -75,6 +77,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
       memoryLimitMb: run.memoryLimitMb,
       mirrorMb,
       timeoutMs: run.timeoutMs,
+      callTimeLeftMs: Math.max(0, run.callEndsAt - performance.now()),
       historyEpoch: history.epoch,
       historyStart: from,
       payload: {

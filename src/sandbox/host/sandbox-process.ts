@@ -276,12 +276,14 @@ export class SandboxProcess {
         const { request, requestId } = message;
         const run = this.#runs.get(message.runId);
         const answer = (reply: BridgeAnswer) => {
+          run?.waitEnded();
           if (this.alive) this.#send({ type: "bridge-result", requestId, answer: boundAnswer(request.kind, reply) });
         };
         if (!run || run.settled) {
           answer(bridgeFailure("cancelled", "The calling program has ended."));
           return;
         }
+        run.waitBegan();
         this.#started(run);
         run.hooks.onBridge(request, run.asking).then(answer, (error: unknown) =>
           answer(bridgeFailure("execution", `The host could not answer this ${request.kind} request: ${String((error as Error)?.message ?? error)}`)),
@@ -472,7 +474,9 @@ function lostRunReport(run: PendingRun, ceiling: CeilingReport | undefined, exit
     return {
       kind: "failed",
       errorType: "timeout",
-      message: `The program ran longer than executionTimeoutMs (${run.message.timeoutMs} ms) and could not be stopped inside the sandbox; the sandbox process was restarted.`,
+      message: run.pastCallTime
+        ? "The call ran past its callTimeoutMs and its program could not be stopped inside the sandbox; the sandbox process was restarted."
+        : `The program ran longer than executionTimeoutMs (${run.message.timeoutMs} ms) and could not be stopped inside the sandbox; the sandbox process was restarted.`,
     };
   }
   const message = ceiling

@@ -1,0 +1,82 @@
+import { describe, expect, test } from "vitest";
+import { Agent } from "../../src/index.ts";
+import { scriptedAgent } from "../helpers/agents.ts";
+
+/** A program line that keeps the isolate busy for `ms`. */
+const spin = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {}`;
+
+describe("executionTimeoutMs counts the program's own running time", () => {
+  test("waiting for a delegated call whose model is slower than the limit is not the program's time", async () => {
+    const { agent } = scriptedAgent("planner", {
+      "planner.plan": "const r = await delegate('writer').draft(); return r.value",
+      "writer.draft": { delayMs: 1_500, code: "return 'drafted'" },
+    }, { executionTimeoutMs: 500, reuse: false });
+    const outcome = await agent.plan();
+    expect(outcome.errorMessage).toBeUndefined();
+    expect(outcome.value).toBe("drafted");
+  });
+
+  test("a program that spins past the limit still ends timeout, before a wait and after one", async () => {
+    const { agent } = scriptedAgent("spinner", {
+      "spinner.before": `${spin(1_500)} return 1`,
+      "spinner.after": `await delegate('helper').ping(); ${spin(1_500)} return 1`,
+      "helper.ping": "return 'pong'",
+    }, { executionTimeoutMs: 500, reuse: false });
+    for (const outcome of [await agent.before(), await agent.after()]) {
+      expect(outcome.errorType).toBe("timeout");
+      expect(outcome.errorMessage).toContain("executionTimeoutMs (500 ms)");
+    }
+  });
+
+  test("what the program runs beside a request still in flight is its own time", async () => {
+    const { agent } = scriptedAgent("juggler", {
+      "juggler.juggle": `const slow = delegate('helper').slow(); await delegate('helper').fast(); ${spin(4_000)} return (await slow).value`,
+      "helper.fast": "return 'fast'",
+      "helper.slow": { delayMs: 6_000, code: "return 'slow'" },
+    }, { executionTimeoutMs: 500, callTimeoutMs: 30_000, reuse: false });
+    const outcome = await agent.juggle();
+    expect(outcome.errorType).toBe("timeout");
+    expect(outcome.errorMessage).toContain("executionTimeoutMs (500 ms)");
+  });
+
+  test("a program awaiting a promise that never settles, with nothing asked of the host, ends timeout", async () => {
+    const { agent } = scriptedAgent("stuck", { stuck: "await new Promise(() => {}); return 1" }, { executionTimeoutMs: 300, reuse: false });
+    const outcome = await agent.stuck();
+    expect(outcome.errorType).toBe("timeout");
+    expect(outcome.errorMessage).toContain("executionTimeoutMs (300 ms)");
+  });
+});
+
+describe("callTimeoutMs bounds the whole call", () => {
+  test("a provider slower than what is left of the call", async () => {
+    const { agent } = scriptedAgent("patient", { answer: { delayMs: 3_000, code: "return 1" } }, { callTimeoutMs: 400, reuse: false });
+    const outcome = await agent.answer();
+    expect(outcome.errorType).toBe("timeout");
+    expect(outcome.errorMessage).toBe("The call took longer than callTimeoutMs (400 ms).");
+    expect(outcome.retriable).toBe(true);
+  });
+
+  test("a program whose waits for the host outlast the call is stopped, and the call ends timeout", async () => {
+    const { agent, provider } = scriptedAgent("waiter", {
+      "waiter.wait": "await delegate('helper').a(); await delegate('helper').b(); await delegate('helper').c(); return 'all'",
+      "helper.a": { delayMs: 300, code: "return 1" },
+      "helper.b": { delayMs: 300, code: "return 2" },
+      "helper.c": { delayMs: 5_000, code: "return 3" },
+    }, { callTimeoutMs: 1_500, executionTimeoutMs: 5_000, reuse: false });
+    const outcome = await agent.wait();
+    expect(outcome.errorType).toBe("timeout");
+    expect(outcome.errorMessage).toContain("callTimeoutMs");
+    // The program got as far as its third request before the call's time ran out.
+    expect(provider.calls.map((call) => call.method)).toEqual(["wait", "a", "b", "c"]);
+    expect(Agent.history(agent).at(-1)?.outcome_summary).toMatchObject({ status: "error", error_type: "timeout" });
+  });
+
+  test("a program may lower its delegate's callTimeoutMs, never raise it", async () => {
+    const { agent } = scriptedAgent("boss", {
+      "boss.run": "const r = await delegate('worker', { callTimeoutMs: 300 }).slow(); return r",
+      "worker.slow": { delayMs: 2_000, code: "return 1" },
+    }, { callTimeoutMs: 10_000, reuse: false });
+    const outcome = await agent.run();
+    expect(outcome.value).toMatchObject({ ok: false, error_type: "timeout", error_message: "The call took longer than callTimeoutMs (300 ms)." });
+  });
+});
