@@ -23,6 +23,11 @@ describe("Agent.for", () => {
   test("rejects option values of the wrong type or range", () => {
     expect(() => Agent.for("a", { executionTimeoutMs: -1 })).toThrow(new RangeError('Option "executionTimeoutMs" must be at least 1, got -1.'));
     expect(() => Agent.for("a", { callTimeoutMs: 0 })).toThrow(new RangeError('Option "callTimeoutMs" must be at least 1, got 0.'));
+    // Past what a timer can keep, Node would fire it after 1 ms.
+    for (const name of ["providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs"] as const) {
+      expect(() => Agent.for("a", { [name]: 2 ** 31 })).toThrow(new RangeError(`Option "${name}" must be at most 2147483647, got 2147483648.`));
+      expect(() => Agent.for("a", { [name]: 2 ** 31 - 1 })).not.toThrow();
+    }
     expect(() => Agent.for("a", { memoryLimitMb: 4 })).toThrow(RangeError);
     expect(() => Agent.for("a", { maxGenerationAttempts: 1.5 })).toThrow(TypeError);
     expect(() => Agent.for("a", { provider: {} as never })).toThrow(/generate\(request, signal\)/);

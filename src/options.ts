@@ -204,9 +204,9 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     log: log ?? base.log,
     debug: optionalBoolean(given, "debug") ?? base.debug,
     maxGenerationAttempts: integer(given, "maxGenerationAttempts", 1) ?? base.maxGenerationAttempts,
-    providerTimeoutMs: integer(given, "providerTimeoutMs", 1) ?? base.providerTimeoutMs,
-    executionTimeoutMs: integer(given, "executionTimeoutMs", 1) ?? base.executionTimeoutMs,
-    callTimeoutMs: integer(given, "callTimeoutMs", 1) ?? base.callTimeoutMs,
+    providerTimeoutMs: integer(given, "providerTimeoutMs", 1, MAX_TIMEOUT_MS) ?? base.providerTimeoutMs,
+    executionTimeoutMs: integer(given, "executionTimeoutMs", 1, MAX_TIMEOUT_MS) ?? base.executionTimeoutMs,
+    callTimeoutMs: integer(given, "callTimeoutMs", 1, MAX_TIMEOUT_MS) ?? base.callTimeoutMs,
     memoryLimitMb: integer(given, "memoryLimitMb", MIN_MEMORY_LIMIT_MB) ?? base.memoryLimitMb,
     maxDelegationDepth: integer(given, "maxDelegationDepth", 0) ?? base.maxDelegationDepth,
     historyPreviewLimit: historyPreview.limit,
@@ -294,15 +294,19 @@ function storeFromEnv(): Store | undefined {
   return location === undefined ? undefined : openStore(location);
 }
 
-function integer(options: AgentOptions, name: keyof AgentOptions, min: number): number | undefined {
+function integer(options: AgentOptions, name: keyof AgentOptions, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const value = options[name];
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value)) {
     throw new TypeError(`Option "${name}" must be an integer, got ${describeType(value)}.`);
   }
   if (value < min) throw new RangeError(`Option "${name}" must be at least ${min}, got ${value}.`);
+  if (value > max) throw new RangeError(`Option "${name}" must be at most ${max}, got ${value}.`);
   return value;
 }
+
+/** The longest time limit a timer can keep (Node runs a longer delay after 1 ms). @unit ms */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 function optionalString(options: AgentOptions, name: "model" | "traceId" | "id"): string | undefined {
   const value = options[name];

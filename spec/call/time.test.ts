@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { Agent } from "../../src/index.ts";
+import { Agent, type Provider } from "../../src/index.ts";
 import { scriptedAgent } from "../helpers/agents.ts";
+import { waitFor } from "../helpers/wait-for.ts";
 
 /** A program line that keeps the isolate busy for `ms`. */
 const spin = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {}`;
@@ -66,8 +67,8 @@ describe("callTimeoutMs bounds the whole call", () => {
     const outcome = await agent.wait();
     expect(outcome.errorType).toBe("timeout");
     expect(outcome.errorMessage).toContain("callTimeoutMs");
-    // The program got as far as its third request before the call's time ran out.
-    expect(provider.calls.map((call) => call.method)).toEqual(["wait", "a", "b", "c"]);
+    // Its helpers' calls end with it (the last one's model would have taken 5 s).
+    expect(provider.calls.map((call) => call.method)).toContain("a");
     expect(Agent.history(agent).at(-1)?.outcome_summary).toMatchObject({ status: "error", error_type: "timeout" });
   });
 
@@ -78,5 +79,24 @@ describe("callTimeoutMs bounds the whole call", () => {
     }, { callTimeoutMs: 10_000, reuse: false });
     const outcome = await agent.run();
     expect(outcome.value).toMatchObject({ ok: false, error_type: "timeout", error_message: "The call took longer than callTimeoutMs (300 ms)." });
+  });
+
+  test("a delegated call ends with the program that made it", async () => {
+    let helperAborted = false;
+    const provider: Provider = {
+      generate: async (request, signal) => {
+        if (request.role !== "helper") return { code: "delegate('helper').slow(); await delegate('helper').fast(); return 'left'", model: "m" };
+        if (request.method === "fast") return { code: "return 'fast'", model: "m" };
+        return new Promise((_, reject) =>
+          signal.addEventListener("abort", () => {
+            helperAborted = true;
+            reject(new Error("aborted"));
+          }),
+        );
+      },
+    };
+    const agent = Agent.for("leaver", { provider, reuse: false });
+    expect((await agent.leave()).value).toBe("left");
+    await waitFor(() => helperAborted);
   });
 });

@@ -3,7 +3,7 @@ import { SANDBOX_LIMITS } from "../../src/sandbox/limits.ts";
 import { measureJsonChars } from "../../src/sandbox/host/outbound.ts";
 import { PendingRun, type AskingRun, type RunHooks } from "../../src/sandbox/host/pending-run.ts";
 import { SandboxProcess } from "../../src/sandbox/host/sandbox-process.ts";
-import { BRIDGE_KINDS, MAX_RUN_ID, nextRunId, type BridgeRequest, type RunReport, type RunRequestMessage } from "../../src/sandbox/protocol.ts";
+import { BRIDGE_KINDS, MAX_RUN_ID, nextRunId, readSignal, type BridgeRequest, type RunReport, type RunRequestMessage } from "../../src/sandbox/protocol.ts";
 import { readBridgeRequest } from "../../src/sandbox/child/bridge-reader.ts";
 import { ValueTooLargeError } from "../../src/sandbox/value-size.ts";
 import { decodeValue } from "../../src/sandbox/value-codec.ts";
@@ -107,6 +107,19 @@ describe("the bridge", () => {
     expect(timeLeft[0]).toBeGreaterThan(0);
     expect(timeLeft[0]).toBeLessThanOrEqual(600);
     expect(asked[0]?.timeLeftMs()).toBe(0);
+  });
+
+  test("the time a large answer takes to reach the program is a wait on the host as in the sandbox process: the host never kills for it", async () => {
+    const rows = Array.from({ length: 100_000 }, (_, index) => ({ index, label: "row" }));
+    const { report } = await run(
+      `let count = 0; for (let i = 0; i < 10; i++) count += (await content("rows")).length; return count;`,
+      async () => ({ ok: true, value: rows }),
+      300,
+    );
+    // Copying each answer into the isolate is counted by both processes alike (the sandbox
+    // process may stop the program for it, cleanly); measuring, sending and reading it are not.
+    if (report.kind === "settled") expect(valueOf(report)).toBe(1_000_000);
+    else expect(report).toEqual({ kind: "failed", errorType: "timeout", message: "The program ran longer than executionTimeoutMs (300 ms) and was stopped." });
   });
 
   test("a handler's signal aborts when its run ends with its program's own outcome", async () => {
@@ -215,6 +228,7 @@ describe("run ids", () => {
     }
     expect(nextRunId(MAX_RUN_ID - 1)).toBe(MAX_RUN_ID);
     expect(nextRunId(MAX_RUN_ID)).toBe(1);
+    expect(readSignal(`R${MAX_RUN_ID}`)).toEqual({ kind: "resumed", runId: MAX_RUN_ID });
     slot[0] = MAX_RUN_ID + 1;
     expect(slot[0]).not.toBe(MAX_RUN_ID + 1);
   });

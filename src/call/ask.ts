@@ -85,7 +85,8 @@ function providerName(provider: Provider): string {
 
 /** One provider attempt, bounded by providerTimeoutMs and the call's signal. */
 async function askOnce(provider: Provider, request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<Outcome | (WrittenProgram & { usage?: Generation["usage"] })> {
-  const { providerTimeoutMs, signal } = state.options;
+  const { providerTimeoutMs } = state.options;
+  const { signal } = draft;
   const controller = new AbortController();
   // Within providerTimeoutMs, and within what is left of the call's callTimeoutMs.
   const callLeftMs = callTimeLeftMs(draft);

@@ -18,6 +18,10 @@ export interface CallOrigin {
   readonly traceId?: string;
   /** The span of the calling program's run, for a delegated call. */
   readonly parentSpan?: Span | undefined;
+  /** For a delegated call: aborts when the calling program's run ends, which ends this call too. */
+  readonly signal?: AbortSignal | undefined;
+  /** For a delegated call: when the calling program's call must have ended; this call ends by then too (on `performance.now()`'s clock). */
+  readonly endsAtMs?: number | undefined;
 }
 
 /** Makes one dynamic call of an agent (`performCall` in `lifecycle.ts`). */
@@ -42,8 +46,10 @@ export interface CallDraft {
   readonly depth: number;
   readonly startedAt: Date;
   readonly startedMs: number;
-  /** When the call must have ended (`callTimeoutMs` after its start, on `performance.now()`'s clock). */
+  /** When the call must have ended (`callTimeoutMs` after its start, or its caller's end if sooner; on `performance.now()`'s clock). */
   readonly endsAtMs: number;
+  /** Aborts when the call is cancelled: the agent's `signal`, or for a delegated call its calling program's run ending. */
+  readonly signal: AbortSignal | undefined;
   args: readonly unknown[];
   kwargs: Readonly<Record<string, unknown>>;
   code: string | null;
@@ -87,7 +93,8 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     depth: state.depth,
     startedAt: new Date(),
     startedMs,
-    endsAtMs: startedMs + state.options.callTimeoutMs,
+    endsAtMs: Math.min(startedMs + state.options.callTimeoutMs, origin.endsAtMs ?? Number.POSITIVE_INFINITY),
+    signal: origin.signal === undefined ? state.options.signal : state.options.signal === undefined ? origin.signal : AbortSignal.any([state.options.signal, origin.signal]),
     args: rawArgs,
     kwargs: {},
     code: null,

@@ -67,7 +67,7 @@ async function tellCall(call: Call): Promise<Outcome> {
   draft.kwargs = split.kwargs;
   const problem = findUncloneable(split.args, "args") ?? findUncloneable(split.kwargs, "kwargs");
   if (problem !== undefined) return failed(draft, "invalid_input", `Argument ${problem} and cannot enter the sandbox. Pass plain data.`);
-  if (state.options.signal?.aborted) return failed(draft, "cancelled", "The call was cancelled before it started.");
+  if (draft.signal?.aborted) return failed(draft, "cancelled", "The call was cancelled before it started.");
 
   // 2. A kept program for calls of this shape ends the call, unless its own mistake can be repaired.
   const provider = state.provider();

@@ -19,7 +19,7 @@ export interface RunEnd {
 
 export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   const { state, draft } = call;
-  const { signal } = state.options;
+  const { signal } = draft;
   if (signal?.aborted) return { outcome: failed(draft, "cancelled", "The call was cancelled before its program ran.") };
   const overdue = callOverdue(state, draft);
   if (overdue !== undefined) return { outcome: overdue };

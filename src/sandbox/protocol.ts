@@ -250,7 +250,8 @@ export type PackedRun = [
   records: readonly string[],
 ];
 
-export function packRun(message: RunRequestMessage): PackedRun {
+/** A run as it travels; `callTimeLeftMs` as it is now (a run sent again has less left than when it was made). */
+export function packRun(message: RunRequestMessage, callTimeLeftMs = message.callTimeLeftMs): PackedRun {
   const { payload } = message;
   const { history } = payload;
   return [
@@ -259,7 +260,7 @@ export function packRun(message: RunRequestMessage): PackedRun {
     message.memoryLimitMb,
     message.mirrorMb,
     message.timeoutMs,
-    message.callTimeLeftMs,
+    callTimeLeftMs,
     message.historyEpoch,
     message.historyStart,
     payload.callId,
@@ -336,6 +337,10 @@ export const BUSY_GRACE_MS = 50;
  *   (written by the watch thread, since the main thread is the one held); also written for the
  *   isolate's tidying after the run's answer left, which the host then counts as a hold of a
  *   run no longer on its books;
+ * - `R<runId>`: its program has an answer to one of its bridge requests and runs on (written by
+ *   the main thread as it hands the answer over): the host counts the program's waits for
+ *   answers from its request's arrival to this line, so a large answer's transfer and reading
+ *   are waits too, as the sandbox process counts them;
  * - `F<runId>:<ms>`: its synchronous part let go after holding the main thread `ms` whole
  *   milliseconds, at least {@link BUSY_GRACE_MS} (written by the main thread as it lets go);
  *   also written for the isolate's tidying after the run's answer left, when that took as long.
@@ -348,7 +353,7 @@ export const BUSY_GRACE_MS = 50;
  * read, is taken for a stale one: the tidying's time is then only taken off, by its `F`.)
  */
 export type RunSignal =
-  | { readonly kind: "started" | "busy"; readonly runId: number }
+  | { readonly kind: "started" | "busy" | "resumed"; readonly runId: number }
   | { readonly kind: "free"; readonly runId: number; readonly heldMs: number };
 
 export function startedLine(runId: number): string {
@@ -359,19 +364,23 @@ export function busyLine(runId: number): string {
   return `B${runId}\n`;
 }
 
+export function resumedLine(runId: number): string {
+  return `R${runId}\n`;
+}
+
 export function freeLine(runId: number, heldMs: number): string {
   return `F${runId}:${heldMs}\n`;
 }
 
 /** The run signal a report line holds, or undefined when it is not one. */
 export function readSignal(line: string): RunSignal | undefined {
-  const match = /^([SBF])([1-9]\d{0,15})(?::(\d{1,12}))?$/.exec(line);
+  const match = /^([SBFR])([1-9]\d{0,15})(?::(\d{1,12}))?$/.exec(line);
   if (match === null) return undefined;
   const [, letter, id, held] = match;
   const runId = Number(id);
   if (letter === "F") return held === undefined ? undefined : { kind: "free", runId, heldMs: Number(held) };
   if (held !== undefined) return undefined;
-  return { kind: letter === "S" ? "started" : "busy", runId };
+  return { kind: letter === "S" ? "started" : letter === "B" ? "busy" : "resumed", runId };
 }
 
 /** Written on the report pipe by the memory watch when the process passed its memory ceiling. */

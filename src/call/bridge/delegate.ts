@@ -4,6 +4,7 @@ import type { Outcome } from "../../outcome.ts";
 import { MAX_NAME_LENGTH, RESERVED_NAMES } from "../../reserved-names.ts";
 import { readDelegateInput } from "../../sandbox/host/inbound.ts";
 import { bridgeFailure, type BridgeAnswer, type BridgeOutcome, type DelegateRequest } from "../../sandbox/protocol.ts";
+import type { AskingRun } from "../../sandbox/host/pending-run.ts";
 import type { Call } from "../draft.ts";
 
 /** Options generated code may pass to `delegate(role, options)`; limits can only be lowered. */
@@ -16,7 +17,7 @@ const LOWER_ONLY = ["maxGenerationAttempts", "providerTimeoutMs", "executionTime
  * speaker `tool`, and answered with a plain Outcome. A request refused here is a failure the
  * program sees as an error Outcome.
  */
-export async function answerDelegate(request: DelegateRequest, call: Call): Promise<BridgeAnswer<"delegate">> {
+export async function answerDelegate(request: DelegateRequest, call: Call, run: AskingRun): Promise<BridgeAnswer<"delegate">> {
   const { state, draft } = call;
   const { role, method } = request;
   if (role.trim() === "" || role.length > MAX_NAME_LENGTH) return bridgeFailure("invalid_input", "delegate(role) needs a non-empty role of at most 200 characters.");
@@ -35,7 +36,9 @@ export async function answerDelegate(request: DelegateRequest, call: Call): Prom
   } catch (error) {
     return bridgeFailure("invalid_input", (error as Error).message);
   }
-  const outcome = await call.perform(child, method, input.args, { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId, parentSpan: draft.runSpan });
+  // The child's call ends with the calling program's run, and by the end of the calling call at the latest.
+  const origin = { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId, parentSpan: draft.runSpan, signal: run.signal, endsAtMs: draft.endsAtMs } as const;
+  const outcome = await call.perform(child, method, input.args, origin);
   return { ok: true, value: toBridgeOutcome(outcome) };
 }
 

@@ -6,7 +6,7 @@
 import { AgentIsolate, type RunControl } from "./agent-isolate.ts";
 import type { BridgeAnswer, ChildWireMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
 import { writeSync } from "node:fs";
-import { BUSY_GRACE_MS, REPORT_FD, bridgeFailure, freeLine, packResult, startedLine, unpackRun } from "../protocol.ts";
+import { BUSY_GRACE_MS, REPORT_FD, bridgeFailure, freeLine, packResult, resumedLine, startedLine, unpackRun } from "../protocol.ts";
 import { readBridgeRequest } from "./bridge-reader.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
@@ -45,7 +45,10 @@ async function onBridge(callId: string, untrusted: unknown): Promise<BridgeAnswe
   control?.waitBegan?.();
   return new Promise<BridgeAnswer>((resolve) => {
     bridgeWaiters.set(requestId, (answer) => {
-      control?.waitEnded?.();
+      if (controls.get(runId) === control && control !== undefined) {
+        control.waitEnded?.();
+        report(resumedLine(runId));
+      }
       resolve(answer);
     });
     send({ type: "bridge", runId, requestId, request });

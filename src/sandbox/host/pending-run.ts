@@ -128,24 +128,25 @@ export class PendingRun {
     const { timeoutMs } = this.message;
     this.#deadline = new RunDeadline(phase === "running" ? timeoutMs + killGraceMs(timeoutMs) : killGraceMs(timeoutMs), () => this.#onDeadline(this));
     if (this.#paused) this.#deadline.pause();
-    if (this.#waits > 0) for (let wait = 0; wait < this.#waits; wait += 1) this.#deadline.waitBegan();
+    // A cancelled run's grace is not extended by its waits: it must stop now.
+    if (phase === "running") for (let wait = 0; wait < this.#waits; wait += 1) this.#deadline.waitBegan();
     this.#callTimer ??= setTimeout(() => {
       this.pastCallTime = true;
       this.#onDeadline(this);
     }, Math.max(0, this.#callEndsAt - performance.now()) + killGraceMs(timeoutMs));
   }
 
-  /** Its program sent the host a request: until the answer goes back, the wait is not its own time. */
+  /** Its program sent the host a request: until its program has the answer (`R`), the wait is not its own time. */
   waitBegan(): void {
     this.#waits += 1;
-    this.#deadline?.waitBegan();
+    if (this.phase === "running") this.#deadline?.waitBegan();
   }
 
-  /** The answer to one of its program's requests went back. */
+  /** Its program has the answer to one of its requests and runs on. */
   waitEnded(): void {
     if (this.#waits === 0) return;
     this.#waits -= 1;
-    this.#deadline?.waitEnded();
+    if (this.phase === "running") this.#deadline?.waitEnded();
   }
 
   /** A queued run's wait starts over (it was sent again, or waited behind a run that holds its process). */
@@ -158,9 +159,14 @@ export class PendingRun {
     return this.phase === "queued" && !this.#closed ? performance.now() - this.#queuedSince : 0;
   }
 
+  /** What is left of its call's time (`callTimeoutMs`). @unit ms */
+  callTimeLeftMs(): number {
+    return Math.max(0, this.#callEndsAt - performance.now());
+  }
+
   /** The time the run has left: its waits for the host do not count against its own time, so what bounds them is its call's time. @unit ms */
   #timeLeftMs(): number {
-    return this.#closed ? 0 : Math.max(0, this.#callEndsAt - performance.now());
+    return this.#closed ? 0 : this.callTimeLeftMs();
   }
 
   /** Another run's synchronous part holds the process: stop counting until it lets go. */

@@ -186,7 +186,7 @@ export class SandboxProcess {
     run.restartWait();
     this.#watchQueued();
     try {
-      this.child.send(packRun(run.message) satisfies HostMessage);
+      this.child.send(packRun(run.message, run.callTimeLeftMs()) satisfies HostMessage);
     } catch (error) {
       this.#forgetRun(run);
       run.settle({ kind: "failed", errorType: "invalid_input", message: `The call's data could not be sent to the sandbox: ${(error as Error).message}` });
@@ -275,8 +275,8 @@ export class SandboxProcess {
       case "bridge": {
         const { request, requestId } = message;
         const run = this.#runs.get(message.runId);
+        // The wait it began ends with the sandbox process's `R` line, once the program has the answer.
         const answer = (reply: BridgeAnswer) => {
-          run?.waitEnded();
           if (this.alive) this.#send({ type: "bridge-result", requestId, answer: boundAnswer(request.kind, reply) });
         };
         if (!run || run.settled) {
@@ -371,6 +371,9 @@ export class SandboxProcess {
         this.heavy.set(run.agentId, performance.now());
         this.busyRun = run.runId;
         for (const other of this.#runs.values()) if (other !== run) other.pause();
+        return;
+      case "resumed":
+        run?.waitEnded();
         return;
       case "free":
         if (run) run.letGo = true;
