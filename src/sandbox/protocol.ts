@@ -116,7 +116,16 @@ export interface BridgeFailure {
 
 /** The envelope every answer travels in, from the host's handler to the isolate runtime. */
 export type BridgeAnswer<K extends BridgeKind = BridgeKind> =
-  | { readonly ok: true; readonly value: BridgeKinds[K]["answer"] }
+  | {
+      readonly ok: true;
+      readonly value: BridgeKinds[K]["answer"];
+      /**
+       * Set by a handler whose value was already measured against the sandbox's result limit
+       * (a value decoded from the sandbox or a store), which `host/outbound.ts` then need not
+       * measure again. Only the host sets it; the isolate ignores it.
+       */
+      readonly measured?: true;
+    }
   | { readonly ok: false; readonly failure: BridgeFailure };
 
 /** The one way a bridge failure is made, wherever it is made. */

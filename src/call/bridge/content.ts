@@ -10,7 +10,8 @@ import type { Call } from "../draft.ts";
  */
 export async function answerContent(request: ContentRequest, call: Call): Promise<BridgeAnswer<"content">> {
   const found = await keptValue(call.state, request.ref);
-  return found.kept ? { ok: true, value: found.value } : bridgeFailure("invalid_input", `No value is kept under "${request.ref}".`);
+  // A kept value is decoded from its text against the result limit: measured already.
+  return found.kept ? { ok: true, value: found.value, measured: true } : bridgeFailure("invalid_input", `No value is kept under "${request.ref}".`);
 }
 
 /** The value `ref` names, from this process's copy or the agent's store; a value that no longer decodes counts as not kept. */

@@ -39,7 +39,8 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
   // The child's call ends with the calling program's run, and by the end of the calling call at the latest.
   const origin = { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId, parentSpan: draft.runSpan, signal: run.signal, endsAtMs: draft.endsAtMs } as const;
   const outcome = await call.perform(child, method, input.args, origin);
-  return { ok: true, value: toBridgeOutcome(outcome) };
+  // Its value was decoded from the child's run against the result limit: measured already.
+  return { ok: true, value: toBridgeOutcome(outcome), measured: true };
 }
 
 /** An Outcome in the field names generated code sees. */

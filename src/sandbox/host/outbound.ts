@@ -10,7 +10,7 @@ import { ValueTooLargeError } from "../value-size.ts";
 
 /** The answer as it may be sent: measured, or replaced by a failure that says why not. */
 export function boundAnswer(kind: BridgeKind, answer: BridgeAnswer): BridgeAnswer {
-  if (!answer.ok) return answer;
+  if (!answer.ok || (answer.measured === true && SANDBOX_LIMITS.maxResultChars <= SANDBOX_LIMITS.maxAnswerChars)) return answer;
   try {
     measureJsonChars(answer.value, SANDBOX_LIMITS.maxAnswerChars);
     return answer;
