@@ -209,9 +209,8 @@ describe("measuring what the host sends a program", () => {
   test("counts shared parts each time, walks them once, and stops at the limit", () => {
     let laughs: unknown = ["ha"];
     for (let level = 0; level < 60; level += 1) laughs = [laughs, laughs];
-    const began = performance.now();
+    // 2^60 strings as JSON: walked once per node, so this returns at all.
     expect(() => measureJsonChars(laughs, 8_000_000)).toThrow(ValueTooLargeError);
-    expect(performance.now() - began).toBeLessThan(5_000);
     const cyclic: Record<string, unknown> = { a: 1 };
     cyclic.self = cyclic;
     expect(measureJsonChars(cyclic, 1_000)).toBeGreaterThan(0);
