@@ -10,10 +10,10 @@ import { decideReuse } from "../programs/keep-decision.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
 import type { AgentState } from "../agent-state.ts";
-import { callOverdue, failed, type Call, type CallDraft } from "./draft.ts";
+import { failed, type Call, type CallDraft } from "./draft.ts";
 import { CONFLICT, finalize } from "./finalize.ts";
 import type { AttemptFailure } from "./repair.ts";
-import { runInSandbox, type RunEnd } from "./run.ts";
+import { runInSandbox } from "./run.ts";
 
 /** How an attempt ended: its outcome (committed unless `mistake` is set), or the program's own mistake. */
 export interface AttemptEnd {
@@ -57,9 +57,7 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     const pullProblem = state.link === undefined ? undefined : await pullFailure(state, draft);
     if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
     const baseVersion = state.link?.view.version ?? 0;
-    const ran = await runInSandbox(call, prepared.source);
-    // An outcome reached past the call's time is not the call's: the call ends timeout, and what the program left is not kept.
-    const { outcome, failure, context } = ran.outcome.ok || ran.outcome.errorType !== "timeout" ? overdueRun(state, draft, ran) : ran;
+    const { outcome, failure, context } = await runInSandbox(call, prepared.source);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(draft, prepared, code, attempt, outcome, failure);
     // Decided before the record is written, so the record and the log line can say it; once, as a re-run after a conflict runs the same program.
     if (outcome.ok && draft.programSource !== "reused") draft.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs);
@@ -73,14 +71,6 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     // processes fall out of step), then run again on its context.
     await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * run));
   }
-}
-
-/** The run's end, or the call's `timeout` when the call's time passed before the run ended. */
-function overdueRun(state: AgentState, draft: CallDraft, ran: RunEnd): RunEnd {
-  const overdue = callOverdue(state, draft);
-  if (overdue === undefined) return ran;
-  draft.runOutcome = overdue;
-  return { outcome: overdue };
 }
 
 /** A `store` outcome when a durable agent cannot be brought up to date, else undefined. */

@@ -52,7 +52,11 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   draft.console = result.console;
   endSpan(draft.runSpan, {}, result.status === "error" ? result.errorType : undefined, result.status === "error" ? result.message : undefined);
   let end: RunEnd;
-  if (result.status === "error") {
+  // An outcome reached past the call's time is not the call's: the call ends timeout, and what the program left is not kept.
+  const endedLate = result.status === "error" && result.errorType === "timeout" ? undefined : callOverdue(state, draft);
+  if (endedLate !== undefined) {
+    end = { outcome: endedLate };
+  } else if (result.status === "error") {
     const outcome = Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
     end = { outcome, failure: { errorType: result.errorType, ...(result.thrownName === undefined ? {} : { thrownName: result.thrownName }), ...(result.location ? { location: result.location } : {}) } };
   } else {

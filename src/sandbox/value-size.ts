@@ -25,11 +25,11 @@ export class ValueTooLargeError extends Error {
 }
 
 /** What a cycle's stand-in costs (`"[Circular]"`). */
-const CIRCULAR_CHARS = 12;
+export const CIRCULAR_CHARS = 12;
 /** What a special or invalid reference costs (`null`). */
 const SPECIAL_CHARS = 4;
 /** What a Date costs (`"2025-01-01T00:00:00.000Z"`). */
-const DATE_CHARS = 26;
+export const DATE_CHARS = 26;
 const NO_CHILDREN: readonly unknown[] = [];
 
 /** A node's own characters and the references it holds. */

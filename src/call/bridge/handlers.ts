@@ -3,7 +3,7 @@
  * `BridgeKinds`), each in a module of its own. The table is typed by the kinds, so the compiler
  * names a kind without a handler.
  */
-import { bridgeFailure, type BridgeAnswer, type BridgeKind, type BridgeRequest } from "../../sandbox/protocol.ts";
+import type { BridgeAnswer, BridgeKind, BridgeRequest } from "../../sandbox/protocol.ts";
 import type { AskingRun } from "../../sandbox/host/pending-run.ts";
 import type { Call } from "../draft.ts";
 import { answerContent } from "./content.ts";
@@ -17,12 +17,8 @@ const HANDLERS: { readonly [K in BridgeKind]: BridgeHandler<K> } = {
   content: answerContent,
 };
 
-/** Answers one request of `call`'s program; never rejects (a handler that throws is a failure of the host's). */
-export async function answerBridge(request: BridgeRequest, call: Call, run: AskingRun): Promise<BridgeAnswer> {
+/** Answers one request of `call`'s program. A handler that throws is answered as the host's failure by the sandbox process's routing (`RunHooks.onBridge`). */
+export function answerBridge(request: BridgeRequest, call: Call, run: AskingRun): Promise<BridgeAnswer> {
   const handler = HANDLERS[request.kind] as BridgeHandler<BridgeKind>;
-  try {
-    return await handler(request, call, run);
-  } catch (error) {
-    return bridgeFailure("execution", `The host failed while answering this ${request.kind} request: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  return handler(request, call, run);
 }

@@ -6,11 +6,14 @@
  */
 import { SANDBOX_LIMITS } from "../limits.ts";
 import { bridgeFailure, type BridgeAnswer, type BridgeKind } from "../protocol.ts";
-import { ValueTooLargeError } from "../value-size.ts";
+import { CIRCULAR_CHARS, DATE_CHARS, ValueTooLargeError } from "../value-size.ts";
+
+/** A value measured against the result limit on its way in (`measured`) fits what a program may receive. */
+const MEASURED_FITS = SANDBOX_LIMITS.maxResultChars <= SANDBOX_LIMITS.maxAnswerChars;
 
 /** The answer as it may be sent: measured, or replaced by a failure that says why not. */
 export function boundAnswer(kind: BridgeKind, answer: BridgeAnswer): BridgeAnswer {
-  if (!answer.ok || (answer.measured === true && SANDBOX_LIMITS.maxResultChars <= SANDBOX_LIMITS.maxAnswerChars)) return answer;
+  if (!answer.ok || (answer.measured === true && MEASURED_FITS)) return answer;
   try {
     measureJsonChars(answer.value, SANDBOX_LIMITS.maxAnswerChars);
     return answer;
@@ -21,11 +24,6 @@ export function boundAnswer(kind: BridgeKind, answer: BridgeAnswer): BridgeAnswe
     return bridgeFailure("execution", `The answer to this ${kind} request could not be read (${error instanceof Error ? error.message : String(error)}).`);
   }
 }
-
-/** What a cycle's stand-in costs (`"[Circular]"`). */
-const CIRCULAR_CHARS = 12;
-/** What a Date costs (`"2025-01-01T00:00:00.000Z"`). */
-const DATE_CHARS = 26;
 
 interface Frame {
   readonly node: object;
