@@ -21,7 +21,7 @@ export async function tracingFigures(options: { count: number; warmup: number })
   for (let index = 0; index < loops; index += 1) {
     const invoke = startSpan("invoke_agent bench", "internal", { "gen_ai.operation.name": "invoke_agent", "improv.call_id": "c" });
     endSpan(startSpan("chat m", "client", { "gen_ai.operation.name": "chat" }, invoke));
-    endSpan(startSpan("execute_tool add", "internal", { "gen_ai.operation.name": "execute_tool" }, invoke));
+    endSpan(startSpan("run_program add", "internal", { "improv.operation": "run_program" }, invoke));
     endSpan(invoke, { "improv.outcome.status": "ok" });
   }
   const noopSpansPerCall = ((performance.now() - started) * 1000) / loops;

@@ -16,7 +16,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
   expect(code, output).toBe(0);
-  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "11. Tracing", "Targets"]) {
+  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "11. Tracing", "12. Tool calls", "Targets"]) {
     expect(output).toContain(heading);
   }
   expect(output).toMatch(/\(a\) isolated-vm evalClosure, persistent context +p50 +\d+ µs/);
@@ -26,7 +26,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(15);
+  expect(results.targets).toHaveLength(17);
   expect(results.reuse.generatedCall.count).toBeGreaterThan(0);
   expect(results.reuse.slowProvider.withReuse.requests).toBe(1);
   expect(results.reuse.slowProvider.withoutReuse.requests).toBe(results.reuse.slowProvider.calls);
@@ -47,5 +47,13 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(pool.fairness.withSpinners.spins).toBeGreaterThan(0);
   expect(pool.scaling.oneProcess.processes).toBe(1);
   expect(pool.soak.checkpoints).toHaveLength(10);
+  const { tools } = results;
+  expect(tools.toolCall.withTool.count).toBeGreaterThan(0);
+  expect(tools.toolCall.withoutTool.count).toBeGreaterThan(0);
+  expect(tools.overlap.overlapped.count).toBeGreaterThan(0);
+  // One request per method: every timed call ran a kept program.
+  expect(tools.providerRequests).toBe(4);
+  expect(output).toMatch(/a tool call adds -?\d+ µs \(p50 difference\) = ×-?\d+\.\d+ of \(d\) sandbox round trip/);
+  expect(output).toMatch(/10 of them under Promise\.all \(wall time\) +p50 +[\d.]+ ms/);
   expect(output).toMatch(/the same, two agents computing 2 s loops +\d+ calls\/s +p50 +[\d.]+ ms +p99 +[\d.]+ ms/);
 }, 120_000);

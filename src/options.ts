@@ -3,6 +3,8 @@ import { readEnv, readEnvFlag } from "./env.ts";
 import { isProvider, type Provider } from "./providers/provider.ts";
 import { openStore } from "./store/open.ts";
 import { isStore, type Store } from "./store/store.ts";
+import { grantTools, NO_TOOLS, type GrantedTools } from "./tools/grant.ts";
+import type { Tools } from "./tools/tool.ts";
 
 /** Longest durable id. */
 const MAX_ID_LENGTH = 200;
@@ -72,6 +74,28 @@ export interface AgentOptions {
    * by `strategy` (`"latest"`, the default, or `"relevant"`), within `maxChars` (default 2000).
    */
   historyPreview?: { readonly limit?: number; readonly strategy?: "latest" | "relevant"; readonly maxChars?: number };
+  /**
+   * Functions the agent's programs may call, as `await tools.name(input)`: tools shaped like the
+   * AI SDK's `tool()`, and tool sets (such as what `mcpTools()` returns) one level down.
+   * Default: none.
+   */
+  tools?: Tools;
+  /**
+   * Asked before every call of a tool that may change the world (one without `readOnlyHint` or
+   * `idempotentHint`); `false` refuses it (the program gets a `ToolError`). Default: none (allowed).
+   */
+  toolApproval?: (request: ToolApprovalRequest) => boolean | Promise<boolean>;
+}
+
+/** What `toolApproval` is asked about. */
+export interface ToolApprovalRequest {
+  /** The tool's name in programs: `weather`, or `notes.append` for a tool in a set. */
+  readonly tool: string;
+  /** The input, as it passed the tool's schema. */
+  readonly input: unknown;
+  readonly role: string;
+  readonly agentId: string;
+  readonly callId: string;
 }
 
 /** How the prompt's history block is chosen. */
@@ -117,6 +141,8 @@ export interface ResolvedOptions {
   readonly maxReuseFailures: number;
   readonly keepValues: KeepValuesRule;
   readonly historyPreview: HistoryPreviewRule;
+  readonly tools: GrantedTools;
+  readonly toolApproval: AgentOptions["toolApproval"];
 }
 
 /** Every default, in one place. */
@@ -156,6 +182,8 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   maxReuseFailures: true,
   keepValues: true,
   historyPreview: true,
+  tools: true,
+  toolApproval: true,
 };
 
 /** The names `Agent.for()` accepts, in documentation order. */
@@ -198,6 +226,8 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   const id = optionalString(given, "id");
   if (id !== undefined && id.length > MAX_ID_LENGTH) throw new RangeError(`Option "id" must be at most ${MAX_ID_LENGTH} characters, got ${id.length}.`);
   const historyPreview = historyPreviewRule(given, base);
+  const toolApproval = pick("toolApproval");
+  if (toolApproval !== undefined && typeof toolApproval !== "function") throw new TypeError('Option "toolApproval" must be a function (request) => boolean | Promise<boolean>.');
   return {
     provider: provider ?? base.provider,
     model: optionalString(given, "model") ?? base.model,
@@ -218,6 +248,8 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     maxReuseFailures: integer(given, "maxReuseFailures", 1) ?? base.maxReuseFailures,
     keepValues: keepValuesRule(given.keepValues, base.keepValues),
     historyPreview,
+    tools: given.tools === undefined ? base.tools : grantTools(given.tools),
+    toolApproval: toolApproval ?? base.toolApproval,
   };
 }
 
@@ -286,6 +318,8 @@ function rootDefaults(): ResolvedOptions {
     store: storeFromEnv(),
     id: undefined,
     reuse: { enabled: true, except: new Set(), only: undefined },
+    tools: NO_TOOLS,
+    toolApproval: undefined,
   };
 }
 

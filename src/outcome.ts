@@ -15,6 +15,7 @@ export const ERROR_TYPES = [
   "cancelled",
   "invalid_input",
   "store",
+  "tool",
 ] as const;
 
 /** One of {@link ERROR_TYPES}. */
@@ -82,7 +83,7 @@ export class Outcome<T = unknown> implements OutcomeFields {
 
   /**
    * A failed outcome of the given type. It is retriable when its type is, or when `retriable`
-   * says this failure was not the program's doing (its sandbox process was lost).
+   * says so of this failure (its sandbox process was lost; a tool's failure that may pass).
    */
   static failure<T = never>(callId: string, errorType: ErrorType, errorMessage: string, options: { retriable?: boolean } = {}): Outcome<T> {
     return new Outcome<T>({

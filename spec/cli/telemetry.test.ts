@@ -158,6 +158,172 @@ describe("improv telemetry", () => {
     await expect(run({ inputs: ["/nonexistent/improv.jsonl"] }).promise).rejects.toThrow('Cannot read "/nonexistent/improv.jsonl": no such file or directory.');
   });
 
+  test("tool calls from a real log are reported by role, method and tool, with failures and the outcome tool", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const log = join(directory, "calls.jsonl");
+    const provider = new ScriptedProvider({
+      programs: {
+        "desk.forecast": "const a = await tools.weather({ city: args[0] }); const b = await tools.weather({ city: args[0] }); return a.tempC + b.tempC",
+        "desk.outage": "return await tools.weather({ city: 'nowhere' })",
+        "desk.note": "try { await tools.weather({ city: 'nowhere' }) } catch {} await tools.notes.append({ text: args[0] }); return 'noted'",
+        "desk.maybe": "if (args[0]) await tools.notes.append({ text: 'x' }); return 1",
+        "desk.plain": "return args[0] + 1",
+      },
+    });
+    const input = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
+    const weather = {
+      description: "Current weather for a city.",
+      inputSchema: input,
+      annotations: { readOnlyHint: true },
+      execute: async ({ city }: { city: string }) => {
+        if (city === "nowhere") throw new Error("no such city");
+        return { city, tempC: 21 };
+      },
+    };
+    const append = { description: "Adds a note.", inputSchema: { type: "object", properties: { text: { type: "string" } } }, annotations: { readOnlyHint: true }, execute: async () => ({ ok: true }) };
+    const desk = Agent.for("desk", { provider, log, tools: { weather, notes: { append } } });
+    const plain = Agent.for("plain", { provider: new ScriptedProvider({ programs: { "plain.add": "return args[0] + 1" } }), log });
+    expect((await desk.forecast("Paris")).value).toBe(42);
+    expect((await desk.outage()).errorType).toBe("tool");
+    expect((await desk.note("hi")).value).toBe("noted");
+    expect((await desk.maybe(false)).value).toBe(1);
+    expect((await desk.plain(1)).value).toBe(2);
+    await plain.add(1);
+
+    const report = await run({ inputs: [log], json: true }).promise;
+    expect(report.overall).toMatchObject({ calls: 6, callsUsingTools: 3, toolCalls: 5, toolErrors: 2, toolOutcomes: 1, reachesTools: 4 });
+    expect(report.overall.toolMs).toBeGreaterThan(0);
+    expect(report.overall.tools).toEqual({
+      weather: { calls: 3, callsWithFailures: 2, referenced: 3 },
+      "notes.append": { calls: 1, callsWithFailures: 1, referenced: 2 },
+    });
+    expect(report.byRole.desk).toMatchObject({ calls: 5, callsUsingTools: 3, toolCalls: 5, toolErrors: 2, toolOutcomes: 1, reachesTools: 4 });
+    expect(report.byRole.plain).toMatchObject({ calls: 1, callsUsingTools: 0, toolCalls: 0, reachesTools: 0, tools: {} });
+    expect(report.byMethod["desk.forecast"]).toMatchObject({ callsUsingTools: 1, toolCalls: 2, toolErrors: 0, tools: { weather: { calls: 1, callsWithFailures: 0, referenced: 1 } } });
+    expect(report.byMethod["desk.outage"]).toMatchObject({ errors: 1, errorTypes: { tool: 1 }, toolCalls: 1, toolErrors: 1, toolOutcomes: 1 });
+    expect(report.byMethod["desk.maybe"]).toMatchObject({ callsUsingTools: 0, reachesTools: 1, tools: { "notes.append": { calls: 0, callsWithFailures: 0, referenced: 1 } } });
+
+    const text = run({ inputs: [log] });
+    await text.promise;
+    const section = text.stdout.text.slice(text.stdout.text.indexOf("\ntools\n"));
+    expect(section.startsWith("\ntools\n  calls using tools     3  (50.0% of calls)\n")).toBe(true);
+    expect(section).toMatch(/\n {2}tool calls {12}5 {2}\(2 failed, 40\.0%; \d+\.\d ms in tools\)\n/);
+    expect(section).toContain("  outcome tool          1  (calls ended by a tool's failure left uncaught)");
+    expect(section).toContain("  code reaches tools    4  (66.7% of calls)");
+    // calls, using tools, reach tools, tool calls, failed, tool ms, outcome tool
+    expect(section).toMatch(/\ndesk +5 +60\.0% +80\.0% +5 +2 +\d+\.\d +1\n/);
+    expect(section).toMatch(/\ndesk\.outage +1 +100\.0% +100\.0% +1 +1 +\d+\.\d +1\n/);
+    expect(section).toMatch(/\ndesk\.maybe +1 +0\.0% +100\.0% +0 +0 +0\.0 +0\n/);
+    // Groups that neither call nor reach tools are left out.
+    expect(section).not.toMatch(/\n(plain|desk\.plain) /);
+    // tool, calls, with failures, referenced
+    expect(section).toMatch(/\nweather +3 +2 +3\nnotes\.append +1 +1 +2\n/);
+  });
+
+  test("tool figures are summed exactly over lines, older lines without them count as none, and --json carries them", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "tools.jsonl");
+    const call = (id: string, fields: Record<string, unknown>) => JSON.stringify({ timestamp: "2025-01-01T00:00:00.000Z", call_id: id, outcome_status: "ok", error_type: null, role: "desk", method: "ask", ...fields });
+    writeFileSync(
+      file,
+      [
+        call("1", { tool_call_count: 3, tool_names: ["weather", "notes.append"], tool_error_count: 1, tool_ms: 12.5, tool_access_detected: true, tools_referenced: ["weather", "notes.append"] }),
+        call("2", { tool_call_count: 2, tool_names: ["weather"], tool_error_count: 0, tool_ms: 7.25, tool_access_detected: true, tools_referenced: ["weather"] }),
+        call("3", { method: "fail", outcome_status: "error", error_type: "tool", tool_call_count: 1, tool_names: ["weather"], tool_error_count: 1, tool_ms: 30, tool_access_detected: true, tools_referenced: ["weather"] }),
+        call("4", { role: "other", tool_call_count: 0, tool_names: [], tool_error_count: 0, tool_ms: 0, tool_access_detected: false, tools_referenced: [] }),
+        call("5", { role: "other" }),
+      ].join("\n"),
+    );
+    const { promise, stdout } = run({ inputs: [file], json: true });
+    const report = await promise;
+    expect(report.overall).toMatchObject({ calls: 5, callsUsingTools: 3, toolCalls: 6, toolErrors: 2, toolMs: 49.75, toolOutcomes: 1, reachesTools: 3 });
+    expect(report.overall.tools).toEqual({ weather: { calls: 3, callsWithFailures: 2, referenced: 3 }, "notes.append": { calls: 1, callsWithFailures: 1, referenced: 1 } });
+    expect(report.byMethod["desk.ask"]).toMatchObject({ calls: 2, callsUsingTools: 2, toolCalls: 5, toolErrors: 1, toolMs: 19.75, toolOutcomes: 0 });
+    expect(report.byMethod["desk.fail"]).toMatchObject({ calls: 1, toolCalls: 1, toolErrors: 1, toolOutcomes: 1, tools: { weather: { calls: 1, callsWithFailures: 1, referenced: 1 } } });
+    expect(report.byRole.other).toMatchObject({ calls: 2, callsUsingTools: 0, toolCalls: 0, toolErrors: 0, toolMs: 0, reachesTools: 0, tools: {} });
+    const printed = JSON.parse(stdout.text) as { overall: Record<string, unknown>; byRole: Record<string, Record<string, unknown>> };
+    expect(printed.overall).toMatchObject({ toolCalls: 6, toolErrors: 2, toolMs: 49.75, toolOutcomes: 1, tools: { weather: { calls: 3 } } });
+    expect(printed.byRole.desk).toMatchObject({ callsUsingTools: 3, reachesTools: 3 });
+
+    const text = run({ inputs: [file] });
+    await text.promise;
+    expect(text.stdout.text).toContain("  tool calls            6  (2 failed, 33.3%; 49.8 ms in tools)");
+    expect(text.stdout.text).toMatch(/\ntools by role +calls +using tools +reach tools +tool calls +failed +tool ms +outcome tool\ndesk +3 +100\.0% +100\.0% +6 +2 +49\.8 +1\n\n/);
+    expect(text.stdout.text).toMatch(/\ndesk\.ask +2 +100\.0% +100\.0% +5 +1 +19\.8 +0\ndesk\.fail +1 +100\.0% +100\.0% +1 +1 +30\.0 +1\n/);
+  });
+
+  test("logs without tool use say so in one line", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const log = await realLog(directory);
+    const report = await run({ inputs: [log], json: true }).promise;
+    expect(report.overall).toMatchObject({ callsUsingTools: 0, toolCalls: 0, toolErrors: 0, toolMs: 0, toolOutcomes: 0, reachesTools: 0, tools: {} });
+    const text = run({ inputs: [log] });
+    await text.promise;
+    expect(text.stdout.text.endsWith("\n\ntools                   no tool calls, and no program reaches tools\n")).toBe(true);
+    expect(text.stdout.text).not.toContain("tools by role");
+  });
+
+  test("malformed tool fields are skipped, never fatal, and do not skew the figures", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "bad-tools.jsonl");
+    const call = (id: string, fields: Record<string, unknown>) => JSON.stringify({ call_id: id, outcome_status: "ok", role: "r", method: "m", ...fields });
+    const many = Array.from({ length: 100_000 }, (_, index) => `t${index}`);
+    writeFileSync(
+      file,
+      [
+        call("sane", { tool_call_count: 2, tool_names: ["weather"], tool_error_count: 1, tool_ms: 4 }),
+        call("names-not-array", { tool_call_count: 1, tool_names: "weather", tool_error_count: 0, tool_ms: 1 }),
+        call("negative", { tool_call_count: -5, tool_names: ["weather"], tool_error_count: -1, tool_ms: -3 }),
+        call("fractional", { tool_call_count: 1.5, tool_names: ["weather"], tool_error_count: 0.5, tool_ms: "7" }),
+        call("absurd count", { tool_call_count: 1e15, tool_names: ["weather"], tool_error_count: 1e15, tool_ms: 1e300 }),
+        call("absurd time", { tool_call_count: 1, tool_names: ["weather"], tool_error_count: 0, tool_ms: 1e300 }),
+        call("more failures than calls", { tool_call_count: 1, tool_names: ["weather"], tool_error_count: 9, tool_ms: 1 }),
+        call("more names than calls", { tool_call_count: 1, tool_names: ["a", "b", "c"], tool_error_count: 0, tool_ms: 1 }),
+        call("names that are not tools", { tool_call_count: 5, tool_names: [42, null, { name: "x" }, "", "no spaces", "<b>", "__proto__", "a.b.c", "x".repeat(65), "weather", "weather"], tool_error_count: 0, tool_ms: 1 }),
+        call("huge arrays", { tool_call_count: 2_000, tool_names: many, tool_error_count: 0, tool_ms: 1, tool_access_detected: "yes", tools_referenced: many }),
+        call("names without calls", { tool_names: ["weather"], tool_ms: 99, tool_access_detected: true, tools_referenced: { weather: true } }),
+      ].join("\n"),
+    );
+    const report = await run({ inputs: [file], json: true }).promise;
+    expect(report.calls).toBe(11);
+    expect(report.malformed.count).toBe(0);
+    // Counted: every sane count (2+1+1+1+1+5+2000, the absurd and negative ones as none), failures no larger than calls, sane time only with calls.
+    expect(report.overall).toMatchObject({ callsUsingTools: 7, toolCalls: 2_011, toolErrors: 1, toolMs: 9, toolOutcomes: 0, reachesTools: 1 });
+    // weather, the first 49 names of the huge lists, and the rest of their first 1,000 under (other).
+    expect(Object.keys(report.overall.tools)).toHaveLength(51);
+    expect(report.overall.tools.weather).toEqual({ calls: 4, callsWithFailures: 1, referenced: 0 });
+    expect(report.overall.tools.t48).toEqual({ calls: 1, callsWithFailures: 0, referenced: 1 });
+    expect(report.overall.tools.t49).toBeUndefined();
+    expect(report.overall.tools["(other)"]).toEqual({ calls: 1, callsWithFailures: 0, referenced: 1 });
+    expect(Object.getPrototypeOf(report.overall.tools)).toBe(Object.prototype);
+    const text = run({ inputs: [file] });
+    await text.promise;
+    expect(text.stdout.text).toContain("… and 36 more tools");
+  });
+
+  test("each group keeps at most 50 tool names, counting calls of the others once under (other)", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "many-tools.jsonl");
+    const call = (id: string, role: string, names: string[], errors = 0) => JSON.stringify({ call_id: id, outcome_status: "ok", role, method: "m", tool_call_count: names.length, tool_names: names, tool_error_count: errors, tool_ms: 1 });
+    const lines = Array.from({ length: 50 }, (_, index) => call(`a${index}`, "first", [`tool${index}`]));
+    lines.push(call("b1", "second", ["tool0", "late1", "late2"], 1), call("b2", "first", ["tool0", "late1", "late2"], 1), call("b3", "first", ["late3"]));
+    writeFileSync(file, lines.join("\n"));
+    const report = await run({ inputs: [file], json: true }).promise;
+    const first = report.byRole.first!.tools;
+    expect(Object.keys(first)).toHaveLength(51);
+    expect(first.tool0).toEqual({ calls: 2, callsWithFailures: 1, referenced: 0 });
+    expect(first["(other)"]).toEqual({ calls: 2, callsWithFailures: 1, referenced: 0 });
+    expect(first.late1).toBeUndefined();
+    // Another group has room of its own.
+    expect(report.byRole.second!.tools).toEqual({
+      tool0: { calls: 1, callsWithFailures: 1, referenced: 0 },
+      late1: { calls: 1, callsWithFailures: 1, referenced: 0 },
+      late2: { calls: 1, callsWithFailures: 1, referenced: 0 },
+    });
+    // Over all roles, the first role's 50 names fill the list: the second role's new names go under (other) too.
+    expect(report.overall.tools["(other)"]).toEqual({ calls: 3, callsWithFailures: 2, referenced: 0 });
+  });
+
   test("a progress line shows on a terminal for large inputs, and is cleared at the end", async () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
     const file = join(directory, "big.jsonl");

@@ -32,7 +32,7 @@ async function run(code: string, onBridge: RunHooks["onBridge"], timeoutMs = 2_0
     callTimeLeftMs,
     historyEpoch: 1,
     historyStart: 0,
-    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, history: { start: 0, reset: true, records: [] } },
+    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], history: { start: 0, reset: true, records: [] } },
   };
   let pending!: PendingRun;
   const report = await new Promise<RunReport>((resolve) => {
@@ -76,7 +76,7 @@ describe("the bridge", () => {
        return { first, second, kept: await content("k") };`,
       async (request) => {
         if (request.kind === "content") return { ok: true, value: new Map([["a", [1, 2]]]) };
-        if (request.method === "fail") return { ok: false, failure: { errorType: "invalid_input", message: "refused here", retriable: false } };
+        if (request.kind === "delegate" && request.method === "fail") return { ok: false, failure: { errorType: "invalid_input", message: "refused here", retriable: false } };
         return { ok: true, value: { status: "ok", ok: true, value: 3, retriable: false } };
       },
     );
@@ -166,7 +166,7 @@ describe("the bridge", () => {
       callTimeLeftMs: 60_000,
       historyEpoch: 1,
       historyStart: 0,
-      payload: { callId: "call-900", code: `await content("x")`, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, history: { start: 0, reset: true, records: [] } },
+      payload: { callId: "call-900", code: `await content("x")`, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], history: { start: 0, reset: true, records: [] } },
     };
     const settled = new Promise<RunReport>((resolve) => {
       const pending = new PendingRun(

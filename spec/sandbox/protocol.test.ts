@@ -22,6 +22,7 @@ describe("the messages every call sends, as they travel", () => {
         context: { kept: [2] },
         depth: 17,
         maxDelegationDepth: 18,
+        tools: ["weather", "notes.append"],
         history: { start: 19, reset: true, records: ['{"a":1}', '{"b":2}'] },
       },
     };

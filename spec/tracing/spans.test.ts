@@ -22,13 +22,13 @@ const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 const named = (name: string) => exporter.getFinishedSpans().filter((span) => span.name === name);
 
 describe("OpenTelemetry spans", () => {
-  test("an ok call: invoke_agent, then chat and execute_tool under it, with GenAI and improv attributes, and the log line joined to it", async () => {
+  test("an ok call: invoke_agent, then chat and run_program under it, with GenAI and improv attributes, and the log line joined to it", async () => {
     const log = join(mkdtempSync(join(tmpdir(), "improv-spans-")), "calls.jsonl");
     const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } }), model: "m-1", log, traceId: "conversation-1" });
     const outcome = await calc.add(2, 3);
     const [invoke] = named("invoke_agent calculator");
     const [chat] = named("chat m-1");
-    const [tool] = named("execute_tool add");
+    const [tool] = named("run_program add");
     expect(invoke?.kind).toBe(SpanKind.INTERNAL);
     expect(invoke?.attributes).toMatchObject({
       "gen_ai.operation.name": "invoke_agent",
@@ -43,7 +43,9 @@ describe("OpenTelemetry spans", () => {
     expect(invoke?.status.code).not.toBe(SpanStatusCode.ERROR);
     expect(chat?.kind).toBe(SpanKind.CLIENT);
     expect(chat?.attributes).toMatchObject({ "gen_ai.operation.name": "chat", "gen_ai.provider.name": "improv.scripted", "gen_ai.request.model": "m-1", "gen_ai.response.model": "scripted", "improv.attempt": 1 });
-    expect(tool?.attributes).toMatchObject({ "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add" });
+    expect(tool?.attributes).toMatchObject({ "improv.operation": "run_program", "improv.method": "add" });
+    // execute_tool is the conventions' name for tool calls: the run's span does not take it.
+    expect(tool?.attributes["gen_ai.operation.name"]).toBeUndefined();
     expect(parentOf(chat!)).toBe(invoke!.spanContext().spanId);
     expect(parentOf(tool!)).toBe(invoke!.spanContext().spanId);
     // No prompts or code on spans without debug.
@@ -66,7 +68,7 @@ describe("OpenTelemetry spans", () => {
     const [invoke] = named("invoke_agent calculator");
     expect(invoke?.status.code).toBe(SpanStatusCode.ERROR);
     expect(invoke?.attributes).toMatchObject({ "error.type": "execution", "improv.error_type": "execution", "improv.outcome.status": "error" });
-    expect(named("execute_tool div")[0]?.attributes["error.type"]).toBe("execution");
+    expect(named("run_program div")[0]?.attributes["error.type"]).toBe("execution");
   });
 
   test("a reused program: no chat span, artifact_hit on invoke_agent", async () => {
@@ -74,20 +76,39 @@ describe("OpenTelemetry spans", () => {
     await calc.add(1, 2);
     exporter.reset();
     await calc.add(3, 4);
-    expect(exporter.getFinishedSpans().map((span) => span.name).sort()).toEqual(["execute_tool add", "invoke_agent calculator"]);
+    expect(exporter.getFinishedSpans().map((span) => span.name).sort()).toEqual(["invoke_agent calculator", "run_program add"]);
     expect(named("invoke_agent calculator")[0]?.attributes).toMatchObject({ "improv.artifact_hit": true, "improv.program_source": "reused" });
   });
 
-  test("a delegated call's spans are children of the calling program's execute_tool span, in one trace", async () => {
+  test("a delegated call's spans are children of the calling program's run_program span, in one trace", async () => {
     const boss = Agent.for("boss", {
       provider: new ScriptedProvider({ programs: { "boss.plan": "const r = await delegate('helper').assist(1); return r.value", "helper.assist": "return args[0] + 1" } }),
     });
     expect((await boss.plan()).value).toBe(2);
-    const [bossTool] = named("execute_tool plan");
+    const [bossTool] = named("run_program plan");
     const [helperInvoke] = named("invoke_agent helper");
     expect(parentOf(helperInvoke!)).toBe(bossTool!.spanContext().spanId);
     expect(new Set(exporter.getFinishedSpans().map((span) => span.spanContext().traceId)).size).toBe(1);
     const helperChat = exporter.getFinishedSpans().find((span) => span.name.startsWith("chat") && parentOf(span) === helperInvoke!.spanContext().spanId);
     expect(helperChat?.attributes["improv.call_id"]).toBe(helperInvoke!.attributes["improv.call_id"]);
+  });
+
+  test("each tool call is an execute_tool {tool} span, a child of the run's span, with the tool's name and call id", async () => {
+    const agent = Agent.for("assistant", {
+      provider: new ScriptedProvider({ programs: { look: "await tools.weather({ city: 'Oslo' }); try { await tools.notes.add({}) } catch {} ; return 1" } }),
+      tools: {
+        weather: { description: "Weather.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: () => ({ tempC: 3 }) },
+        notes: { add: { description: "Fails.", inputSchema: { type: "object" }, execute: () => Promise.reject(new Error("disk full")) } },
+      },
+    });
+    expect((await agent.look()).value).toBe(1);
+    const [run] = named("run_program look");
+    const [weather] = named("execute_tool weather");
+    const [add] = named("execute_tool notes.add");
+    expect(parentOf(weather!)).toBe(run!.spanContext().spanId);
+    expect(parentOf(add!)).toBe(run!.spanContext().spanId);
+    expect(weather?.attributes).toMatchObject({ "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "weather", "gen_ai.tool.call.id": expect.any(String), "improv.tool.effect": "read" });
+    expect(add?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(add?.attributes["error.type"]).toBe("tool");
   });
 });

@@ -32,6 +32,7 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
   const { method, args, kwargs } = draft;
   const input: PromptInput = {
     role: state.role,
+    tools: state.options.tools,
     method,
     args,
     kwargs,

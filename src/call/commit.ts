@@ -63,6 +63,10 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     if (outcome.ok && draft.programSource !== "reused") draft.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs);
     const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
+    if (draft.tools.wrote) {
+      const message = `The agent's context changed in another process while this program ran, and the program called tools that may change the world (${draft.tools.wroteWith.map((name) => `tools.${name}`).join(", ")}), so it was not run again; its changes to context were not kept. Call again if repeating those tool calls is safe.`;
+      return { outcome: (await finalize(state, draft, failed(draft, "store", message))) as Outcome };
+    }
     if (run >= MAX_CONFLICT_RUNS) {
       const message = `The agent's context kept changing in other processes while this program ran (${run} runs); the program's changes were not kept. Call again.`;
       return { outcome: (await finalize(state, draft, failed(draft, "store", message))) as Outcome };

@@ -9,6 +9,8 @@ import { Outcome, type ErrorType } from "../outcome.ts";
 import type { ReuseDecision } from "../programs/keep-decision.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import type { Span } from "../tracing/tracing.ts";
+import { agentsWaitingNow, withAgents } from "../tools/reentry.ts";
+import { ToolCallLog } from "../tools/tool-calls.ts";
 import type { AttemptFailure } from "./repair.ts";
 
 /** Where a call came from. */
@@ -22,6 +24,8 @@ export interface CallOrigin {
   readonly signal?: AbortSignal | undefined;
   /** For a delegated call: when the calling program's call must have ended; this call ends by then too (on `performance.now()`'s clock). */
   readonly endsAtMs?: number | undefined;
+  /** For a delegated call: the agents whose programs wait for it (see `tools/reentry.ts`). */
+  readonly waitingAgents?: ReadonlySet<string> | undefined;
 }
 
 /** Makes one dynamic call of an agent (`performCall` in `lifecycle.ts`). */
@@ -75,6 +79,10 @@ export interface CallDraft {
   tokens: { prompt: number; completion: number } | null;
   /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
   valueText: string | undefined;
+  /** The tool calls the call's programs made. */
+  readonly tools: ToolCallLog;
+  /** The agents whose programs wait for this call (through delegate chains and tools): a call of one of them would wait for itself. */
+  readonly waitingAgents: ReadonlySet<string>;
   /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
   readonly failures: AttemptFailure[];
   finalized: boolean;
@@ -110,6 +118,8 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     console: [],
     valueText: undefined,
     tokens: null,
+    tools: new ToolCallLog(),
+    waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
     failures: [],
     finalized: false,
     span: undefined,
@@ -129,6 +139,19 @@ export function callOverdue(state: AgentState, draft: CallDraft): Outcome | unde
 
 export function callTimeoutMessage(state: AgentState): string {
   return `The call took longer than callTimeoutMs (${state.options.callTimeoutMs} ms).`;
+}
+
+/**
+ * The call's `invalid_input` outcome when it would wait for itself: its agent's program waits
+ * for the tool (or the delegated call) that made it. Undefined when it may go on.
+ */
+export function waitsForItself(state: AgentState, draft: CallDraft): Outcome | undefined {
+  if (!draft.waitingAgents.has(state.id)) return undefined;
+  return failed(
+    draft,
+    "invalid_input",
+    `${state.role}.${draft.method}() was called from a tool while a program of this same agent waits for that tool; the call would wait for itself. Call the agent after its program ends, or use another agent.`,
+  );
 }
 
 /** The call's error outcome. */

@@ -93,6 +93,7 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, kee
     program: draft.code === null ? null : { code: draft.code, source: draft.programSource },
     artifactHit: draft.artifactHit,
     reuseDecision: decisionOf(draft, outcome),
+    toolCalls: draft.tools.recordFields(),
   });
 }
 
@@ -126,6 +127,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     depth: draft.depth,
     historySize: history.length,
     recordAppended: appended,
+    tools: draft.tools.logFields(),
     otel: spanIds(draft.span),
     ...(options.debug
       ? {

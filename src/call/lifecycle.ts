@@ -9,7 +9,7 @@ import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
 import { askProvider, renderCallPrompts } from "./ask.ts";
 import { pullFailure, runAttempt } from "./commit.ts";
-import { callOverdue, failed, newDraft, type Call, type CallOrigin } from "./draft.ts";
+import { callOverdue, failed, newDraft, waitsForItself, type Call, type CallOrigin } from "./draft.ts";
 import { finalize } from "./finalize.ts";
 import { keepIfDecided, reuseFor, runKept } from "./reuse.ts";
 
@@ -56,6 +56,8 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
 
 async function tellCall(call: Call): Promise<Outcome> {
   const { state, draft } = call;
+  const waits = waitsForItself(state, draft);
+  if (waits !== undefined) return waits;
   // 1. The arguments: split into args and kwargs, and able to enter the sandbox.
   let split;
   try {
@@ -73,7 +75,8 @@ async function tellCall(call: Call): Promise<Outcome> {
   const provider = state.provider();
   const reuse = reuseFor(state, draft, provider);
   const kept = reuse === undefined ? undefined : await runKept(call, reuse);
-  if (kept !== undefined && (kept.mistake === undefined || provider === undefined)) return kept.outcome;
+  // A kept program that may have changed the world is not followed by another program.
+  if (kept !== undefined && (kept.mistake === undefined || provider === undefined || draft.tools.wrote)) return kept.outcome;
   if (provider === undefined) return failed(draft, "provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
 
   // 3. The prompts, rendered once a durable agent has seen what other processes committed.
@@ -104,6 +107,8 @@ async function tellCall(call: Call): Promise<Outcome> {
       return outcome;
     }
     draft.failures.push(mistake);
+    // Its tool calls may have changed the world: no other program runs on its own after it.
+    if (draft.tools.wrote) return outcome;
     last = outcome;
   }
   return last;

@@ -22,7 +22,10 @@ export interface Reuse {
 export function reuseFor(state: AgentState, draft: CallDraft, provider: Provider | undefined): Reuse | undefined {
   if (!takesPartInReuse(draft.method, state.options.reuse)) return undefined;
   const shelf = shelfFor(state.options.store, provider);
-  return shelf === undefined ? undefined : { shelf, key: programKey(state.role, draft.method, draft.args, draft.kwargs, PROMPT_VERSION) };
+  // Programs written for other tools are not run with these: the grant's fingerprint is part of the key.
+  const { fingerprint } = state.options.tools;
+  const version = fingerprint === "" ? PROMPT_VERSION : `${PROMPT_VERSION}+tools.${fingerprint}`;
+  return shelf === undefined ? undefined : { shelf, key: programKey(state.role, draft.method, draft.args, draft.kwargs, version) };
 }
 
 /**

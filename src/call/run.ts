@@ -27,12 +27,8 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   if (contextProblem !== undefined) {
     return { outcome: failed(draft, "invalid_input", `The agent's ${contextProblem} and cannot enter the sandbox. Keep plain data in context.`) };
   }
-  draft.runSpan = startSpan(
-    `execute_tool ${draft.method}`,
-    "internal",
-    { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": draft.method, "improv.call_id": draft.callId, "improv.program_source": draft.programSource },
-    draft.span,
-  );
+  // Named for what it is: `execute_tool` is the conventions' name for tool calls, which are its children.
+  draft.runSpan = startSpan(`run_program ${draft.method}`, "internal", { "improv.operation": "run_program", "improv.method": draft.method, "improv.call_id": draft.callId, "improv.program_source": draft.programSource }, draft.span);
   const result = await runProgram({
     agentId: state.id,
     callId: draft.callId,
@@ -42,6 +38,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     context: state.context,
     depth: state.depth,
     maxDelegationDepth: state.options.maxDelegationDepth,
+    tools: state.options.tools.names,
     timeoutMs: state.options.executionTimeoutMs,
     callEndsAt: draft.endsAtMs,
     memoryLimitMb: state.options.memoryLimitMb,

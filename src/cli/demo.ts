@@ -7,6 +7,8 @@ import type { Provider } from "../providers/provider.ts";
 import { ScriptedProvider } from "../providers/scripted.ts";
 import type { Store } from "../store/store.ts";
 import { historyTable } from "./tables.ts";
+import { mcpTools, type McpToolSet } from "../tools/mcp.ts";
+import type { Tool } from "../tools/tool.ts";
 
 /**
  * Scripted completions for the offline demo: what a model might write for each method.
@@ -51,6 +53,16 @@ export const DEMO_PROGRAMS: Record<string, string> = {
     "return { mean: mean.value, range: spread.value };",
   ].join("\n"),
   "statistician.mean": "return args[0].reduce((a, b) => a + b, 0) / args[0].length;",
+  "shopper.price": [
+    "const { items } = await tools.catalogue.search({ query: args[0] });",
+    "if (items.length === 0) throw new Error(`nothing in the catalogue matches \"${args[0]}\"`);",
+    "const price = await tools.convert({ value: items[0].priceUsd, from: 'USD', to: kwargs.currency ?? 'EUR' });",
+    "return `${items[0].name}: ${price.value.toFixed(2)} ${price.unit}`;",
+  ].join("\n"),
+  "shopper.toolsUsed": [
+    "const calls = context.conversation_history.flatMap((r) => r.tool_calls ?? []);",
+    "return calls.map((c) => `${c.tool}${c.ok ? '' : ' (failed)'}`);",
+  ].join("\n"),
   "statistician.range": "return Math.max(...args[0]) - Math.min(...args[0]);",
 };
 
@@ -109,8 +121,50 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   await show("builder.build([2, 4, 9])", builder.build([2, 4, 9]));
   const stats = builder.delegate("statistician");
 
-  for (const [name, agent] of Object.entries({ calculator: calc, assistant, toolbuilder: builder, "toolbuilder → statistician": stats })) {
+  write("\n4. A shopper with tools: the application's unit table, and an MCP server the demo starts");
+  const catalogue = await startCatalogue(write);
+  const agents: Record<string, AgentProxy> = { calculator: calc, assistant, toolbuilder: builder, "toolbuilder → statistician": stats };
+  try {
+    const shopper = await Agent.open<{}, "price" | "toolsUsed">("shopper", { ...common, tools: { convert: CURRENCY_TOOL, ...(catalogue === undefined ? {} : { catalogue }) } });
+    await show("shopper.price('kettle')", shopper.price("kettle"));
+    await show("shopper.price('mug', kw({→GBP}))", shopper.price("mug", kw({ currency: "GBP" })));
+    await show("shopper.price('unicorn')", shopper.price("unicorn"));
+    await show("shopper.toolsUsed()  [reads history]", shopper.toolsUsed());
+    agents.shopper = shopper;
+  } finally {
+    await catalogue?.close();
+  }
+
+  for (const [name, agent] of Object.entries(agents)) {
     write(`\nHistory of ${name}:\n${historyTable(Agent.history(agent))}`);
   }
-  return { calc, assistant, builder, stats };
+  return { calc, assistant, builder, stats, ...(agents.shopper === undefined ? {} : { shopper: agents.shopper }) };
+}
+
+/** Exchange rates from US dollars: the application's own table, granted as a tool. */
+const RATES_FROM_USD: Readonly<Record<string, number>> = { USD: 1, EUR: 0.92, GBP: 0.79, JPY: 151 };
+
+const CURRENCY_TOOL: Tool<{ value: number; from: string; to: string }> = {
+  description: "Converts an amount between currencies (USD, EUR, GBP, JPY) with the application's rate table.",
+  inputSchema: {
+    type: "object",
+    properties: { value: { type: "number" }, from: { enum: Object.keys(RATES_FROM_USD) }, to: { enum: Object.keys(RATES_FROM_USD) } },
+    required: ["value", "from", "to"],
+    additionalProperties: false,
+  },
+  annotations: { readOnlyHint: true },
+  execute: ({ value, from, to }) => ({ value: (value / (RATES_FROM_USD[from] as number)) * (RATES_FROM_USD[to] as number), unit: to }),
+};
+
+/** Starts the demo's catalogue MCP server (stdio) and lists its tools; undefined when the MCP SDK is not installed. */
+async function startCatalogue(write: (line: string) => void): Promise<McpToolSet | undefined> {
+  const script = new URL(`./demo-catalogue${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
+  try {
+    const catalogue = await mcpTools({ command: process.execPath, args: [decodeURIComponent(script.pathname)] });
+    write(`  MCP server "catalogue" started (stdio): tools ${Object.keys(catalogue).map((name) => `catalogue.${name}`).join(", ")}`);
+    return catalogue;
+  } catch (error) {
+    write(`  (the MCP part is skipped: ${error instanceof Error ? error.message : String(error)})`);
+    return undefined;
+  }
 }

@@ -37,7 +37,7 @@ export class UsageError extends Error {
 
 /**
  * `improv telemetry <files or dirs…>`: streams call logs and reports calls, errors, history
- * use and its patterns, overall and by role and method. Returns the report.
+ * use and its patterns, and tool use and failures, overall and by role and method. Returns the report.
  */
 export async function runTelemetry(options: TelemetryCommandOptions): Promise<TelemetryReport> {
   const since = parseWhen(options.since, "--since");

@@ -4,7 +4,7 @@
  * answers. Every chart says how many data points it drew (`data-points`).
  */
 import { PATTERN_TAGS } from "../telemetry/patterns.ts";
-import type { GroupStats, TelemetryReport } from "./telemetry-report.ts";
+import { toolGroups, toolsByUse, type GroupStats, type TelemetryReport } from "./telemetry-report.ts";
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
 
@@ -72,6 +72,52 @@ function groups(report: TelemetryReport, limit = 20): [string, GroupStats][] {
     .slice(0, limit);
 }
 
+/** Groups drawn or listed in the tools part of the page. */
+const MAX_TOOL_ROWS = 20;
+
+function toolCharts(report: TelemetryReport): string {
+  const { overall } = report;
+  const byTool = barChart(
+    "tool-use",
+    "Tool use by tool (calls whose program called each tool)",
+    ["no tool call failed", "a tool call failed"],
+    toolsByUse(overall)
+      .filter(([, use]) => use.calls > 0)
+      .slice(0, MAX_TOOL_ROWS)
+      .map(([name, use]) => ({ label: name, parts: [use.calls - use.callsWithFailures, use.callsWithFailures] })),
+    "rows",
+    "From tool_names and tool_error_count: a line counts failed tool calls, not which tool failed, so a call that used several tools counts toward each.",
+  );
+  const byMethod = barChart(
+    "tool-calls",
+    "Tool calls and failures by role and method",
+    ["ok", "failed"],
+    toolGroups(report.byMethod)
+      .filter(([, stats]) => stats.toolCalls > 0)
+      .slice(0, MAX_TOOL_ROWS)
+      .map(([name, stats]) => ({ label: name, parts: [stats.toolCalls - stats.toolErrors, stats.toolErrors] })),
+    "rows",
+    `${overall.toolCalls} tool calls in ${overall.callsUsingTools} calls, ${overall.toolErrors} failed, ${overall.toolMs.toFixed(1)} ms in tools; ${overall.toolOutcomes} calls ended with outcome tool (a tool's failure left uncaught).`,
+  );
+  return `<h2 id="tools">Tools</h2>
+${byTool}
+${byMethod}
+${toolTable("tools-by-role", "role", report.byRole)}
+${toolTable("tools-by-method", "role.method", report.byMethod)}`;
+}
+
+function toolTable(id: string, title: string, groups: Record<string, GroupStats>): string {
+  const header = [title, "calls", "using tools", "reach tools", "tool calls", "failed", "tool ms", "outcome tool"].map((name, column) => `<th${column > 0 ? ' class="n"' : ""}>${escape(name)}</th>`).join("");
+  const rows = toolGroups(groups)
+    .slice(0, MAX_TOOL_ROWS)
+    .map(([name, stats]) => {
+      const cells = [String(stats.calls), asPercent(share(stats.callsUsingTools, stats.calls)), asPercent(share(stats.reachesTools, stats.calls)), String(stats.toolCalls), String(stats.toolErrors), stats.toolMs.toFixed(1), String(stats.toolOutcomes)];
+      return `<tr><th>${escape(name)}</th>${cells.map((cell) => `<td class="n">${escape(cell)}</td>`).join("")}</tr>`;
+    });
+  const body = rows.length > 0 ? rows.join("") : `<tr><td colspan="8" class="empty">No tool calls in these logs.</td></tr>`;
+  return `<table class="tools" id="${id}" data-rows="${rows.length}"><thead><tr>${header}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
 /** The report as a self-contained HTML page. */
 export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date()): string {
   const { overall } = report;
@@ -133,6 +179,8 @@ export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date
     ["code reads history", `${overall.readsHistory} (${asPercent(share(overall.readsHistory, overall.calls))})`],
     ["served by kept programs", `${overall.reused} (${asPercent(share(overall.reused, overall.calls))})`],
     ["provider requests", String(overall.requests)],
+    ["calls using tools", `${overall.callsUsingTools} (${asPercent(share(overall.callsUsingTools, overall.calls))})`],
+    ["tool calls", `${overall.toolCalls} (${overall.toolErrors} failed)`],
     ["malformed lines", String(report.malformed.count)],
   ]
     .map(([name, value]) => `<tr><th>${escape(name as string)}</th><td>${escape(value as string)}</td></tr>`)
@@ -145,6 +193,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:780px;color:
 h1{font-size:1.4rem}table{border-collapse:collapse;margin-bottom:1.5rem}th{text-align:left;padding:2px 16px 2px 0;font-weight:600}
 figure.chart{margin:0 0 2rem;padding:0}figcaption{font-weight:600;margin-bottom:.4rem}svg{width:100%;height:auto;font-size:11px}
 .axis,.label,.value{fill:#555}.note,.empty{color:#666;font-size:12px;margin:.3rem 0}.legend span{margin-right:1rem}.legend span::before{content:"";display:inline-block;width:10px;height:10px;background:var(--c);margin-right:4px}
+h2{font-size:1.15rem;margin-top:2rem}table.tools th,table.tools td{padding:2px 10px 2px 0}table.tools .n{text-align:right}table.tools thead th{font-weight:600;border-bottom:1px solid #ccc}
 </style></head><body>
 <h1>improv telemetry</h1>
 <p class="note">Generated ${escape(generatedAt.toISOString())} from ${report.lines} log lines.</p>
@@ -155,6 +204,7 @@ ${operations}
 ${reuse}
 ${latency}
 ${tokens}
+${toolCharts(report)}
 </body></html>
 `;
 }

@@ -16,6 +16,33 @@ export interface GroupStats {
   promptTokens: number;
   completionTokens: number;
   callsWithoutTokens: number;
+  /** Calls whose program called at least one tool. */
+  callsUsingTools: number;
+  /** Tool calls made, over all of a call's attempts. */
+  toolCalls: number;
+  /** Tool calls that failed (threw, timed out, were denied, or were still running when the call ended). */
+  toolErrors: number;
+  /** Time spent in tool calls. @unit ms */
+  toolMs: number;
+  /** Calls that ended with outcome `tool`: a tool's failure the program left uncaught. */
+  toolOutcomes: number;
+  /** Calls whose program's syntax reaches `tools` (the static scan). */
+  reachesTools: number;
+  /** Use of each tool by name: at most {@link MAX_TOOL_NAMES} names, the rest under {@link OTHER_TOOLS}. */
+  tools: Record<string, ToolUse>;
+}
+
+/** One tool's use within a group of calls. */
+export interface ToolUse {
+  /** Calls whose program called the tool. */
+  calls: number;
+  /**
+   * Of those, calls in which a tool call failed. A log line counts failures, not which tool
+   * failed, so a call that used several tools counts toward each of them.
+   */
+  callsWithFailures: number;
+  /** Calls whose program's syntax reaches the tool (the static scan). */
+  referenced: number;
 }
 
 /** What `improv telemetry` reports (`--json` prints exactly this). */
@@ -43,8 +70,43 @@ const LATENCY_BOUNDS_MS = [0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 
 /** Malformed lines listed by location in the report; the rest are only counted. */
 const MAX_MALFORMED_EXAMPLES = 20;
 
+/** Tool names kept apart per group; calls of further tools are counted under {@link OTHER_TOOLS}. */
+const MAX_TOOL_NAMES = 50;
+/** Where calls of tools past the first {@link MAX_TOOL_NAMES} of a group are counted (never a tool's name). */
+const OTHER_TOOLS = "(other)";
+/** Entries of a line's tool name list read; an agent grants at most 1,000 tools. */
+const MAX_TOOL_NAMES_READ = 1_000;
+/**
+ * Most tool calls one line may claim. A program may make 256 requests of the host per attempt;
+ * a larger count is a corrupt line, and counting it would drown every real figure.
+ */
+const MAX_SANE_TOOL_CALLS = 100_000;
+/** Most time in tools one line may claim: a week, far past any call's deadline. @unit ms */
+const MAX_SANE_TOOL_MS = 7 * 24 * 3_600_000;
+/** A tool's name in programs: an identifier, or a tool set's name and the tool's, joined by a dot. */
+const TOOL_NAME = /^[A-Za-z_$][\w$]{0,63}(?:\.[A-Za-z_$][\w$]{0,63})?$/;
+
 function emptyStats(): GroupStats {
-  return { calls: 0, errors: 0, errorTypes: {}, readsHistory: 0, patterns: {}, scans: {}, reused: 0, requests: 0, promptTokens: 0, completionTokens: 0, callsWithoutTokens: 0 };
+  return {
+    calls: 0,
+    errors: 0,
+    errorTypes: {},
+    readsHistory: 0,
+    patterns: {},
+    scans: {},
+    reused: 0,
+    requests: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    callsWithoutTokens: 0,
+    callsUsingTools: 0,
+    toolCalls: 0,
+    toolErrors: 0,
+    toolMs: 0,
+    toolOutcomes: 0,
+    reachesTools: 0,
+    tools: {},
+  };
 }
 
 /** Accumulates call log lines into a {@link TelemetryReport}. */
@@ -107,7 +169,11 @@ export class TelemetryAggregator {
     }
     const role = typeof line.role === "string" ? line.role : "(unknown)";
     const method = typeof line.method === "string" ? line.method : "(unknown)";
-    for (const stats of [this.#overall, groupOf(this.#byRole, role), groupOf(this.#byMethod, `${role}.${method}`)]) add(stats, line);
+    const tools = toolFieldsOf(line);
+    for (const stats of [this.#overall, groupOf(this.#byRole, role), groupOf(this.#byMethod, `${role}.${method}`)]) {
+      add(stats, line);
+      addToolUse(stats, tools);
+    }
     const time = timestamp === null ? Number.NaN : Date.parse(timestamp);
     if (!Number.isNaN(time)) {
       const minute = Math.floor(time / 60_000);
@@ -196,6 +262,72 @@ function count(value: unknown): number | undefined {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
+/** The tool fields of one line, each kept only when sane (older lines have none: all zero). */
+interface ToolFields {
+  readonly calls: number;
+  readonly errors: number;
+  readonly ms: number;
+  readonly endedByTool: boolean;
+  readonly reaches: boolean;
+  readonly called: readonly string[];
+  readonly referenced: readonly string[];
+}
+
+function toolFieldsOf(line: Record<string, unknown>): ToolFields {
+  const claimed = count(line.tool_call_count);
+  const calls = claimed !== undefined && claimed <= MAX_SANE_TOOL_CALLS ? claimed : 0;
+  const errors = count(line.tool_error_count);
+  const ms = line.tool_ms;
+  const called = calls > 0 ? toolNames(line.tool_names) : [];
+  // A line cannot have more failed tool calls than tool calls, nor name more tools than it called.
+  return {
+    calls,
+    errors: errors !== undefined && errors <= calls ? errors : 0,
+    ms: calls > 0 && typeof ms === "number" && Number.isFinite(ms) && ms >= 0 && ms <= MAX_SANE_TOOL_MS ? ms : 0,
+    endedByTool: line.outcome_status !== "ok" && line.error_type === "tool",
+    reaches: line.tool_access_detected === true,
+    called: called.length <= calls ? called : [],
+    referenced: toolNames(line.tools_referenced),
+  };
+}
+
+/** The distinct tool names in a line's list, skipping anything that is not a tool's name. */
+function toolNames(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  const names = new Set<string>();
+  for (const name of value.slice(0, MAX_TOOL_NAMES_READ)) {
+    // "__proto__" would set an object's prototype; improv refuses it as a tool name anyway.
+    if (typeof name === "string" && TOOL_NAME.test(name) && !name.split(".").includes("__proto__")) names.add(name);
+  }
+  return [...names];
+}
+
+function addToolUse(stats: GroupStats, tools: ToolFields): void {
+  if (tools.calls > 0) stats.callsUsingTools += 1;
+  stats.toolCalls += tools.calls;
+  stats.toolErrors += tools.errors;
+  stats.toolMs = Math.round((stats.toolMs + tools.ms) * 1000) / 1000;
+  if (tools.endedByTool) stats.toolOutcomes += 1;
+  if (tools.reaches) stats.reachesTools += 1;
+  for (const use of toolUses(stats.tools, tools.called)) {
+    use.calls += 1;
+    if (tools.errors > 0) use.callsWithFailures += 1;
+  }
+  for (const use of toolUses(stats.tools, tools.referenced)) use.referenced += 1;
+}
+
+/** The entries to count one call in, each once, even when several names share {@link OTHER_TOOLS}. */
+function toolUses(tools: Record<string, ToolUse>, names: readonly string[]): Set<ToolUse> {
+  const uses = new Set<ToolUse>();
+  for (const name of names) {
+    const named = Object.keys(tools).length - (Object.hasOwn(tools, OTHER_TOOLS) ? 1 : 0);
+    const key = Object.hasOwn(tools, name) || named < MAX_TOOL_NAMES ? name : OTHER_TOOLS;
+    if (!Object.hasOwn(tools, key)) tools[key] = { calls: 0, callsWithFailures: 0, referenced: 0 };
+    uses.add(tools[key]!);
+  }
+  return uses;
+}
+
 const percent = (part: number, whole: number) => (whole === 0 ? "  0.0%" : `${((100 * part) / whole).toFixed(1).padStart(5)}%`);
 
 /** The human-readable report. */
@@ -223,7 +355,77 @@ export function formatReport(report: TelemetryReport): string {
   for (const example of report.malformed.examples) out.push(`    ${example}`);
   if (report.malformed.count > report.malformed.examples.length) out.push(`    … and ${report.malformed.count - report.malformed.examples.length} more`);
   out.push("", ...table("by role", report.byRole), "", ...table("by method", report.byMethod));
+  out.push("", ...toolSection(report));
   return out.join("\n");
+}
+
+/** Tools listed by name in the text report; the rest are only counted. */
+const MAX_LISTED_TOOLS = 15;
+
+/** Whether a group's programs called tools or reach them. */
+export function usesTools(stats: GroupStats): boolean {
+  return stats.callsUsingTools > 0 || stats.reachesTools > 0;
+}
+
+/** Groups whose programs called tools or reach them, most tool calls first. */
+export function toolGroups(groups: Record<string, GroupStats>): [string, GroupStats][] {
+  return Object.entries(groups)
+    .filter(([, stats]) => usesTools(stats))
+    .sort((a, b) => b[1].toolCalls - a[1].toolCalls || b[1].calls - a[1].calls);
+}
+
+/** A group's tools, most used first (calls, then programs reaching them). */
+export function toolsByUse(stats: GroupStats): [string, ToolUse][] {
+  return Object.entries(stats.tools).sort((a, b) => b[1].calls - a[1].calls || b[1].referenced - a[1].referenced || a[0].localeCompare(b[0]));
+}
+
+function toolSection(report: TelemetryReport): string[] {
+  const { overall } = report;
+  if (!usesTools(overall)) return ["tools                   no tool calls, and no program reaches tools"];
+  return [
+    "tools",
+    `  calls using tools     ${overall.callsUsingTools}  (${percent(overall.callsUsingTools, overall.calls).trim()} of calls)`,
+    `  tool calls            ${overall.toolCalls}  (${overall.toolErrors} failed, ${percent(overall.toolErrors, overall.toolCalls).trim()}; ${overall.toolMs.toFixed(1)} ms in tools)`,
+    `  outcome tool          ${overall.toolOutcomes}  (calls ended by a tool's failure left uncaught)`,
+    `  code reaches tools    ${overall.reachesTools}  (${percent(overall.reachesTools, overall.calls).trim()} of calls)`,
+    "",
+    ...toolTable("tools by role", report.byRole),
+    "",
+    ...toolTable("tools by method", report.byMethod),
+    "",
+    ...toolList(overall),
+  ];
+}
+
+function toolTable(title: string, groups: Record<string, GroupStats>): string[] {
+  const rows = toolGroups(groups).map(([name, stats]) => [
+    name,
+    String(stats.calls),
+    percent(stats.callsUsingTools, stats.calls).trim(),
+    percent(stats.reachesTools, stats.calls).trim(),
+    String(stats.toolCalls),
+    String(stats.toolErrors),
+    stats.toolMs.toFixed(1),
+    String(stats.toolOutcomes),
+  ]);
+  return alignedTable([title, "calls", "using tools", "reach tools", "tool calls", "failed", "tool ms", "outcome tool"], rows);
+}
+
+function toolList(overall: GroupStats): string[] {
+  const tools = toolsByUse(overall);
+  const rows = tools.slice(0, MAX_LISTED_TOOLS).map(([name, use]) => [name, String(use.calls), String(use.callsWithFailures), String(use.referenced)]);
+  const lines = alignedTable(["tool", "calls", "with failures", "referenced"], rows);
+  if (tools.length > MAX_LISTED_TOOLS) lines.push(`… and ${tools.length - MAX_LISTED_TOOLS} more tools`);
+  lines.push("  calls: calls whose program called the tool; with failures: of those, calls in which a tool call failed");
+  lines.push("  (a call that used several tools counts toward each); referenced: calls whose program's syntax reaches it.");
+  return lines;
+}
+
+/** Rows under a header, the first column left-aligned and the others right-aligned, each as wide as its widest cell. */
+function alignedTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: readonly string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join("  ");
+  return [line(header), ...rows.map(line)];
 }
 
 function table(title: string, groups: Record<string, GroupStats>): string[] {

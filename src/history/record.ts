@@ -1,6 +1,7 @@
 import { configure } from "safe-stable-stringify";
 import type { ErrorType, OutcomeStatus } from "../outcome.ts";
 import { asJsonSafe, truncateString, valueClass, type JsonValue } from "./json-safe.ts";
+import type { ToolCallRecord } from "../tools/tool-calls.ts";
 
 /** Who made a call: application code, generated code through `delegate`, or (reserved) an agent. */
 export type Speaker = "user" | "tool" | "agent";
@@ -45,6 +46,10 @@ export interface HistoryRecord {
   readonly program?: string;
   /** For a call whose new program worked: whether that program was kept for reuse, and why. */
   readonly reuse_decision?: { readonly kept: boolean; readonly reason: string };
+  /** The tool calls the call's programs made, in call order (the first 50), failed attempts' included. */
+  readonly tool_calls?: readonly ToolCallRecord[];
+  /** How many tool calls the call's programs made; present with `tool_calls`. */
+  readonly tool_call_count?: number;
 }
 
 /** Where a call's program came from, as the record and the log line say. */
@@ -75,6 +80,8 @@ export interface RecordInput {
   readonly contentRef?: string | undefined;
   /** For a call whose new program worked: whether it was kept for reuse, and why. */
   readonly reuseDecision?: { readonly kept: boolean; readonly reason: string } | undefined;
+  /** The call's tool calls, as the record lists them (empty when none were made). */
+  readonly toolCalls?: { readonly tool_calls?: readonly ToolCallRecord[]; readonly tool_call_count?: number };
 }
 
 // Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
@@ -118,8 +125,19 @@ export function createRecord(input: RecordInput): SerializedRecord {
     ...(input.program === null ? {} : { program_source: input.program.source, program: truncateString(input.program.code) }),
     artifact_hit: input.artifactHit,
     ...(input.reuseDecision === undefined ? {} : { reuse_decision: { kept: input.reuseDecision.kept, reason: truncateString(input.reuseDecision.reason, 500) } }),
+    ...input.toolCalls,
   };
   return fitRecord(record);
+}
+
+/** A listed tool call cut down for a record that does not fit: its input and error message shortened. */
+function shortToolCall(call: ToolCallRecord): ToolCallRecord {
+  const input = JSON.stringify(call.input) ?? "null";
+  return {
+    ...call,
+    input: input.length <= 200 ? call.input : `${input.slice(0, 160)}…[truncated: input was ${input.length} chars as JSON]`,
+    ...(call.error_message === undefined ? {} : { error_message: truncateString(call.error_message, 200) }),
+  };
 }
 
 /** A record and its JSON text. */
@@ -150,6 +168,7 @@ function fitRecord(record: HistoryRecord): SerializedRecord {
   const withoutKwargs = (r: HistoryRecord): HistoryRecord => ({ ...r, kwargs: { "[truncated]": `kwargs were ${jsonBytes(r.kwargs)} bytes as JSON` } });
   const argsFirst = jsonBytes(record.args) >= jsonBytes(record.kwargs);
   const shrinkers: ((r: HistoryRecord) => HistoryRecord)[] = [
+    (r) => (r.tool_calls === undefined ? r : { ...r, tool_calls: r.tool_calls.map(shortToolCall) }),
     (r) => (r.program === undefined ? r : { ...r, program: truncateString(r.program, 2_000) }),
     (r) => (r.error_message === undefined ? r : { ...r, error_message: truncateString(r.error_message, 2_000) }),
     argsFirst ? withoutArgs : withoutKwargs,

@@ -4,6 +4,7 @@ import type { HistoryRecord, ProgramSource } from "../history/record.ts";
 import type { ErrorType, OutcomeStatus } from "../outcome.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import { scanProgram } from "../telemetry/scan.ts";
+import { scanToolUse } from "../telemetry/tool-scan.ts";
 
 /** The name of this runtime in log lines, so logs of several runtimes can be told apart. */
 export const RUNTIME_NAME = "improv";
@@ -43,6 +44,8 @@ export interface LogLineInput {
   readonly historySize: number;
   /** False when the call's record could not be kept (its store failed). */
   readonly recordAppended?: boolean;
+  /** What the call's programs did with tools (counts over every call, failed attempts' included). */
+  readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_ms: number };
   /** The ids of the call's span, when tracing records it. */
   readonly otel?: { readonly otel_trace_id: string; readonly otel_span_id: string } | undefined;
   readonly debug?: {
@@ -57,6 +60,7 @@ export interface LogLineInput {
 /** The JSON fields of one call's log line (documented in docs/observability.md). */
 export function buildLogLine(input: LogLineInput): Record<string, unknown> {
   const scan = input.code === null ? undefined : scanProgram(input.code, input.parsed);
+  const toolScan = input.code === null ? undefined : scanToolUse(input.code, input.parsed);
   const line: Record<string, unknown> = {
     timestamp: new Date().toISOString(),
     runtime: RUNTIME_NAME,
@@ -85,6 +89,12 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     history_access_detected: scan?.historyAccessDetected ?? false,
     history_query_patterns: scan === undefined ? [] : [...scan.patterns],
     history_scan: scan?.scan ?? "none",
+    tool_call_count: input.tools?.tool_call_count ?? 0,
+    tool_names: input.tools?.tool_names ?? [],
+    tool_error_count: input.tools?.tool_error_count ?? 0,
+    tool_ms: input.tools?.tool_ms ?? 0,
+    tool_access_detected: toolScan?.toolAccessDetected ?? false,
+    tools_referenced: toolScan?.toolsReferenced ?? [],
     ...(input.otel ?? {}),
   };
   if (input.debug) {

@@ -6,12 +6,14 @@ export const SANDBOX_LIMITS = {
   maxConsoleChars: 20_000,
   /** Console lines kept per call. */
   maxConsoleLines: 200,
-  /** `delegate` method calls one program may make in all. */
+  /** Requests of the host (`delegate` method calls, tool calls, `content`) one program may make in all. */
   maxDelegateCalls: 256,
-  /** `delegate` method calls one program may have in flight at once. */
+  /** `delegate` method calls and tool calls one program may have in flight at once. */
   maxConcurrentDelegates: 16,
   /** Largest serialised argument list of one `delegate` method call. @unit characters */
   maxDelegateArgumentChars: 1_000_000,
+  /** Largest serialised input of one tool call. @unit characters */
+  maxToolInputChars: 1_000_000,
   /** Largest serialised options object of one `delegate(role, options)`. @unit characters */
   maxDelegateOptionChars: 100_000,
   /**

@@ -52,6 +52,8 @@ export interface RunPayload {
   readonly context: Record<string, unknown>;
   readonly depth: number;
   readonly maxDelegationDepth: number;
+  /** The granted tools' names (`weather`, `notes.append`), for the program's `tools` object. */
+  readonly tools: readonly string[];
   /** History records to add to the isolate's mirror before the program runs. */
   readonly history: MirrorChunk;
 }
@@ -69,6 +71,8 @@ export type IsolateResult =
       readonly limit?: "result" | "context";
       /** Where in the program (as run) the error was made, when a frame of the program's own code says so. 1-based. */
       readonly location?: { readonly line: number; readonly column: number };
+      /** For a `tool` failure: whether the tool's failure may pass if the call is made again. */
+      readonly retriable?: boolean;
     };
 
 /**
@@ -92,6 +96,8 @@ export interface BridgeKinds {
   readonly delegate: { readonly request: DelegateRequest; readonly answer: BridgeOutcome };
   /** `content(ref)`: a copy of the value a call returned, kept by the agent. */
   readonly content: { readonly request: ContentRequest; readonly answer: unknown };
+  /** `tools.name(input)`: a granted tool run in the host, answered with a copy of its result. */
+  readonly tool: { readonly request: ToolRequest; readonly answer: unknown };
 }
 
 export type BridgeKind = keyof BridgeKinds;
@@ -100,7 +106,7 @@ export type BridgeKind = keyof BridgeKinds;
  * Every kind, for readers of untrusted requests. The compiler names a kind missing here, and a
  * kind whose request does not say that kind.
  */
-export const BRIDGE_KINDS = { delegate: true, content: true } as const satisfies {
+export const BRIDGE_KINDS = { delegate: true, content: true, tool: true } as const satisfies {
   readonly [K in BridgeKind]: BridgeKinds[K]["request"] extends { readonly kind: K } ? true : never;
 };
 
@@ -142,6 +148,15 @@ export function bridgeValue<K extends BridgeKind>(value: BridgeKinds[K]["answer"
 export interface ContentRequest {
   readonly kind: "content";
   readonly ref: string;
+}
+
+/** `tools.name(input)`: a call of a granted tool. */
+export interface ToolRequest {
+  readonly kind: "tool";
+  /** The tool's name in programs: `weather`, or `notes.append` for a tool in a set. */
+  readonly tool: string;
+  /** The serialised input, or null when it was too large to serialise within its limit. */
+  readonly input: string | null;
 }
 
 /** A `delegate(role).method(...args)` request from a program. */
@@ -254,6 +269,7 @@ export type PackedRun = [
   context: Record<string, unknown>,
   depth: number,
   maxDelegationDepth: number,
+  tools: readonly string[],
   chunkStart: number,
   reset: boolean,
   records: readonly string[],
@@ -279,6 +295,7 @@ export function packRun(message: RunRequestMessage, callTimeLeftMs = message.cal
     payload.context,
     payload.depth,
     payload.maxDelegationDepth,
+    payload.tools,
     history.start,
     history.reset,
     history.records,
@@ -286,7 +303,7 @@ export function packRun(message: RunRequestMessage, callTimeLeftMs = message.cal
 }
 
 export function unpackRun(packed: PackedRun): RunRequestMessage {
-  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, callTimeLeftMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, start, reset, records] = packed;
+  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, callTimeLeftMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, start, reset, records] = packed;
   return {
     type: "run",
     runId,
@@ -297,7 +314,7 @@ export function unpackRun(packed: PackedRun): RunRequestMessage {
     callTimeLeftMs,
     historyEpoch,
     historyStart,
-    payload: { callId, code, args, kwargs, context, depth, maxDelegationDepth, history: { start, reset, records } },
+    payload: { callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, history: { start, reset, records } },
   };
 }
 

@@ -6,6 +6,7 @@ import { readDelegateInput } from "../../sandbox/host/inbound.ts";
 import { bridgeFailure, type BridgeAnswer, type BridgeOutcome, type DelegateRequest } from "../../sandbox/protocol.ts";
 import type { AskingRun } from "../../sandbox/host/pending-run.ts";
 import type { Call } from "../draft.ts";
+import { withAgents } from "../../tools/reentry.ts";
 
 /** Options generated code may pass to `delegate(role, options)`; limits can only be lowered. */
 const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "memoryLimitMb"]);
@@ -37,7 +38,15 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
     return bridgeFailure("invalid_input", (error as Error).message);
   }
   // The child's call ends with the calling program's run, and by the end of the calling call at the latest.
-  const origin = { speaker: "tool", parentCallId: draft.callId, traceId: draft.traceId, parentSpan: draft.runSpan, signal: run.signal, endsAtMs: draft.endsAtMs } as const;
+  const origin = {
+    speaker: "tool",
+    parentCallId: draft.callId,
+    traceId: draft.traceId,
+    parentSpan: draft.runSpan,
+    signal: run.signal,
+    endsAtMs: draft.endsAtMs,
+    waitingAgents: withAgents(draft.waitingAgents, state.id),
+  } as const;
   const outcome = await call.perform(child, method, input.args, origin);
   // Its value was decoded from the child's run against the result limit: measured already.
   return { ok: true, value: toBridgeOutcome(outcome), measured: true };

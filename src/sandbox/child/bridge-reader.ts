@@ -4,7 +4,7 @@
  * are checked here, kind by kind, before it goes to the host.
  */
 import { maxEncodedChars, SANDBOX_LIMITS } from "../limits.ts";
-import { BRIDGE_KINDS, type BridgeKind, type BridgeRequest, type ContentRequest, type DelegateRequest } from "../protocol.ts";
+import { BRIDGE_KINDS, type BridgeKind, type BridgeRequest, type ContentRequest, type DelegateRequest, type ToolRequest } from "../protocol.ts";
 
 /** The request, checked; or why it is refused (the program gets an `invalid_input` failure). */
 export function readBridgeRequest(untrusted: unknown): BridgeRequest | string {
@@ -18,6 +18,8 @@ export function readBridgeRequest(untrusted: unknown): BridgeRequest | string {
       return readDelegate(fields);
     case "content":
       return readContent(fields);
+    case "tool":
+      return readTool(fields);
     default: {
       const unread: never = known;
       return `No reader for requests of kind ${String(unread)}.`;
@@ -27,6 +29,13 @@ export function readBridgeRequest(untrusted: unknown): BridgeRequest | string {
 
 function readContent({ ref }: Record<string, unknown>): ContentRequest | string {
   return typeof ref === "string" && ref.length <= 1_000 ? { kind: "content", ref } : "content(ref) takes a record's content_ref (a string).";
+}
+
+function readTool({ tool, input }: Record<string, unknown>): ToolRequest | string {
+  if (typeof tool !== "string" || tool.length > 200 || (typeof input !== "string" && input !== null)) return "The tool request is malformed.";
+  // Longer text than the encoder writes for a value within the limit: too large, as the host would say.
+  const fits = input === null || input.length <= maxEncodedChars(SANDBOX_LIMITS.maxToolInputChars);
+  return { kind: "tool", tool, input: fits ? input : null };
 }
 
 function readDelegate({ role, method, args, options, optionsTooLarge }: Record<string, unknown>): DelegateRequest | string {

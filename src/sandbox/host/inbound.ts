@@ -8,7 +8,7 @@
  */
 import type { ErrorType } from "../../outcome.ts";
 import { SANDBOX_LIMITS } from "../limits.ts";
-import type { DelegateRequest, IsolateResult, RunReport } from "../protocol.ts";
+import type { DelegateRequest, IsolateResult, RunReport, ToolRequest } from "../protocol.ts";
 import { decodeValue, MalformedValueError } from "../value-codec.ts";
 import { ValueTooLargeError } from "../value-size.ts";
 
@@ -54,7 +54,7 @@ export const LIMIT_MESSAGES = {
 } as const;
 
 /** Error types a program's own run may end with inside the isolate. */
-const ISOLATE_ERROR_TYPES: ReadonlySet<string> = new Set<ErrorType>(["invalid_code", "execution", "memory_limit", "budget_exceeded"]);
+const ISOLATE_ERROR_TYPES: ReadonlySet<string> = new Set<ErrorType>(["invalid_code", "execution", "memory_limit", "budget_exceeded", "tool"]);
 
 const CONSOLE_MARKER = "… console output truncated";
 
@@ -84,6 +84,8 @@ function readIsolateResult(result: IsolateResult): ProgramResult {
       console,
       ...(name === "Thrown" ? {} : { thrownName: name }),
       ...(location === undefined ? {} : { location }),
+      // Only a tool's failure says whether it may pass; nothing else a program ends with does.
+      ...(errorType === "tool" && result.retriable === true ? { retriable: true } : {}),
     };
   }
   let value: unknown;
@@ -135,6 +137,17 @@ export function readDelegateInput(request: DelegateRequest): DelegateInput {
   }
   if (typeof options !== "object" || options === null || Array.isArray(options)) return { ok: false, message: "delegate options must be an object." };
   return { ok: true, args, options: options as Record<string, unknown> };
+}
+
+/** A tool call's input from a program: decoded within its limit, or why it cannot be read. */
+export function readToolInput(request: ToolRequest): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string } {
+  const tooLarge = `The input of tools.${request.tool}() is larger than the ${SANDBOX_LIMITS.maxToolInputChars}-character limit for a tool's input ${SHARED_PARTS}. Pass less data.`;
+  if (request.input === null) return { ok: false, message: tooLarge };
+  try {
+    return { ok: true, value: decodeValue(request.input, SANDBOX_LIMITS.maxToolInputChars) };
+  } catch (error) {
+    return { ok: false, message: error instanceof ValueTooLargeError ? tooLarge : `The input of tools.${request.tool}() could not be read.` };
+  }
 }
 
 function readConsole(lines: unknown): string[] {

@@ -26,6 +26,8 @@ export interface ProgramRun {
   readonly context: Record<string, unknown>;
   readonly depth: number;
   readonly maxDelegationDepth: number;
+  /** The granted tools' names, for the program's `tools` object. */
+  readonly tools: readonly string[];
   readonly timeoutMs: number;
   /** When the call must have ended, waits included (on `performance.now()`'s clock). */
   readonly callEndsAt: number;
@@ -88,6 +90,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
         context: run.context,
         depth: run.depth,
         maxDelegationDepth: run.maxDelegationDepth,
+        tools: run.tools,
         history: { start: from, reset: from === 0, records },
       },
     },

@@ -1,6 +1,7 @@
 /**
  * In the isolate: what a running program asks of the host (the bridge kinds of `../protocol.ts`),
- * each kind an entry here (`delegate(role, options).method(...args)`, `content(ref)`) built on
+ * each kind an entry here (`delegate(role, options).method(...args)`, `content(ref)`,
+ * `tools.name(input)`) built on
  * one helper, `ask`, which holds what every kind shares: the per-call budget (count, and
  * concurrency for the kinds that hold a place in flight), the encoding of values that leave,
  * the envelope of the answer, and a call that ended (its requests never settle, so nothing of
@@ -45,14 +46,21 @@ export interface HostCalls {
   delegateFor(call: HostCallState): (role: unknown, options?: unknown) => object;
   /** The global `content(ref)`. */
   readonly content: (ref: unknown) => Promise<unknown>;
-  /** Whether a thrown value is a budget error of this runtime's (the call's outcome is then `budget_exceeded`). */
-  isBudgetError(thrown: unknown): boolean;
+  /** The `tools` a call's program gets: a frozen object of the granted tools, tool sets one level down. */
+  toolsFor(call: HostCallState, names: readonly string[]): object;
+  /** The class of the errors a failed tool call throws in programs (the global `ToolError`). */
+  readonly ToolError: new (message: string, tool: string) => Error;
+  /**
+   * How a value the program threw, left uncaught, ends its call when it is an error of this
+   * runtime's: a budget error (`budget_exceeded`) or a tool's failure (`tool`); else undefined.
+   */
+  failureOf(thrown: unknown): { readonly errorType: "budget_exceeded" | "tool"; readonly retriable: boolean } | undefined;
 }
 
 export function createHostCalls(parts: HostCallParts): HostCalls {
   "use strict";
   const { bridge, limits, encodeWithin, capText, describeThrown, resumed, currentCall } = parts;
-  const { freeze, create } = Object;
+  const { freeze, create, defineProperty } = Object;
   const apply = Reflect.apply;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
@@ -60,6 +68,7 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   const MapCtor = Map;
   const PromiseCtor = Promise;
   const WeakSetCtor = WeakSet;
+  const WeakMapCtor = WeakMap;
   const weakSetAdd = WeakSet.prototype.add;
   const weakSetHas = WeakSet.prototype.has;
   const toPrimitive = Symbol.toPrimitive;
@@ -68,14 +77,18 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   const promiseResultOptions = freeze(Object.assign(create(null), { promise: true, copy: true }));
   const BRIDGE_OPTIONS = freeze(Object.assign(create(null), { arguments: copyOptions, result: promiseResultOptions }));
   const budgetErrors = new WeakSetCtor<object>();
+  // Tool failures this runtime threw, and whether each may pass when the call is made again.
+  const toolErrors = new WeakMapCtor<object, boolean>();
+  const weakMapGet = WeakMap.prototype.get;
+  const weakMapSet = WeakMap.prototype.set;
+  const weakMapHas = WeakMap.prototype.has;
 
-  /** How a kind counts against the per-call budget: its name in the messages, and whether it holds a place in flight. */
+  /** How a kind counts against the per-call budget: whether it holds a place in flight. */
   interface Budget {
-    readonly counted: string;
     readonly inFlight: boolean;
   }
-  const DELEGATE_BUDGET: Budget = freeze({ counted: "delegate", inFlight: true });
-  const CONTENT_BUDGET: Budget = freeze({ counted: "delegate and content", inFlight: false });
+  const IN_FLIGHT: Budget = freeze({ inFlight: true });
+  const QUICK: Budget = freeze({ inFlight: false });
 
   function budgetError(message: string): Error {
     const error = new ErrorCtor(message);
@@ -128,10 +141,10 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   async function ask<K extends BridgeKind>(call: HostCallState, budget: Budget, build: () => BridgeRequest<K>): Promise<BridgeAnswer<K>> {
     if (call.ended) return never();
     if (call.requests >= limits.maxDelegateCalls) {
-      throw budgetError(`This program made more than ${limits.maxDelegateCalls} ${budget.counted} calls, the per-call limit.`);
+      throw budgetError(`This program made more than ${limits.maxDelegateCalls} requests of the host (delegate, tool and content calls), the per-call limit.`);
     }
     if (budget.inFlight && call.inFlight >= limits.maxConcurrentDelegates) {
-      throw budgetError(`This program has ${limits.maxConcurrentDelegates} ${budget.counted} calls in flight, the limit; await some before starting more.`);
+      throw budgetError(`This program has ${limits.maxConcurrentDelegates} delegate and tool calls in flight, the limit; await some before starting more.`);
     }
     const request = build();
     call.requests += 1;
@@ -174,7 +187,7 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   }
 
   async function callDelegate(call: HostCallState, role: string, options: DelegateOptions, method: string, args: unknown[]): Promise<object> {
-    const answer = await ask<"delegate">(call, DELEGATE_BUDGET, () => ({
+    const answer = await ask<"delegate">(call, IN_FLIGHT, () => ({
       kind: "delegate",
       role,
       method,
@@ -227,14 +240,74 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     const call = currentCall();
     if (call === null || call.ended) return never();
     if (typeof ref !== "string" || ref.length > 200) throw new TypeErrorCtor("content(ref) takes a record's content_ref (a string of at most 200 characters).");
-    const answer = await ask<"content">(call, CONTENT_BUDGET, () => ({ kind: "content", ref }));
+    const answer = await ask<"content">(call, QUICK, () => ({ kind: "content", ref }));
     return answer.ok ? answer.value : undefined;
+  }
+
+  /** The error a failed tool call throws in the program; the program may catch it. */
+  class ToolError extends ErrorCtor {
+    readonly tool: string;
+    constructor(message: string, tool: string) {
+      super(message);
+      this.tool = tool;
+    }
+  }
+  defineProperty(ToolError.prototype, "name", { value: "ToolError", writable: false, enumerable: false, configurable: false });
+  freeze(ToolError.prototype);
+  freeze(ToolError);
+
+  async function callTool(call: HostCallState, name: string, input: unknown): Promise<unknown> {
+    const answer = await ask<"tool">(call, IN_FLIGHT, () => ({
+      kind: "tool",
+      tool: name,
+      input: encodeArgument(input, limits.maxToolInputChars, `The input of tools.${name}()`),
+    }));
+    if (answer.ok) return answer.value;
+    const { errorType, message, retriable } = answer.failure;
+    // Input the tool's schema refuses is the program's mistake, as an engine TypeError is.
+    if (errorType === "invalid_input") throw new TypeErrorCtor(message);
+    if (errorType === "budget_exceeded") throw budgetError(message);
+    const error = new ToolError(message, name);
+    apply(weakMapSet, toolErrors, [error, retriable]);
+    throw error;
+  }
+
+  function toolsFor(call: HostCallState, names: readonly string[]): object {
+    const tools = create(null) as Record<string, unknown>;
+    const sets = new MapCtor<string, Record<string, unknown>>();
+    for (const name of names) {
+      const tool = freeze((input?: unknown) => callTool(call, name, input));
+      const dot = name.indexOf(".");
+      if (dot === -1) {
+        tools[name] = tool;
+        continue;
+      }
+      const setName = name.slice(0, dot);
+      let set = sets.get(setName);
+      if (set === undefined) {
+        set = create(null) as Record<string, unknown>;
+        sets.set(setName, set);
+        tools[setName] = set;
+      }
+      set[name.slice(dot + 1)] = tool;
+    }
+    for (const set of sets.values()) freeze(set);
+    return freeze(tools);
+  }
+
+  function failureOf(thrown: unknown): { errorType: "budget_exceeded" | "tool"; retriable: boolean } | undefined {
+    if (typeof thrown !== "object" || thrown === null) return undefined;
+    if (apply(weakSetHas, budgetErrors, [thrown]) === true) return { errorType: "budget_exceeded", retriable: false };
+    if (apply(weakMapHas, toolErrors, [thrown]) === true) return { errorType: "tool", retriable: apply(weakMapGet, toolErrors, [thrown]) === true };
+    return undefined;
   }
 
   return freeze({
     delegateFor,
     content: freeze(content),
-    isBudgetError: (thrown: unknown) => typeof thrown === "object" && thrown !== null && apply(weakSetHas, budgetErrors, [thrown]) === true,
+    toolsFor,
+    ToolError,
+    failureOf,
   });
 }
 
@@ -242,4 +315,4 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
  * Where each bridge kind's entry is above (what programs call); the compiler names a kind that
  * is declared in the protocol and missing here.
  */
-export const RUNTIME_ENTRIES = { delegate: "delegateFor", content: "content" } as const satisfies { readonly [K in BridgeKind]: keyof HostCalls };
+export const RUNTIME_ENTRIES = { delegate: "delegateFor", content: "content", tool: "toolsFor" } as const satisfies { readonly [K in BridgeKind]: keyof HostCalls };

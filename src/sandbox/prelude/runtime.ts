@@ -126,6 +126,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
 
   const global = globalThis as Record<PropertyKey, unknown>;
   defineProperty(global, "content", { value: hostCalls.content, writable: false, enumerable: false, configurable: false });
+  defineProperty(global, "ToolError", { value: hostCalls.ToolError, writable: false, enumerable: false, configurable: false });
   const baselineGlobals = new SetCtor(ownKeys(global));
 
   function settle(call: CallState, result: IsolateResult): void {
@@ -178,9 +179,10 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     // Only here is an outcome read from an error's text; a program that throws this error
     // itself changes nothing but its own outcome's type.
     const isOutOfMemory = name === "RangeError" && message === "Array buffer allocation failed";
-    const result = failure(call, hostCalls.isBudgetError(thrown) ? "budget_exceeded" : isOutOfMemory ? "memory_limit" : "execution", name, message);
+    const known = hostCalls.failureOf(thrown);
+    const result = failure(call, known?.errorType ?? (isOutOfMemory ? "memory_limit" : "execution"), name, message);
     const location = programLocation(thrown);
-    return location === undefined ? result : { ...result, location };
+    return { ...result, ...(location === undefined ? {} : { location }), ...(known?.retriable === true ? { retriable: true } : {}) };
   }
 
   // A frame in the program's own code: `(eval at …, <anonymous>:LINE:COLUMN)`. The program is the
@@ -241,7 +243,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   function compile(code: string): (...args: unknown[]) => Promise<unknown> {
     let program = compiled.get(code);
     if (program === undefined) {
-      program = freeze(new AsyncFunction("context", "args", "kwargs", "delegate", "console", code));
+      program = freeze(new AsyncFunction("context", "args", "kwargs", "delegate", "console", "tools", code));
       if (compiled.size >= MAX_COMPILED) compiled.clear();
       compiled.set(code, program);
     }
@@ -293,7 +295,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       }
       const context = payload.context;
       defineProperty(context, "conversation_history", { get: mirror.read, enumerable: false, configurable: false });
-      const running = apply(program, undefined, [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call)]);
+      const running = apply(program, undefined, [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call), hostCalls.toolsFor(call, payload.tools)]);
       apply(promiseThen, running, [
         (value: unknown) => settle(call, succeed(call, value, context)),
         (thrown: unknown) => settle(call, fail(call, thrown)),

@@ -1,0 +1,44 @@
+/**
+ * A tool that calls back into the agent whose program waits for it would wait for itself (the
+ * agent runs one program at a time). While a tool runs, the agents waiting on it are known
+ * here; a call of one of them is refused at once, and a call of another agent carries the set on
+ * to the calls it makes.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+
+interface Waiting {
+  readonly agents: ReadonlySet<string>;
+  /** Cleared when the tool call ends: a callback the tool left behind may call the agent then. */
+  active: boolean;
+}
+
+const waiting = new AsyncLocalStorage<Waiting>();
+
+/** Runs a tool's `execute` knowing that `agents` wait for it; `ended` must be called when the tool call ends. */
+export function runWhileWaiting<T>(agents: ReadonlySet<string>, execute: () => T): { readonly result: T; readonly ended: () => void } {
+  const state: Waiting = { agents, active: true };
+  const result = waiting.run(state, execute);
+  return { result, ended: () => (state.active = false) };
+}
+
+/** The agents waiting on the tool whose code is running now (none outside a tool). */
+export function agentsWaitingNow(): ReadonlySet<string> {
+  const state = waiting.getStore();
+  return state !== undefined && state.active ? state.agents : EMPTY;
+}
+
+const EMPTY: ReadonlySet<string> = new Set();
+
+/** `base` with `more` added (the same set when nothing is added). */
+export function withAgents(base: ReadonlySet<string>, ...more: readonly (string | ReadonlySet<string>)[]): ReadonlySet<string> {
+  let result = base;
+  for (const item of more) {
+    const items = typeof item === "string" ? [item] : item;
+    for (const agent of items) {
+      if (result.has(agent)) continue;
+      if (result === base) result = new Set(base);
+      (result as Set<string>).add(agent);
+    }
+  }
+  return result;
+}

@@ -1,0 +1,140 @@
+/**
+ * A tool's schemas, whatever their kind: a Standard Schema (`~standard`: zod 4, valibot,
+ * arktype), an AI SDK schema (`jsonSchema()`, `zodSchema()`, or a function that makes one), or a
+ * plain JSON Schema (checked with ajv). Each is read once, at construction, into a checker for
+ * inputs and, where the schema can say it, a JSON Schema for the prompt's declarations.
+ */
+import { Ajv, type ValidateFunction } from "ajv";
+
+/** An input checked: the value the tool is given (a Standard Schema may transform it), or the problems found. */
+export type SchemaCheck = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problems: string };
+
+/** A schema read once. */
+export interface ReadSchema {
+  readonly check: (value: unknown) => Promise<SchemaCheck>;
+  /** The schema as JSON Schema, when it can say (for declarations and the reuse fingerprint). */
+  readonly jsonSchema: object | undefined;
+}
+
+/** At most this many problems are named in a failure; their text is bounded too. */
+const MAX_PROBLEMS = 5;
+const MAX_PROBLEMS_CHARS = 1_000;
+
+const AI_SDK_SCHEMA = Symbol.for("vercel.ai.schema");
+
+let ajv: Ajv | undefined;
+function validator(): Ajv {
+  // Remote `$ref`s are never fetched: ajv has no loader here, so compiling one fails.
+  ajv ??= new Ajv({ allErrors: true, strict: false, validateSchema: true });
+  return ajv;
+}
+
+/** What is wrong with a schema, said as the end of a sentence that names it ("inputSchema is …"). */
+export class SchemaProblem extends Error {
+  override readonly name = "SchemaProblem";
+}
+
+/** Reads a schema of any kind `inputSchema` takes; throws a {@link SchemaProblem} saying what is wrong. */
+export function readSchema(schema: unknown): ReadSchema {
+  if (typeof schema === "function") {
+    let made: unknown;
+    try {
+      made = (schema as () => unknown)();
+    } catch (error) {
+      throw new SchemaProblem(`is a function that threw when asked for its schema (${messageOf(error)})`);
+    }
+    if (typeof made === "function") throw new SchemaProblem("is a function that returns a function, not a schema");
+    return readSchema(made);
+  }
+  if (typeof schema !== "object" || schema === null) throw new SchemaProblem("must be a Standard Schema (zod, valibot, arktype…), an AI SDK schema or a JSON Schema object");
+  const standard = (schema as { "~standard"?: unknown })["~standard"];
+  if (standard !== undefined) return readStandard(standard);
+  if ((schema as Record<symbol, unknown>)[AI_SDK_SCHEMA] === true) return readAiSdk(schema as AiSdkSchema);
+  return readJsonSchema(schema);
+}
+
+interface StandardProps {
+  readonly validate: (value: unknown) => StandardResult | PromiseLike<StandardResult>;
+  readonly jsonSchema?: { readonly input?: (options: { target: string }) => unknown };
+}
+type StandardResult = { readonly value: unknown; readonly issues?: undefined } | { readonly issues: readonly { readonly message: string; readonly path?: readonly unknown[] }[] };
+
+function readStandard(standard: unknown): ReadSchema {
+  if (typeof standard !== "object" || standard === null || typeof (standard as StandardProps).validate !== "function") throw new SchemaProblem("has a ~standard property without a validate function");
+  const props = standard as StandardProps;
+  let jsonSchema: object | undefined;
+  try {
+    const made = props.jsonSchema?.input?.({ target: "draft-07" });
+    jsonSchema = typeof made === "object" && made !== null ? made : undefined;
+  } catch {
+    jsonSchema = undefined;
+  }
+  return {
+    jsonSchema,
+    async check(value) {
+      const result = await props.validate(value);
+      if (result.issues === undefined) return { ok: true, value: result.value };
+      return { ok: false, problems: describeProblems(result.issues.map((issue) => `${pathText(issue.path)}${issue.message}`)) };
+    },
+  };
+}
+
+interface AiSdkSchema {
+  readonly jsonSchema: unknown;
+  readonly validate?: (value: unknown) => { success: true; value: unknown } | { success: false; error: Error } | PromiseLike<{ success: true; value: unknown } | { success: false; error: Error }>;
+}
+
+function readAiSdk(schema: AiSdkSchema): ReadSchema {
+  const given = schema.jsonSchema;
+  const known = typeof given === "object" && given !== null && typeof (given as { then?: unknown }).then !== "function" ? given : undefined;
+  if (typeof schema.validate === "function") {
+    const validate = schema.validate.bind(schema);
+    return {
+      jsonSchema: known,
+      async check(value) {
+        const result = await validate(value);
+        return result.success ? { ok: true, value: result.value } : { ok: false, problems: describeProblems([messageOf(result.error)]) };
+      },
+    };
+  }
+  if (known === undefined) throw new SchemaProblem("is an AI SDK schema whose JSON Schema is not ready (a promise) and that has no validate function");
+  return readJsonSchema(known);
+}
+
+function readJsonSchema(schema: object): ReadSchema {
+  let validate: ValidateFunction;
+  try {
+    validate = validator().compile(schema);
+  } catch (error) {
+    throw new SchemaProblem(`is not a usable JSON Schema (${messageOf(error)})`);
+  }
+  return {
+    jsonSchema: schema,
+    async check(value) {
+      if (validate(value)) return { ok: true, value };
+      const problems = (validate.errors ?? []).map((error) => `${error.instancePath === "" ? "" : `${error.instancePath.slice(1).replaceAll("/", ".")}: `}${error.message ?? "is not valid"}`);
+      return { ok: false, problems: describeProblems(problems) };
+    },
+  };
+}
+
+function pathText(path: readonly unknown[] | undefined): string {
+  if (path === undefined || path.length === 0) return "";
+  const keys = path.map((part) => (typeof part === "object" && part !== null && "key" in part ? (part as { key: unknown }).key : part));
+  return `${keys.map(String).join(".")}: `;
+}
+
+function describeProblems(problems: readonly string[]): string {
+  const named = problems.slice(0, MAX_PROBLEMS).join("; ");
+  const more = problems.length > MAX_PROBLEMS ? ` (and ${problems.length - MAX_PROBLEMS} more)` : "";
+  const text = `${named}${more}`;
+  return text.length > MAX_PROBLEMS_CHARS ? `${text.slice(0, MAX_PROBLEMS_CHARS)}…` : text === "" ? "the input does not match" : text;
+}
+
+function messageOf(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "unknown";
+  }
+}

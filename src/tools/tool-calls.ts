@@ -1,0 +1,130 @@
+/**
+ * What a call's programs did with tools, for its record, log line and effects rule: each tool
+ * call in order (the first {@link MAX_LISTED_TOOL_CALLS} kept in full), with totals over all.
+ */
+import type { ErrorType } from "../outcome.ts";
+import { toJsonSafe, truncateString, type JsonValue } from "../history/json-safe.ts";
+import type { ToolEffect } from "./grant.ts";
+
+/** Tool calls a record lists; `tool_call_count` has the total. */
+export const MAX_LISTED_TOOL_CALLS = 50;
+/** Longest input a record shows of one tool call, as JSON. @unit characters */
+export const MAX_LISTED_INPUT_CHARS = 1_000;
+const MAX_LISTED_ERROR_CHARS = 1_000;
+/** Distinct tool names a log line names. */
+const MAX_LOGGED_NAMES = 100;
+
+/** One tool call as a record lists it. */
+export interface ToolCallRecord {
+  readonly tool: string;
+  readonly input: JsonValue;
+  readonly ok: boolean;
+  readonly duration_ms: number;
+  readonly effect: ToolEffect;
+  readonly attempt: number;
+  readonly error_type?: ErrorType;
+  readonly error_message?: string;
+}
+
+/** One tool call in progress or done. */
+export interface ToolCallEntry {
+  readonly tool: string;
+  readonly effect: ToolEffect;
+  readonly attempt: number;
+  readonly startedMs: number;
+  /** The input as the record shows it. */
+  input: JsonValue;
+  /** Set when the call settles; until then the record says it did not answer in time. */
+  ended?: { readonly ok: boolean; readonly durationMs: number; readonly errorType?: ErrorType; readonly errorMessage?: string };
+}
+
+/** The tool calls of one dynamic call. */
+export class ToolCallLog {
+  readonly #listed: ToolCallEntry[] = [];
+  #count = 0;
+  #errors = 0;
+  #ms = 0;
+  readonly #names = new Set<string>();
+  readonly #open = new Set<ToolCallEntry>();
+  readonly #wrote = new Set<string>();
+
+  /** A tool that may change the world is about to run: from now on the call's programs are not run again on their own. */
+  markWrote(tool: string): void {
+    if (this.#wrote.size < MAX_LOGGED_NAMES) this.#wrote.add(tool);
+  }
+
+  /** Whether a tool that may change the world was run (or set to run). */
+  get wrote(): boolean {
+    return this.#wrote.size > 0;
+  }
+
+  /** The tools that may change the world that were run, by name. */
+  get wroteWith(): readonly string[] {
+    return [...this.#wrote];
+  }
+
+  /** Starts an entry for a tool call. */
+  start(tool: string, input: unknown, effect: ToolEffect, attempt: number): ToolCallEntry {
+    const listed = this.#listed.length < MAX_LISTED_TOOL_CALLS;
+    const entry: ToolCallEntry = { tool, effect, attempt, startedMs: performance.now(), input: listed ? listedInput(input) : null };
+    this.#count += 1;
+    if (this.#names.size < MAX_LOGGED_NAMES) this.#names.add(tool);
+    if (listed) this.#listed.push(entry);
+    this.#open.add(entry);
+    return entry;
+  }
+
+  /** Ends an entry (once; later ends are ignored). */
+  end(entry: ToolCallEntry, ok: boolean, failure?: { errorType: ErrorType; message: string }): void {
+    if (entry.ended !== undefined) return;
+    this.#open.delete(entry);
+    const durationMs = performance.now() - entry.startedMs;
+    entry.ended = { ok, durationMs, ...(failure === undefined ? {} : { errorType: failure.errorType, errorMessage: truncateString(failure.message, MAX_LISTED_ERROR_CHARS) }) };
+    this.#ms += durationMs;
+    if (!ok) this.#errors += 1;
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  /** The record's `tool_calls` and `tool_call_count`; empty when no tool was called. */
+  recordFields(): { tool_calls?: ToolCallRecord[]; tool_call_count?: number } {
+    if (this.#count === 0) return {};
+    const now = performance.now();
+    return { tool_calls: this.#listed.map((entry) => recordOf(entry, now)), tool_call_count: this.#count };
+  }
+
+  /** The log line's tool fields. Calls still in flight count as failed, for the time they had. */
+  logFields(): { tool_call_count: number; tool_names: string[]; tool_error_count: number; tool_ms: number } {
+    const now = performance.now();
+    let errors = this.#errors;
+    let ms = this.#ms;
+    for (const entry of this.#open) {
+      errors += 1;
+      ms += now - entry.startedMs;
+    }
+    return { tool_call_count: this.#count, tool_names: [...this.#names], tool_error_count: errors, tool_ms: Math.round(ms * 1000) / 1000 };
+  }
+}
+
+function recordOf(entry: ToolCallEntry, now: number): ToolCallRecord {
+  const ended = entry.ended ?? { ok: false, durationMs: now - entry.startedMs, errorType: "cancelled" as const, errorMessage: "The call ended before the tool answered." };
+  return {
+    tool: entry.tool,
+    input: entry.input,
+    ok: ended.ok,
+    duration_ms: Math.round(ended.durationMs * 1000) / 1000,
+    effect: entry.effect,
+    attempt: entry.attempt,
+    ...(ended.errorType === undefined ? {} : { error_type: ended.errorType }),
+    ...(ended.errorMessage === undefined ? {} : { error_message: ended.errorMessage }),
+  };
+}
+
+/** The input as a record shows it: JSON-safe, and when its JSON passes the bound, a string of its start with a marker. */
+function listedInput(input: unknown): JsonValue {
+  const safe = toJsonSafe(input, MAX_LISTED_INPUT_CHARS * 2);
+  const json = JSON.stringify(safe) ?? "null";
+  return json.length <= MAX_LISTED_INPUT_CHARS ? safe : `${json.slice(0, MAX_LISTED_INPUT_CHARS - 40)}…[truncated: input was ${json.length} chars as JSON]`;
+}

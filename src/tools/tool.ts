@@ -1,0 +1,77 @@
+/**
+ * What an application grants a program: tools, one named function at a time (DESIGN section 13).
+ * A tool has the shape of an AI SDK `tool()`, so those are accepted unchanged; a tool set (a
+ * plain object of tools, or what `mcpTools` returns) appears one level down in programs.
+ */
+
+/** MCP's vocabulary for what a tool does. Hints only: improv assumes the worst where they are absent. */
+export interface ToolAnnotations {
+  readonly title?: string;
+  /** The tool changes nothing: calling it again is safe. */
+  readonly readOnlyHint?: boolean;
+  /** Calling it again with the same input changes nothing more. */
+  readonly idempotentHint?: boolean;
+  readonly destructiveHint?: boolean;
+  readonly openWorldHint?: boolean;
+}
+
+/** What `execute` is given beside the input. */
+export interface ToolExecuteOptions {
+  /** Aborts when the call that asked ends, for any reason, or when the tool's `timeoutMs` passes. */
+  readonly signal: AbortSignal;
+  /** The same signal, under the name AI SDK tools read. */
+  readonly abortSignal: AbortSignal;
+  /** The dynamic call whose program asked. */
+  readonly callId: string;
+  /** This tool call's own id (unique per call of the tool). */
+  readonly toolCallId: string;
+  /** Always empty: a program's tool call has no chat messages (AI SDK tools may read the field). */
+  readonly messages: never[];
+  /** Always an empty object (AI SDK tools may read the field). */
+  readonly context: {};
+}
+
+/**
+ * One tool. `inputSchema` is a Standard Schema (an object with a `~standard` property: zod 4,
+ * valibot, arktype), an AI SDK schema (`jsonSchema()`, `zodSchema()`), or a plain JSON Schema
+ * object. `execute` runs in the host process with the input once it passed the schema; a tool
+ * without one cannot be granted (a `TypeError` at construction).
+ */
+export interface Tool<Input = any, Output = unknown> {
+  /** What the tool does, for the prompt. An AI SDK tool's description function is asked once, at construction. */
+  readonly description?: string | ((options: { context: any }) => string) | undefined;
+  readonly inputSchema: unknown;
+  execute?(input: Input, options: ToolExecuteOptions): Output | PromiseLike<Output>;
+  readonly annotations?: ToolAnnotations | undefined;
+  /** Longest wait for one call of the tool. Default: 30000. @unit milliseconds */
+  readonly timeoutMs?: number | undefined;
+  /** What the tool returns, for the prompt's declaration (a schema of any kind `inputSchema` takes). */
+  readonly outputSchema?: unknown;
+}
+
+/** Tools under one name: `tools.set.tool(input)` in programs. */
+export interface ToolSet {
+  readonly [name: string]: Tool;
+}
+
+/** The `tools` agent option: tools, and tool sets one level down. */
+export interface Tools {
+  readonly [name: string]: Tool | ToolSet;
+}
+
+/** How long a tool call may take when the tool does not say. @unit ms */
+export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
+
+// Tools whose description comes from a server (MCP): untrusted text, fenced in the prompt.
+const fromServer = new WeakSet<object>();
+
+/** Marks a tool whose description and schema come from a server the application does not write. */
+export function markServerTool<T extends Tool>(tool: T): T {
+  fromServer.add(tool);
+  return tool;
+}
+
+/** Whether a tool's description comes from a server (see {@link markServerTool}). */
+export function isServerTool(tool: Tool): boolean {
+  return fromServer.has(tool);
+}
