@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { API } from "typescript/unstable/sync";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
-import { declareTools, schemaToType, type DeclaredTool } from "../../src/tools/declarations.ts";
+import { declareTools, type DeclaredTool } from "../../src/tools/declarations.ts";
+import { schemaToType } from "../../src/tools/schema-type.ts";
 
 function tool(path: DeclaredTool["path"], fields: Partial<DeclaredTool> = {}): DeclaredTool {
   return { path, effect: "write", untrusted: false, ...fields };

@@ -237,6 +237,15 @@ describe("tools: effects and approval", () => {
     expect(state.calls).toBe(0);
   });
 
+  test("an approval that never answers does not hold the call past callTimeoutMs, and the tool never runs", async () => {
+    const { state, bump } = counter();
+    const { agent } = agentWith({ act: "return await tools.bump({})" }, { bump }, { toolApproval: () => new Promise<boolean>(() => {}), callTimeoutMs: 300 });
+    const started = performance.now();
+    expect((await agent.act()).errorType).toBe("timeout");
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(state.calls).toBe(0);
+  });
+
   test("a tool that calls back into its own agent gets a clear error at once, never a hang", async () => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     let self: any;

@@ -36,6 +36,9 @@ interface AgentRow {
  * const store = new PostgresStore("postgres://app@127.0.0.1:5432/app");
  * const calc = await Agent.open("calculator", { store, id: "calc-1" });
  */
+/** Pool connections that carry a listener of their own for errors reported after they are released. */
+const quieted = new WeakSet<object>();
+
 export class PostgresStore implements Store {
   readonly label: string;
   readonly #pool: pg.Pool;
@@ -331,6 +334,12 @@ export class PostgresStore implements Store {
    */
   async #checkout<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#pool.connect();
+    // A connection the server ended may report it again after it is released and dropped, when
+    // neither this checkout nor the pool listens any more: it always has a listener of ours.
+    if (!quieted.has(client)) {
+      quieted.add(client);
+      client.on("error", () => undefined);
+    }
     let broken: Error | undefined;
     const onError = (error: Error) => {
       broken = error;

@@ -54,7 +54,8 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   }
   if (!checked.ok) return fail("invalid_input", `tools.${granted.path}(input): the input does not match the tool's schema: ${checked.problems}`);
   if (granted.effect === "write") {
-    const approved = await approve(call, granted, checked.value);
+    const approved = await untilEnded(approve(call, granted, checked.value), run.signal);
+    if (approved === ENDED) return fail("cancelled", "the call ended while the application was asked to approve the tool call.");
     if (approved !== true) return fail("tool", `tools.${granted.path}: denied${approved === false ? " by the application" : ` (the approval failed: ${approved.problem})`}.`);
     // From here the world may change: the call's programs are not run again on their own.
     draft.tools.markWrote(granted.path);
@@ -79,6 +80,24 @@ async function approve(call: Call, granted: GrantedTool, input: unknown): Promis
   } catch (error) {
     return { problem: safeMessage(error) };
   }
+}
+
+const ENDED = Symbol("ended");
+
+/** `pending`, or {@link ENDED} once `signal` aborts (an approval that never answers does not hold the call). */
+function untilEnded<T>(pending: Promise<T>, signal: AbortSignal): Promise<T | typeof ENDED> {
+  if (signal.aborted) return Promise.resolve(ENDED);
+  return new Promise((resolve) => {
+    const onAbort = () => resolve(ENDED);
+    signal.addEventListener("abort", onAbort, { once: true });
+    pending.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      () => resolve(ENDED),
+    );
+  });
 }
 
 type Executed = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly errorType: ErrorType; readonly message: string };
