@@ -93,6 +93,26 @@ describe("tools: calling granted functions from programs", () => {
   });
 });
 
+describe("tools: records", () => {
+  test("a record of many tool calls, large inputs and failures fits its bounds and validates against the schema", async () => {
+    const echo: Tool = { description: "Echo.", inputSchema: {}, annotations: { readOnlyHint: true }, execute: (input) => (typeof input === "object" && input !== null && "fail" in input ? Promise.reject(new Error("x".repeat(5_000))) : "ok") };
+    const { agent, history, log } = agentWith(
+      { many: "for (let i = 0; i < 60; i++) { try { await tools.echo(i % 7 === 0 ? { fail: true } : { i, text: 'y'.repeat(i * 100) }) } catch {} } return 1" },
+      { echo },
+    );
+    expect((await agent.many()).value).toBe(1);
+    const record = history().at(-1)!;
+    expect(validateRecord(record), JSON.stringify(validateRecord.errors)).toBe(true);
+    expect(record.tool_call_count).toBe(60);
+    expect(record.tool_calls).toHaveLength(50);
+    for (const call of record.tool_calls!) expect(typeof call.input === "string" ? call.input.length : JSON.stringify(call.input).length).toBeLessThanOrEqual(1_000);
+    expect(record.tool_calls?.[20]?.input).toMatch(/…\[truncated: input was \d+ chars as JSON\]$/);
+    expect(record.tool_calls?.[7]).toMatchObject({ ok: false, error_type: "tool", error_message: expect.stringMatching(/^tools\.echo: x+…\[truncated \d+ chars\]$/) });
+    expect(Buffer.byteLength(JSON.stringify(record))).toBeLessThanOrEqual(64 * 1024);
+    expect(logLines(log).at(-1)).toMatchObject({ tool_call_count: 60, tool_error_count: 9, tool_names: ["echo"] });
+  });
+});
+
 describe("tools: failures", () => {
   test("input that fails the schema is a TypeError in the program, repaired like an engine mistake", async () => {
     const { agent, provider, history } = agentWith({ forecast: ["return await tools.weather({ town: args[0] })", "return (await tools.weather({ city: args[0] })).tempC"] }, { weather });

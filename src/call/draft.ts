@@ -2,6 +2,7 @@
  * A dynamic call in progress: where it came from, and everything it learns along the way for
  * its record and log line (the draft), with the agent it is for.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { AgentState } from "../agent-state.ts";
 import type { ProgramSource, Speaker } from "../history/record.ts";
@@ -26,7 +27,16 @@ export interface CallOrigin {
   readonly endsAtMs?: number | undefined;
   /** For a delegated call: the agents whose programs wait for it (see `tools/reentry.ts`). */
   readonly waitingAgents?: ReadonlySet<string> | undefined;
+  /** For a delegated call: the calling call's tool calls, told when a tool of this call may change the world. */
+  readonly parentTools?: ToolCallLog | undefined;
+  /** For a delegated call: runs code in the async context of the application's call at the root of the tree. */
+  readonly inCaller?: InCaller | undefined;
 }
+
+/** Runs `work` in the async context a call was made in (the application's `AsyncLocalStorage` stores). */
+export type InCaller = <T>(work: () => T) => T;
+
+const runHere: InCaller = (work) => work();
 
 /** Makes one dynamic call of an agent (`performCall` in `lifecycle.ts`). */
 export type PerformCall = (state: AgentState, method: string, args: readonly unknown[], origin: CallOrigin) => Promise<Outcome>;
@@ -83,6 +93,8 @@ export interface CallDraft {
   readonly tools: ToolCallLog;
   /** The agents whose programs wait for this call (through delegate chains and tools): a call of one of them would wait for itself. */
   readonly waitingAgents: ReadonlySet<string>;
+  /** Runs application code of this call (a tool, its approval) in the async context the call was made in, not the bridge's. */
+  readonly inCaller: InCaller;
   /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
   readonly failures: AttemptFailure[];
   finalized: boolean;
@@ -118,7 +130,9 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     console: [],
     valueText: undefined,
     tokens: null,
-    tools: new ToolCallLog(),
+    tools: new ToolCallLog(origin.parentTools),
+    // Taken only where a tool may run: its code sees the stores the application's call set.
+    inCaller: origin.inCaller ?? (state.options.tools.names.length > 0 ? (AsyncLocalStorage.snapshot() as InCaller) : runHere),
     waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
     failures: [],
     finalized: false,

@@ -38,7 +38,12 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
   // A call that ran a program was finalized in its agent's queue. Any other is finalized here:
   // a durable agent's in the queue too, so its records reach the store in order; a memory-only
   // agent's at once, not behind a program that is running. Without a context there is no conflict.
-  if (!draft.finalized) outcome = (await (state.link === undefined ? finalize(state, draft, outcome) : state.queue.run(() => finalize(state, draft, outcome)))) as Outcome;
+  if (!draft.finalized) {
+    if (state.link === undefined) outcome = (await finalize(state, draft, outcome)) as Outcome;
+    // Refused because its agent's program waits for it: that program holds the queue, so the record is committed after it, and the caller is answered now.
+    else if (draft.waitingAgents.has(state.id)) void state.queue.run(() => finalize(state, draft, outcome)).catch(() => undefined);
+    else outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
+  }
   endSpan(
     draft.span,
     {

@@ -173,6 +173,9 @@ function fitRecord(record: HistoryRecord): SerializedRecord {
     (r) => (r.error_message === undefined ? r : { ...r, error_message: truncateString(r.error_message, 2_000) }),
     argsFirst ? withoutArgs : withoutKwargs,
     argsFirst ? withoutKwargs : withoutArgs,
+    // Last, what the tool calls say beyond their names and results, then the later calls themselves (tool_call_count keeps the total).
+    (r) => (r.tool_calls === undefined ? r : { ...r, tool_calls: r.tool_calls.map(({ error_message: _message, ...call }) => ({ ...call, input: "[left out: the record was too large]" })) }),
+    (r) => (r.tool_calls === undefined ? r : { ...r, tool_calls: r.tool_calls.slice(0, 5) }),
   ];
   for (const shrink of shrinkers) {
     fitted = shrink(fitted);

@@ -15,6 +15,8 @@ export interface ToolScan {
 }
 
 const MAX_REFERENCED = 50;
+/** What a tool's function has of its own (`tools.weather.call(…)` reaches `weather`, not a tool named `call`). */
+const FUNCTION_MEMBERS = new Set(["call", "apply", "bind", "name", "length", "toString"]);
 const NONE: ToolScan = Object.freeze({ toolAccessDetected: false, toolsReferenced: Object.freeze([]) as readonly string[] });
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -63,7 +65,7 @@ function scanTree(ast: AnyNode): ToolScan {
     const first = memberName(parent, node);
     if (first !== undefined) {
       const second = memberName(parents.at(-2), parent as AnyNode);
-      add(second === undefined ? first : `${first}.${second}`);
+      add(second === undefined || FUNCTION_MEMBERS.has(second) ? first : `${first}.${second}`);
       return;
     }
     // const { weather, notes } = tools

@@ -144,8 +144,17 @@ function fingerprintOf(byPath: ReadonlyMap<string, GrantedTool>): string {
   return hash.digest("hex").slice(0, 12);
 }
 
+/**
+ * Whether a value in `tools` is a tool rather than a tool set: it has an `execute` function, or
+ * it looks like a tool that lacks one (so the error says so). An object whose values are all
+ * tools is a set, even when one of them is named `execute` or `inputSchema`.
+ */
 function isToolLike(value: unknown): value is Tool {
-  return typeof value === "object" && value !== null && ("execute" in value || "inputSchema" in value);
+  if (typeof value !== "object" || value === null) return false;
+  if (typeof (value as { execute?: unknown }).execute === "function") return true;
+  const values = Object.values(value);
+  if (values.length > 0 && values.every((item) => typeof item === "object" && item !== null && typeof (item as { execute?: unknown }).execute === "function")) return false;
+  return "execute" in value || "inputSchema" in value;
 }
 
 function isPlainRecord(value: unknown): value is Record<string, unknown> {

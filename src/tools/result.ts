@@ -10,6 +10,8 @@ import { types } from "node:util";
 export type ToolResultCopy = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string };
 
 const MAX_DEPTH = 200;
+const dateGetTime = Date.prototype.getTime;
+const dateToIso = Date.prototype.toISOString;
 
 class Unsendable extends Error {}
 
@@ -48,7 +50,7 @@ function copy(value: unknown, path: string, depth: number, budget: Budget, open:
       return value;
     case "number":
       if (!Number.isFinite(value)) throw new Unsendable(`${path} is ${String(value)}, which JSON cannot hold`);
-      spend(budget, 8);
+      spend(budget, String(value).length);
       return value;
     case "undefined":
       if (depth === 0) return undefined;
@@ -69,9 +71,10 @@ function copy(value: unknown, path: string, depth: number, budget: Budget, open:
   if (depth >= MAX_DEPTH) throw new Unsendable(`${path} is nested deeper than ${MAX_DEPTH} levels`);
   if (open.has(node)) throw new Unsendable(`${path} refers back to a value that contains it (a cycle)`);
   if (node instanceof Date) {
-    const time = node.getTime();
+    // The built-in methods, not the value's own: a Date may carry a toISOString of its own.
+    const time = dateGetTime.call(node);
     spend(budget, 26);
-    return Number.isNaN(time) ? null : node.toISOString();
+    return Number.isNaN(time) ? null : dateToIso.call(node);
   }
   if (node instanceof Map || node instanceof Set || node instanceof WeakMap || node instanceof WeakSet || node instanceof Promise || ArrayBuffer.isView(node) || node instanceof ArrayBuffer) {
     throw new Unsendable(`${path} is a ${node.constructor.name}; tools must return plain data (objects, arrays, strings, numbers, booleans, null)`);

@@ -4,7 +4,11 @@
  * plain JSON Schema (checked with ajv). Each is read once, at construction, into a checker for
  * inputs and, where the schema can say it, a JSON Schema for the prompt's declarations.
  */
-import { Ajv, type ValidateFunction } from "ajv";
+import { Ajv, type Options as AjvOptions, type ValidateFunction } from "ajv";
+import { Ajv2019 } from "ajv/dist/2019.js";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { RE2JS } from "re2js";
+import { stringify } from "safe-stable-stringify";
 
 /** An input checked: the value the tool is given (a Standard Schema may transform it), or the problems found. */
 export type SchemaCheck = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problems: string };
@@ -22,11 +26,55 @@ const MAX_PROBLEMS_CHARS = 1_000;
 
 const AI_SDK_SCHEMA = Symbol.for("vercel.ai.schema");
 
-let ajv: Ajv | undefined;
-function validator(): Ajv {
-  // Remote `$ref`s are never fetched: ajv has no loader here, so compiling one fails.
-  ajv ??= new Ajv({ allErrors: true, strict: false, validateSchema: true });
-  return ajv;
+/**
+ * The program's input is hostile, and a schema may come from a server: checking one against the
+ * other must take time in proportion to their sizes. `pattern`s run on RE2 (linear time; a
+ * pattern RE2 cannot run, such as a lookahead, makes the schema unusable), `uniqueItems` is
+ * checked by hashing, not pair by pair, formats are not checked, and remote `$ref`s are never
+ * fetched (ajv has no loader here, so compiling one fails). Compiled schemas are not kept by
+ * their `$id`, so two tools (or agents) may share one.
+ */
+const AJV_OPTIONS: AjvOptions = {
+  allErrors: true,
+  strict: false,
+  validateSchema: true,
+  validateFormats: false,
+  addUsedSchema: false,
+  logger: false,
+  code: { regExp: linearRegExp as never },
+};
+
+type AnyAjv = Ajv | Ajv2019 | Ajv2020;
+const validators = new Map<string, AnyAjv>();
+
+/** The validator for the schema's draft: 2020-12, 2019-09, or draft-07 (and earlier) by default. */
+function validatorFor(schema: object): AnyAjv {
+  const declared = (schema as { $schema?: unknown }).$schema;
+  const draft = typeof declared === "string" && declared.includes("2020-12") ? "2020-12" : typeof declared === "string" && declared.includes("2019-09") ? "2019-09" : "07";
+  let validator = validators.get(draft);
+  if (validator === undefined) {
+    validator = draft === "2020-12" ? new Ajv2020(AJV_OPTIONS) : draft === "2019-09" ? new Ajv2019(AJV_OPTIONS) : new Ajv(AJV_OPTIONS);
+    validator.removeKeyword("uniqueItems");
+    validator.addKeyword({ keyword: "uniqueItems", type: "array", schemaType: "boolean", errors: false, validate: (unique: boolean, data: unknown[]) => !unique || allDistinct(data) });
+    validators.set(draft, validator);
+  }
+  return validator;
+}
+
+function linearRegExp(pattern: string, flags?: string): { test(text: string): boolean } {
+  const compiled = RE2JS.compile(pattern, flags?.includes("i") ? RE2JS.CASE_INSENSITIVE : 0);
+  return { test: (text: string) => compiled.test(text) };
+}
+
+/** Whether no two items are equal as JSON values (keys in any order), in one pass. */
+function allDistinct(items: readonly unknown[]): boolean {
+  const seen = new Set<string>();
+  for (const item of items) {
+    const key = stringify(item) ?? "undefined";
+    if (seen.has(key)) return false;
+    seen.add(key);
+  }
+  return true;
 }
 
 /** What is wrong with a schema, said as the end of a sentence that names it ("inputSchema is …"). */
@@ -34,8 +82,21 @@ export class SchemaProblem extends Error {
   override readonly name = "SchemaProblem";
 }
 
+// Schemas read before, by identity: tools are usually made once and granted to many agents.
+const readBefore = new WeakMap<object, ReadSchema>();
+
 /** Reads a schema of any kind `inputSchema` takes; throws a {@link SchemaProblem} saying what is wrong. */
 export function readSchema(schema: unknown): ReadSchema {
+  if (typeof schema !== "object" || schema === null) return readAnySchema(schema);
+  let read = readBefore.get(schema);
+  if (read === undefined) {
+    read = readAnySchema(schema);
+    readBefore.set(schema, read);
+  }
+  return read;
+}
+
+function readAnySchema(schema: unknown): ReadSchema {
   if (typeof schema === "function") {
     let made: unknown;
     try {
@@ -103,10 +164,14 @@ function readAiSdk(schema: AiSdkSchema): ReadSchema {
 
 function readJsonSchema(schema: object): ReadSchema {
   let validate: ValidateFunction;
+  const validator = validatorFor(schema);
   try {
-    validate = validator().compile(schema);
+    validate = validator.compile(schema);
   } catch (error) {
     throw new SchemaProblem(`is not a usable JSON Schema (${messageOf(error)})`);
+  } finally {
+    // The compiled function is all a tool keeps: the validator's cache must not grow with every agent.
+    validator.removeSchema(schema);
   }
   return {
     jsonSchema: schema,

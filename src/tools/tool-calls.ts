@@ -47,10 +47,20 @@ export class ToolCallLog {
   readonly #names = new Set<string>();
   readonly #open = new Set<ToolCallEntry>();
   readonly #wrote = new Set<string>();
+  /** The tool calls of the call whose program delegated to this one: its programs must not run again either. */
+  readonly #parent: ToolCallLog | undefined;
 
-  /** A tool that may change the world is about to run: from now on the call's programs are not run again on their own. */
+  constructor(parent?: ToolCallLog) {
+    this.#parent = parent;
+  }
+
+  /**
+   * A tool that may change the world is about to run: from now on the call's programs are not
+   * run again on their own, nor those of the calls whose programs delegated to it.
+   */
   markWrote(tool: string): void {
     if (this.#wrote.size < MAX_LOGGED_NAMES) this.#wrote.add(tool);
+    this.#parent?.markWrote(tool);
   }
 
   /** Whether a tool that may change the world was run (or set to run). */
@@ -126,5 +136,5 @@ function recordOf(entry: ToolCallEntry, now: number): ToolCallRecord {
 function listedInput(input: unknown): JsonValue {
   const safe = toJsonSafe(input, MAX_LISTED_INPUT_CHARS * 2);
   const json = JSON.stringify(safe) ?? "null";
-  return json.length <= MAX_LISTED_INPUT_CHARS ? safe : `${json.slice(0, MAX_LISTED_INPUT_CHARS - 40)}…[truncated: input was ${json.length} chars as JSON]`;
+  return json.length <= MAX_LISTED_INPUT_CHARS ? safe : `${json.slice(0, MAX_LISTED_INPUT_CHARS - 60)}…[truncated: input was ${json.length} chars as JSON]`;
 }

@@ -46,6 +46,8 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
     signal: run.signal,
     endsAtMs: draft.endsAtMs,
     waitingAgents: withAgents(draft.waitingAgents, state.id),
+    parentTools: draft.tools,
+    inCaller: draft.inCaller,
   } as const;
   const outcome = await call.perform(child, method, input.args, origin);
   // Its value was decoded from the child's run against the result limit: measured already.

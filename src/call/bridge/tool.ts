@@ -45,22 +45,25 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
     draft.tools.end(entry, false, { errorType, message });
     return bridgeFailure(errorType, message, retriable);
   };
+  const ended = () => fail("cancelled", `tools.${granted.path}: the call ended before the tool ran.`);
   if (!input.ok) return fail("invalid_input", input.message);
-  let checked;
-  try {
-    checked = await granted.input.check(input.value);
-  } catch (error) {
-    return fail("tool", `tools.${granted.path}: its input schema failed while checking the input (${safeMessage(error)}).`);
-  }
-  if (!checked.ok) return fail("invalid_input", `tools.${granted.path}(input): the input does not match the tool's schema: ${checked.problems}`);
+  if (run.signal.aborted) return ended();
+  const checked = await bounded(call, run, granted, () => granted.input.check(input.value));
+  if (!checked.ok) return checked.errorType === "tool" ? fail("tool", `tools.${granted.path}: its input schema failed while checking the input (${checked.message}).`) : fail(checked.errorType, `tools.${granted.path}: ${checked.message}`, true);
+  if (!checked.value.ok) return fail("invalid_input", `tools.${granted.path}(input): the input does not match the tool's schema: ${checked.value.problems}`);
+  const value = checked.value.value;
   if (granted.effect === "write") {
-    const approved = await untilEnded(approve(call, granted, checked.value), run.signal);
-    if (approved === ENDED) return fail("cancelled", "the call ended while the application was asked to approve the tool call.");
+    if (run.signal.aborted) return ended();
+    const approved = await untilEnded(approve(call, granted, value), run.signal);
+    if (approved === ENDED) return fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`);
     if (approved !== true) return fail("tool", `tools.${granted.path}: denied${approved === false ? " by the application" : ` (the approval failed: ${approved.problem})`}.`);
-    // From here the world may change: the call's programs are not run again on their own.
-    draft.tools.markWrote(granted.path);
   }
-  const outcome = await execute(call, run, granted, checked.value, toolCallId);
+  // A run that ended meanwhile does not start the tool: nothing of an ended call runs on.
+  if (run.signal.aborted) return ended();
+  // From here the world may change: the call's programs are not run again on their own.
+  if (granted.effect === "write") draft.tools.markWrote(granted.path);
+  const options = { callId: draft.callId, toolCallId, messages: [], context: {} };
+  const outcome = await bounded(call, run, granted, (signal) => (granted.tool as Required<Pick<Tool, "execute">>).execute(value, { ...options, signal, abortSignal: signal }));
   if (!outcome.ok) return fail(outcome.errorType, `tools.${granted.path}: ${outcome.message}`, true);
   const copied = copyToolResult(outcome.value, SANDBOX_LIMITS.maxAnswerChars);
   if (!copied.ok) return fail("tool", `tools.${granted.path} returned a value a program cannot receive: ${copied.message}.`);
@@ -69,13 +72,13 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   return { ok: true, value: copied.value, measured: true };
 }
 
-/** `toolApproval`'s answer: true, false, or why it could not answer (which refuses the call too). */
+/** `toolApproval`'s answer: true, false, or why it could not answer (which refuses the call too). Asked in the caller's async context. */
 async function approve(call: Call, granted: GrantedTool, input: unknown): Promise<boolean | { problem: string }> {
   const { state, draft } = call;
   const ask = state.options.toolApproval;
   if (ask === undefined) return true;
   try {
-    const answer = await ask({ tool: granted.path, input, role: state.role, agentId: state.agentId, callId: draft.callId });
+    const answer = await draft.inCaller(() => ask({ tool: granted.path, input, role: state.role, agentId: state.agentId, callId: draft.callId }));
     return answer === true;
   } catch (error) {
     return { problem: safeMessage(error) };
@@ -100,39 +103,43 @@ function untilEnded<T>(pending: Promise<T>, signal: AbortSignal): Promise<T | ty
   });
 }
 
-type Executed = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly errorType: ErrorType; readonly message: string };
+type Bounded<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errorType: ErrorType; readonly message: string };
 
 /**
- * Runs the tool's `execute` with a signal that aborts when the run ends or the tool's time is
- * up; a tool that ignores its signal does not hold the call (its late result is ignored).
+ * Runs the application's code for a tool call (its schema's check, its `execute`) in the
+ * caller's async context, knowing which agents wait on it, with a signal that aborts when the
+ * run ends or the tool's time is up. Code that ignores its signal does not hold the call: its
+ * late answer is ignored.
  */
-async function execute(call: Call, run: AskingRun, granted: GrantedTool, input: unknown, toolCallId: string): Promise<Executed> {
+async function bounded<T>(call: Call, run: AskingRun, granted: GrantedTool, work: (signal: AbortSignal) => T | PromiseLike<T>): Promise<Bounded<Awaited<T>>> {
   const { state, draft } = call;
-  const limitMs = Math.min(granted.timeoutMs, Math.max(0, run.timeLeftMs()));
+  const callLeftMs = Math.max(0, run.timeLeftMs());
+  const limitMs = Math.min(granted.timeoutMs, callLeftMs);
+  const timeoutMessage = limitMs < granted.timeoutMs ? "the call's callTimeoutMs ran out before the tool answered." : `did not answer within its timeoutMs (${granted.timeoutMs} ms).`;
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    controller.abort(new Error(`The tool did not answer within ${granted.timeoutMs} ms.`));
+    controller.abort(new Error(timeoutMessage));
   }, limitMs);
   const onEnd = () => controller.abort(run.signal.reason);
   if (run.signal.aborted) onEnd();
   else run.signal.addEventListener("abort", onEnd, { once: true });
-  const waiting = withAgents(draft.waitingAgents, state.id);
   const stopped = new Promise<never>((_, reject) => controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }));
-  const running = runWhileWaiting(waiting, () => {
-    try {
-      const options = { signal: controller.signal, abortSignal: controller.signal, callId: draft.callId, toolCallId, messages: [], context: {} };
-      return Promise.resolve((granted.tool as Required<Pick<Tool, "execute">>).execute(input, options));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  });
+  const running = draft.inCaller(() =>
+    runWhileWaiting(withAgents(draft.waitingAgents, state.id), () => {
+      try {
+        return Promise.resolve(work(controller.signal));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }),
+  );
   running.result.catch(() => undefined); // It may reject after the race is lost; that must not go unhandled.
   try {
     return { ok: true, value: await Promise.race([running.result, stopped]) };
   } catch (error) {
-    if (timedOut) return { ok: false, errorType: "timeout", message: `did not answer within its timeoutMs (${granted.timeoutMs} ms).` };
+    if (timedOut) return { ok: false, errorType: "timeout", message: timeoutMessage };
     if (controller.signal.aborted) return { ok: false, errorType: "cancelled", message: "the call ended before the tool answered." };
     return { ok: false, errorType: "tool", message: safeMessage(error) };
   } finally {
@@ -142,7 +149,8 @@ async function execute(call: Call, run: AskingRun, granted: GrantedTool, input: 
   }
 }
 
-const HOST_PATH = /(?:file:\/\/)?(?:[A-Za-z]:)?(?:[\\/][\w.@%+~-]+){2,}(?::\d+){0,2}/g;
+// A path of two or more parts; a part may hold single spaces between words ("/Users/John Smith/app.js").
+const HOST_PATH = /(?:file:\/\/)?(?:[A-Za-z]:)?(?:[\\/][\w.@%+~-]+(?: [\w.@%+~-]+)*){2,}(?::\d+){0,2}/g;
 const MAX_TOOL_MESSAGE_CHARS = 1_000;
 
 /** A tool's failure as the program may read it: its message only (no stack), with host paths taken out, bounded. */
@@ -153,7 +161,8 @@ function safeMessage(error: unknown): string {
   } catch {
     text = "it failed with an error that could not be read";
   }
-  text = text.replace(HOST_PATH, "[path]").replace(/\s+/g, " ").trim();
+  // Cut before the paths are sought, so a huge message costs little; a path cut in two is still taken out.
+  text = text.slice(0, MAX_TOOL_MESSAGE_CHARS * 4).replace(/\s+/g, " ").replace(HOST_PATH, "[path]").trim();
   if (text === "") text = "it failed without a message";
   return text.length > MAX_TOOL_MESSAGE_CHARS ? `${text.slice(0, MAX_TOOL_MESSAGE_CHARS)}…` : text;
 }

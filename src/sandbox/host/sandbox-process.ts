@@ -277,7 +277,11 @@ export class SandboxProcess {
         const run = this.#runs.get(message.runId);
         // The wait it began ends with the sandbox process's `R` line, once the program has the answer.
         const answer = (reply: BridgeAnswer) => {
-          if (this.alive) this.#send({ type: "bridge-result", requestId, answer: boundAnswer(request.kind, reply) });
+          if (!this.alive) return;
+          // An answer that cannot travel (a value the channel cannot copy) is answered with a failure, never left unsent.
+          if (!this.#trySend({ type: "bridge-result", requestId, answer: boundAnswer(request.kind, reply) })) {
+            this.#send({ type: "bridge-result", requestId, answer: bridgeFailure("execution", `The answer to this ${request.kind} request could not be sent to the sandbox.`) });
+          }
         };
         if (!run || run.settled) {
           answer(bridgeFailure("cancelled", "The calling program has ended."));
@@ -437,10 +441,17 @@ export class SandboxProcess {
   }
 
   #send(message: HostMessage): void {
+    // The process is going away when this fails; its close handler settles every run.
+    this.#trySend(message);
+  }
+
+  /** Sends a message; false when it could not be sent (the process is going away, or the message cannot be copied). */
+  #trySend(message: HostMessage): boolean {
     try {
       this.child.send(message);
+      return true;
     } catch {
-      // The process is going away; its close handler settles every run.
+      return false;
     }
   }
 

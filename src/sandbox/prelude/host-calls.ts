@@ -146,9 +146,16 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     if (budget.inFlight && call.inFlight >= limits.maxConcurrentDelegates) {
       throw budgetError(`This program has ${limits.maxConcurrentDelegates} delegate and tool calls in flight, the limit; await some before starting more.`);
     }
-    const request = build();
+    // Counted before the request is built: building it runs the program's getters, which may ask again.
     call.requests += 1;
     if (budget.inFlight) call.inFlight += 1;
+    let request: BridgeRequest<K>;
+    try {
+      request = build();
+    } catch (error) {
+      if (budget.inFlight) call.inFlight -= 1;
+      throw error;
+    }
     let answer: unknown;
     try {
       answer = await apply(bridgeApply, bridge, [undefined, [call.id, request], BRIDGE_OPTIONS]);
@@ -252,7 +259,17 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
       this.tool = tool;
     }
   }
-  defineProperty(ToolError.prototype, "name", { value: "ToolError", writable: false, enumerable: false, configurable: false });
+  // An accessor, as the hardening gives Error prototypes: a subclass may still set its own `name`.
+  const toolErrorPrototype = ToolError.prototype;
+  defineProperty(toolErrorPrototype, "name", {
+    get: () => "ToolError",
+    set(this: object, value: unknown) {
+      if (this === toolErrorPrototype) throw new TypeErrorCtor("ToolError.prototype.name cannot be changed.");
+      defineProperty(this, "name", { value, writable: true, enumerable: false, configurable: true });
+    },
+    enumerable: false,
+    configurable: false,
+  });
   freeze(ToolError.prototype);
   freeze(ToolError);
 

@@ -188,6 +188,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   // A frame in the program's own code: `(eval at …, <anonymous>:LINE:COLUMN)`. The program is the
   // body of a function made by the AsyncFunction constructor, whose header takes two lines.
   const PROGRAM_FRAME = /\), <anonymous>:(\d+):(\d+)\)/;
+  // A directive prologue that asks for strict mode: "use strict" first, after comments and blank space only.
+  const STRICT_DIRECTIVE = /^(?:\s|\/\/[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*(["'])use strict\1/;
 
   /** Where in the program an error was made: the innermost frame of the program's own code. */
   function programLocation(thrown: unknown): { line: number; column: number } | undefined {
@@ -202,7 +204,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     if (typeof stack !== "string") return undefined;
     const match = apply(regexpExec, PROGRAM_FRAME, [stack.length > 4_000 ? stack.slice(0, 4_000) : stack]) as string[] | null;
     if (match === null) return undefined;
-    const line = NumberCtor(match[1]) - 2;
+    // Two lines of the function's header, and the line that opens the program's block (see `compile`).
+    const line = NumberCtor(match[1]) - 3;
     return line >= 1 ? { line, column: NumberCtor(match[2]) } : undefined;
   }
 
@@ -243,7 +246,10 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   function compile(code: string): (...args: unknown[]) => Promise<unknown> {
     let program = compiled.get(code);
     if (program === undefined) {
-      program = freeze(new AsyncFunction("context", "args", "kwargs", "delegate", "console", "tools", code));
+      // In a block of its own, so a program may declare a name it is given (`const tools = …`)
+      // without a SyntaxError; a program that asks for strict mode gets it, as a directive before the block.
+      const opening = apply(regexpExec, STRICT_DIRECTIVE, [code]) === null ? "{\n" : '"use strict";{\n';
+      program = freeze(new AsyncFunction("context", "args", "kwargs", "delegate", "console", "tools", `${opening}${code}\n}`));
       if (compiled.size >= MAX_COMPILED) compiled.clear();
       compiled.set(code, program);
     }
