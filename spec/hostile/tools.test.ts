@@ -139,3 +139,13 @@ describe("hostile tool calls from programs", () => {
     expect(outcome.value).toEqual([["ReferenceError", "TypeError"], "undefined", "function"]);
   });
 });
+
+describe("hostile input against a recursive schema", () => {
+  test("an input nested deeper than the host's stack fails the tool call typed, and the next call is served", async () => {
+    const tree: Tool = { description: "", inputSchema: { type: "array", items: { $ref: "#" } }, annotations: readOnly, execute: () => "checked" };
+    const { outcome, record } = await runWith("let v = []; for (let i = 0; i < 100000; i++) v = [v]; try { return await tools.tree(v) } catch (e) { return e.name }", { tree });
+    expect(["ToolError", "TypeError"]).toContain(outcome.value);
+    expect(record.tool_calls?.[0]?.ok).toBe(false);
+    expect((await runWith("return await tools.tree([[[]]])", { tree })).outcome.value).toBe("checked");
+  });
+});

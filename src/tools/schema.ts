@@ -18,6 +18,8 @@ export interface ReadSchema {
   readonly check: (value: unknown) => Promise<SchemaCheck>;
   /** The schema as JSON Schema, when it can say (for declarations and the reuse fingerprint). */
   readonly jsonSchema: object | undefined;
+  /** The check is improv's own (ajv, in linear time): it needs no time limit or async context of its own. */
+  readonly ownCheck: boolean;
 }
 
 /** At most this many problems are named in a failure; their text is bounded too. */
@@ -31,15 +33,14 @@ const AI_SDK_SCHEMA = Symbol.for("vercel.ai.schema");
  * other must take time in proportion to their sizes. `pattern`s run on RE2 (linear time; a
  * pattern RE2 cannot run, such as a lookahead, makes the schema unusable), `uniqueItems` is
  * checked by hashing, not pair by pair, formats are not checked, and remote `$ref`s are never
- * fetched (ajv has no loader here, so compiling one fails). Compiled schemas are not kept by
- * their `$id`, so two tools (or agents) may share one.
+ * fetched (ajv has no loader here, so compiling one fails). Each schema leaves the validator
+ * once compiled, so none is kept by its `$id`: two tools (or agents) may share one.
  */
 const AJV_OPTIONS: AjvOptions = {
   allErrors: true,
   strict: false,
   validateSchema: true,
   validateFormats: false,
-  addUsedSchema: false,
   logger: false,
   code: { regExp: linearRegExp as never },
 };
@@ -132,6 +133,7 @@ function readStandard(standard: unknown): ReadSchema {
   }
   return {
     jsonSchema,
+    ownCheck: false,
     async check(value) {
       const result = await props.validate(value);
       if (result.issues === undefined) return { ok: true, value: result.value };
@@ -152,6 +154,7 @@ function readAiSdk(schema: AiSdkSchema): ReadSchema {
     const validate = schema.validate.bind(schema);
     return {
       jsonSchema: known,
+      ownCheck: false,
       async check(value) {
         const result = await validate(value);
         return result.success ? { ok: true, value: result.value } : { ok: false, problems: describeProblems([messageOf(result.error)]) };
@@ -175,6 +178,7 @@ function readJsonSchema(schema: object): ReadSchema {
   }
   return {
     jsonSchema: schema,
+    ownCheck: true,
     async check(value) {
       if (validate(value)) return { ok: true, value };
       const problems = (validate.errors ?? []).map((error) => `${error.instancePath === "" ? "" : `${error.instancePath.slice(1).replaceAll("/", ".")}: `}${error.message ?? "is not valid"}`);

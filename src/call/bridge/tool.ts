@@ -5,6 +5,7 @@ import { bridgeFailure, type BridgeAnswer, type ToolRequest } from "../../sandbo
 import type { AskingRun } from "../../sandbox/host/pending-run.ts";
 import { endSpan, startSpan } from "../../tracing/tracing.ts";
 import type { GrantedTool } from "../../tools/grant.ts";
+import type { SchemaCheck } from "../../tools/schema.ts";
 import type { Tool } from "../../tools/tool.ts";
 import { runWhileWaiting, withAgents } from "../../tools/reentry.ts";
 import { copyToolResult } from "../../tools/result.ts";
@@ -48,7 +49,8 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   const ended = () => fail("cancelled", `tools.${granted.path}: the call ended before the tool ran.`);
   if (!input.ok) return fail("invalid_input", input.message);
   if (run.signal.aborted) return ended();
-  const checked = await bounded(call, run, granted, () => granted.input.check(input.value));
+  // The application's schema code runs bounded, in the caller's context; improv's own JSON Schema check needs neither.
+  const checked = granted.input.ownCheck ? await ownCheck(granted, input.value) : await bounded(call, run, granted, () => granted.input.check(input.value));
   if (!checked.ok) return checked.errorType === "tool" ? fail("tool", `tools.${granted.path}: its input schema failed while checking the input (${checked.message}).`) : fail(checked.errorType, `tools.${granted.path}: ${checked.message}`, true);
   if (!checked.value.ok) return fail("invalid_input", `tools.${granted.path}(input): the input does not match the tool's schema: ${checked.value.problems}`);
   const value = checked.value.value;
@@ -70,6 +72,15 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   draft.tools.end(entry, true);
   // Copied within the limit for what a program receives: measured already.
   return { ok: true, value: copied.value, measured: true };
+}
+
+/** improv's own check of an input (a deeply nested one may still exhaust the stack). */
+async function ownCheck(granted: GrantedTool, value: unknown): Promise<Bounded<SchemaCheck>> {
+  try {
+    return { ok: true, value: await granted.input.check(value) };
+  } catch (error) {
+    return { ok: false, errorType: "tool", message: safeMessage(error) };
+  }
 }
 
 /** `toolApproval`'s answer: true, false, or why it could not answer (which refuses the call too). Asked in the caller's async context. */
