@@ -36,9 +36,6 @@ interface AgentRow {
  * const store = new PostgresStore("postgres://app@127.0.0.1:5432/app");
  * const calc = await Agent.open("calculator", { store, id: "calc-1" });
  */
-/** Pool connections that carry a listener of their own for errors reported after they are released. */
-const quieted = new WeakSet<object>();
-
 export class PostgresStore implements Store {
   readonly label: string;
   readonly #pool: pg.Pool;
@@ -58,6 +55,10 @@ export class PostgresStore implements Store {
     this.#pool = new pg.Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true, ...CONNECTION_LIMITS });
     // A connection that drops while idle must not crash the process; the next query reconnects.
     this.#pool.on("error", () => undefined);
+    // Nor one that drops as it is handed out: the pool stops listening to it before its borrower
+    // can, and the server's message may arrive in the same read. Every connection always has a
+    // listener of ours; a borrower also hears the error (see `#checkout`).
+    this.#pool.on("connect", (client) => client.on("error", () => undefined));
   }
 
   async open(id: string, role: string): Promise<AgentChanges> {
@@ -334,12 +335,6 @@ export class PostgresStore implements Store {
    */
   async #checkout<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#pool.connect();
-    // A connection the server ended may report it again after it is released and dropped, when
-    // neither this checkout nor the pool listens any more: it always has a listener of ours.
-    if (!quieted.has(client)) {
-      quieted.add(client);
-      client.on("error", () => undefined);
-    }
     let broken: Error | undefined;
     const onError = (error: Error) => {
       broken = error;
