@@ -13,6 +13,7 @@ import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
 import { choosePreview } from "./preview.ts";
 import { renderPrompts, type PromptInput } from "./prompt.ts";
+import { within } from "./within.ts";
 import { feedbackBlock } from "./repair.ts";
 
 /** A program the provider wrote for one attempt. */
@@ -87,41 +88,32 @@ function providerName(provider: Provider): string {
 /** One provider attempt, bounded by providerTimeoutMs and the call's signal. */
 async function askOnce(provider: Provider, request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<Outcome | (WrittenProgram & { usage?: Generation["usage"] })> {
   const { providerTimeoutMs } = state.options;
-  const { signal } = draft;
-  const controller = new AbortController();
   // Within providerTimeoutMs, and within what is left of the call's callTimeoutMs.
-  const callLeftMs = callTimeLeftMs(draft);
-  const limitMs = Math.min(providerTimeoutMs, callLeftMs);
+  const limitMs = Math.min(providerTimeoutMs, callTimeLeftMs(draft));
   const timeoutMessage = limitMs < providerTimeoutMs ? callTimeoutMessage(state) : `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
-  let timedOut = false;
-  // The Error is made only when the time is up: capturing a stack costs more than the rest of this setup.
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new Error(timeoutMessage));
-  }, limitMs);
-  const onAbort = () => controller.abort(signal?.reason);
-  signal?.addEventListener("abort", onAbort, { once: true });
-  try {
-    // Race the abort too: a provider that ignores its signal must not hold the call.
-    const stopped = new Promise<never>((_, reject) => controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }));
-    const pending = Promise.resolve(provider.generate(request, controller.signal));
-    pending.catch(() => undefined); // It may reject after the race is lost; that must not go unhandled.
-    const generation = (await Promise.race([pending, stopped])) as Generation | undefined;
-    if (typeof generation !== "object" || generation === null) return failed(draft, "provider", "The provider returned nothing; generate() must resolve to { code, model }.");
-    countTokens(draft, generation.usage);
-    const { code } = generation;
-    if (typeof code !== "string" || code.trim() === "") {
-      return failed(draft, "invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${request.attempt}).`);
-    }
-    return { code, model: typeof generation.model === "string" ? generation.model : "unknown", ...(generation.usage === undefined ? {} : { usage: generation.usage }) };
-  } catch (error) {
-    if (timedOut) return failed(draft, "timeout", timeoutMessage);
-    if (signal?.aborted) return failed(draft, "cancelled", "The call was cancelled while waiting for the provider.");
-    return failed(draft, "provider", `The provider failed: ${error instanceof Error ? error.message : String(error)}`);
-  } finally {
-    clearTimeout(timer);
-    signal?.removeEventListener("abort", onAbort);
+  const answer = await within(limitMs, draft.signal, () => new Error(timeoutMessage), (signal) => provider.generate(request, signal));
+  if (!answer.ok) {
+    if (answer.why === "timeout") return failed(draft, "timeout", timeoutMessage);
+    if (answer.why === "aborted") return failed(draft, "cancelled", "The call was cancelled while waiting for the provider.");
+    return failed(draft, "provider", `The provider failed: ${answer.error instanceof Error ? answer.error.message : String(answer.error)}`);
   }
+  try {
+    return readGeneration(answer.value as Generation | undefined, draft, request.attempt);
+  } catch (error) {
+    // A generation whose fields throw when read is the provider's failure too.
+    return failed(draft, "provider", `The provider failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** The program a provider's answer holds, or the attempt's error outcome. */
+function readGeneration(generation: Generation | undefined, draft: CallDraft, attempt: number): Outcome | (WrittenProgram & { usage?: Generation["usage"] }) {
+  if (typeof generation !== "object" || generation === null) return failed(draft, "provider", "The provider returned nothing; generate() must resolve to { code, model }.");
+  countTokens(draft, generation.usage);
+  const { code } = generation;
+  if (typeof code !== "string" || code.trim() === "") {
+    return failed(draft, "invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${attempt}).`);
+  }
+  return { code, model: typeof generation.model === "string" ? generation.model : "unknown", ...(generation.usage === undefined ? {} : { usage: generation.usage }) };
 }
 
 /** Adds the tokens a provider reported for one attempt to the call's totals (whole numbers ≥ 0 only: the report is the provider's). */

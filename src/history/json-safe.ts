@@ -48,7 +48,8 @@ export function truncateString(text: string, limit = MAX_STRING_CHARS): string {
   return `${text.slice(0, limit)}…[truncated ${text.length - limit} chars]`;
 }
 
-function describeError(error: unknown): string {
+/** An error's message (or the thrown value as text), never throwing whatever was thrown. */
+export function describeError(error: unknown): string {
   try {
     return error instanceof Error ? error.message : String(error);
   } catch {

@@ -1,7 +1,7 @@
 import { configure } from "safe-stable-stringify";
 import type { ErrorType, OutcomeStatus } from "../outcome.ts";
 import { asJsonSafe, truncateString, valueClass, type JsonValue } from "./json-safe.ts";
-import type { ToolCallRecord } from "../tools/tool-calls.ts";
+import { boundedInput, type ToolCallRecord } from "../tools/tool-calls.ts";
 
 /** Who made a call: application code, generated code through `delegate`, or (reserved) an agent. */
 export type Speaker = "user" | "tool" | "agent";
@@ -132,10 +132,9 @@ export function createRecord(input: RecordInput): SerializedRecord {
 
 /** A listed tool call cut down for a record that does not fit: its input and error message shortened. */
 function shortToolCall(call: ToolCallRecord): ToolCallRecord {
-  const input = JSON.stringify(call.input) ?? "null";
   return {
     ...call,
-    input: input.length <= 200 ? call.input : `${input.slice(0, 160)}…[truncated: input was ${input.length} chars as JSON]`,
+    input: boundedInput(call.input, 200),
     ...(call.error_message === undefined ? {} : { error_message: truncateString(call.error_message, 200) }),
   };
 }

@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { stringify } from "safe-stable-stringify";
+import { describeError } from "../history/json-safe.ts";
 import { readSchema, SchemaProblem, type ReadSchema } from "./schema.ts";
 import { DEFAULT_TOOL_TIMEOUT_MS, isServerTool, type Tool, type ToolAnnotations } from "./tool.ts";
 
@@ -123,7 +124,7 @@ function describe(path: string, description: Tool["description"]): string | unde
     try {
       text = description({ context: {} });
     } catch (error) {
-      throw new TypeError(`Tool "${path}": its description function threw (${error instanceof Error ? error.message : String(error)}).`);
+      throw new TypeError(`Tool "${path}": its description function threw (${describeError(error)}).`);
     }
     if (typeof text === "string") return text;
   }

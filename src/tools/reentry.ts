@@ -17,8 +17,15 @@ const waiting = new AsyncLocalStorage<Waiting>();
 /** Runs a tool's `execute` knowing that `agents` wait for it; `ended` must be called when the tool call ends. */
 export function runWhileWaiting<T>(agents: ReadonlySet<string>, execute: () => T): { readonly result: T; readonly ended: () => void } {
   const state: Waiting = { agents, active: true };
-  const result = waiting.run(state, execute);
-  return { result, ended: () => (state.active = false) };
+  const ended = () => {
+    state.active = false;
+  };
+  try {
+    return { result: waiting.run(state, execute), ended };
+  } catch (error) {
+    ended();
+    throw error;
+  }
 }
 
 /** The agents waiting on the tool whose code is running now (none outside a tool). */

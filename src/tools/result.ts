@@ -5,6 +5,7 @@
  * anything that is not data refused with the place it was found.
  */
 import { types } from "node:util";
+import { describeError } from "../history/json-safe.ts";
 
 /** A copy of a tool's result, or why it cannot be sent to the program. */
 export type ToolResultCopy = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string };
@@ -114,10 +115,6 @@ function read(node: object, key: string | number, where: string): unknown {
 }
 
 function describe(error: unknown): string {
-  try {
-    const text = error instanceof Error ? error.message : String(error);
-    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-  } catch {
-    return "unknown";
-  }
+  const text = describeError(error);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }

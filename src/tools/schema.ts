@@ -9,6 +9,7 @@ import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { RE2JS } from "re2js";
 import { stringify } from "safe-stable-stringify";
+import { describeError } from "../history/json-safe.ts";
 
 /** An input checked: the value the tool is given (a Standard Schema may transform it), or the problems found. */
 export type SchemaCheck = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problems: string };
@@ -103,7 +104,7 @@ function readAnySchema(schema: unknown): ReadSchema {
     try {
       made = (schema as () => unknown)();
     } catch (error) {
-      throw new SchemaProblem(`is a function that threw when asked for its schema (${messageOf(error)})`);
+      throw new SchemaProblem(`is a function that threw when asked for its schema (${describeError(error)})`);
     }
     if (typeof made === "function") throw new SchemaProblem("is a function that returns a function, not a schema");
     return readSchema(made);
@@ -157,7 +158,7 @@ function readAiSdk(schema: AiSdkSchema): ReadSchema {
       ownCheck: false,
       async check(value) {
         const result = await validate(value);
-        return result.success ? { ok: true, value: result.value } : { ok: false, problems: describeProblems([messageOf(result.error)]) };
+        return result.success ? { ok: true, value: result.value } : { ok: false, problems: describeProblems([describeError(result.error)]) };
       },
     };
   }
@@ -171,7 +172,7 @@ function readJsonSchema(schema: object): ReadSchema {
   try {
     validate = validator.compile(schema);
   } catch (error) {
-    throw new SchemaProblem(`is not a usable JSON Schema (${messageOf(error)})`);
+    throw new SchemaProblem(`is not a usable JSON Schema (${describeError(error)})`);
   } finally {
     // The compiled function is all a tool keeps: the validator's cache must not grow with every agent.
     validator.removeSchema(schema);
@@ -198,12 +199,4 @@ function describeProblems(problems: readonly string[]): string {
   const more = problems.length > MAX_PROBLEMS ? ` (and ${problems.length - MAX_PROBLEMS} more)` : "";
   const text = `${named}${more}`;
   return text.length > MAX_PROBLEMS_CHARS ? `${text.slice(0, MAX_PROBLEMS_CHARS)}…` : text === "" ? "the input does not match" : text;
-}
-
-function messageOf(error: unknown): string {
-  try {
-    return error instanceof Error ? error.message : String(error);
-  } catch {
-    return "unknown";
-  }
 }

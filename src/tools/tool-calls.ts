@@ -132,9 +132,13 @@ function recordOf(entry: ToolCallEntry, now: number): ToolCallRecord {
   };
 }
 
-/** The input as a record shows it: JSON-safe, and when its JSON passes the bound, a string of its start with a marker. */
+/** The input as a record shows it: JSON-safe, within {@link MAX_LISTED_INPUT_CHARS}. */
 function listedInput(input: unknown): JsonValue {
-  const safe = toJsonSafe(input, MAX_LISTED_INPUT_CHARS * 2);
-  const json = JSON.stringify(safe) ?? "null";
-  return json.length <= MAX_LISTED_INPUT_CHARS ? safe : `${json.slice(0, MAX_LISTED_INPUT_CHARS - 60)}…[truncated: input was ${json.length} chars as JSON]`;
+  return boundedInput(toJsonSafe(input, MAX_LISTED_INPUT_CHARS * 2), MAX_LISTED_INPUT_CHARS);
+}
+
+/** A JSON-safe input as it is when its JSON fits `maxChars`, else a string of that JSON's start with a marker (within `maxChars` too). */
+export function boundedInput(input: JsonValue, maxChars: number): JsonValue {
+  const json = JSON.stringify(input) ?? "null";
+  return json.length <= maxChars ? input : `${json.slice(0, maxChars - 60)}…[truncated: input was ${json.length} chars as JSON]`;
 }

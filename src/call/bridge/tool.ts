@@ -12,6 +12,7 @@ import { copyToolResult } from "../../tools/result.ts";
 import type { ToolCallEntry } from "../../tools/tool-calls.ts";
 import type { ErrorType } from "../../outcome.ts";
 import type { Call } from "../draft.ts";
+import { within } from "../within.ts";
 
 /**
  * A program's `tools.name(input)`: the input read and checked against the tool's schema (a
@@ -56,8 +57,10 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   const value = checked.value.value;
   if (granted.effect === "write") {
     if (run.signal.aborted) return ended();
-    const approved = await untilEnded(approve(call, granted, value), run.signal);
-    if (approved === ENDED) return fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`);
+    // An approval that never answers does not hold the call: it is waited for until the run ends.
+    const asked = await within(Number.POSITIVE_INFINITY, run.signal, () => undefined, () => approve(call, granted, value));
+    if (!asked.ok) return fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`);
+    const approved = asked.value;
     if (approved !== true) return fail("tool", `tools.${granted.path}: denied${approved === false ? " by the application" : ` (the approval failed: ${approved.problem})`}.`);
   }
   // A run that ended meanwhile does not start the tool: nothing of an ended call runs on.
@@ -96,68 +99,28 @@ async function approve(call: Call, granted: GrantedTool, input: unknown): Promis
   }
 }
 
-const ENDED = Symbol("ended");
-
-/** `pending`, or {@link ENDED} once `signal` aborts (an approval that never answers does not hold the call). */
-function untilEnded<T>(pending: Promise<T>, signal: AbortSignal): Promise<T | typeof ENDED> {
-  if (signal.aborted) return Promise.resolve(ENDED);
-  return new Promise((resolve) => {
-    const onAbort = () => resolve(ENDED);
-    signal.addEventListener("abort", onAbort, { once: true });
-    pending.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      () => resolve(ENDED),
-    );
-  });
-}
-
 type Bounded<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errorType: ErrorType; readonly message: string };
 
 /**
  * Runs the application's code for a tool call (its schema's check, its `execute`) in the
- * caller's async context, knowing which agents wait on it, with a signal that aborts when the
- * run ends or the tool's time is up. Code that ignores its signal does not hold the call: its
- * late answer is ignored.
+ * caller's async context, knowing which agents wait on it, within the tool's `timeoutMs` and
+ * the run's end (see `within`).
  */
 async function bounded<T>(call: Call, run: AskingRun, granted: GrantedTool, work: (signal: AbortSignal) => T | PromiseLike<T>): Promise<Bounded<Awaited<T>>> {
   const { state, draft } = call;
-  const callLeftMs = Math.max(0, run.timeLeftMs());
-  const limitMs = Math.min(granted.timeoutMs, callLeftMs);
+  const limitMs = Math.min(granted.timeoutMs, Math.max(0, run.timeLeftMs()));
   const timeoutMessage = limitMs < granted.timeoutMs ? "the call's callTimeoutMs ran out before the tool answered." : `did not answer within its timeoutMs (${granted.timeoutMs} ms).`;
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new Error(timeoutMessage));
-  }, limitMs);
-  const onEnd = () => controller.abort(run.signal.reason);
-  if (run.signal.aborted) onEnd();
-  else run.signal.addEventListener("abort", onEnd, { once: true });
-  const stopped = new Promise<never>((_, reject) => controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }));
-  const running = draft.inCaller(() =>
-    runWhileWaiting(withAgents(draft.waitingAgents, state.id), () => {
-      try {
-        return Promise.resolve(work(controller.signal));
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    }),
-  );
-  running.result.catch(() => undefined); // It may reject after the race is lost; that must not go unhandled.
-  try {
-    return { ok: true, value: await Promise.race([running.result, stopped]) };
-  } catch (error) {
-    if (timedOut) return { ok: false, errorType: "timeout", message: timeoutMessage };
-    if (controller.signal.aborted) return { ok: false, errorType: "cancelled", message: "the call ended before the tool answered." };
-    return { ok: false, errorType: "tool", message: safeMessage(error) };
-  } finally {
-    clearTimeout(timer);
-    run.signal.removeEventListener("abort", onEnd);
-    running.ended();
-  }
+  let ended: (() => void) | undefined;
+  const answer = await within(limitMs, run.signal, () => new Error(timeoutMessage), (signal) => {
+    const running = draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), () => work(signal)));
+    ended = running.ended;
+    return running.result;
+  });
+  ended?.();
+  if (answer.ok) return answer;
+  if (answer.why === "timeout") return { ok: false, errorType: "timeout", message: timeoutMessage };
+  if (answer.why === "aborted") return { ok: false, errorType: "cancelled", message: "the call ended before the tool answered." };
+  return { ok: false, errorType: "tool", message: safeMessage(answer.error) };
 }
 
 // A path of two or more parts; a part may hold single spaces between words ("/Users/John Smith/app.js").

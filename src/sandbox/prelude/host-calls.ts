@@ -67,21 +67,18 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   const ProxyCtor = Proxy;
   const MapCtor = Map;
   const PromiseCtor = Promise;
-  const WeakSetCtor = WeakSet;
   const WeakMapCtor = WeakMap;
-  const weakSetAdd = WeakSet.prototype.add;
-  const weakSetHas = WeakSet.prototype.has;
   const toPrimitive = Symbol.toPrimitive;
   const bridgeApply = bridge.apply;
   const copyOptions = freeze(Object.assign(create(null), { copy: true }));
   const promiseResultOptions = freeze(Object.assign(create(null), { promise: true, copy: true }));
   const BRIDGE_OPTIONS = freeze(Object.assign(create(null), { arguments: copyOptions, result: promiseResultOptions }));
-  const budgetErrors = new WeakSetCtor<object>();
-  // Tool failures this runtime threw, and whether each may pass when the call is made again.
-  const toolErrors = new WeakMapCtor<object, boolean>();
+  /** How an error this runtime threw ends its call, left uncaught: a budget error, or a tool's failure and whether it may pass. */
+  type KnownFailure = { readonly errorType: "budget_exceeded" | "tool"; readonly retriable: boolean };
+  const knownErrors = new WeakMapCtor<object, KnownFailure>();
   const weakMapGet = WeakMap.prototype.get;
   const weakMapSet = WeakMap.prototype.set;
-  const weakMapHas = WeakMap.prototype.has;
+  const BUDGET_FAILURE: KnownFailure = freeze({ errorType: "budget_exceeded", retriable: false });
 
   /** How a kind counts against the per-call budget: whether it holds a place in flight. */
   interface Budget {
@@ -93,7 +90,7 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   function budgetError(message: string): Error {
     const error = new ErrorCtor(message);
     error.name = "BudgetExceededError";
-    apply(weakSetAdd, budgetErrors, [error]);
+    apply(weakMapSet, knownErrors, [error, BUDGET_FAILURE]);
     return error;
   }
 
@@ -285,7 +282,7 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     if (errorType === "invalid_input") throw new TypeErrorCtor(message);
     if (errorType === "budget_exceeded") throw budgetError(message);
     const error = new ToolError(message, name);
-    apply(weakMapSet, toolErrors, [error, retriable]);
+    apply(weakMapSet, knownErrors, [error, freeze({ errorType: "tool", retriable })]);
     throw error;
   }
 
@@ -312,11 +309,9 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     return freeze(tools);
   }
 
-  function failureOf(thrown: unknown): { errorType: "budget_exceeded" | "tool"; retriable: boolean } | undefined {
+  function failureOf(thrown: unknown): KnownFailure | undefined {
     if (typeof thrown !== "object" || thrown === null) return undefined;
-    if (apply(weakSetHas, budgetErrors, [thrown]) === true) return { errorType: "budget_exceeded", retriable: false };
-    if (apply(weakMapHas, toolErrors, [thrown]) === true) return { errorType: "tool", retriable: apply(weakMapGet, toolErrors, [thrown]) === true };
-    return undefined;
+    return apply(weakMapGet, knownErrors, [thrown]) as KnownFailure | undefined;
   }
 
   return freeze({
