@@ -262,6 +262,66 @@ describe("deadlines of programs beside another agent's program", () => {
     expect(spun.value).toBe("spun");
   });
 
+  test("a program that computes after an answer came holds its process like a synchronous part: other agents move, each of its holds seen", async () => {
+    configureSandbox({ processes: 2, maxProcesses: 2 });
+    // Past the grace before its request (a hold the host sees end), then again after the answer.
+    const before = `{ ${SPIN(120).replace(" return 'spun'", "")} }`;
+    const helper = { asked: false };
+    const provider = new ScriptedProvider({
+      programs: (request) => {
+        if (request.method === "warm") return "return 1";
+        if (request.role === "helper") {
+          helper.asked = true;
+          return { delayMs: 400, code: "return 'pong'" };
+        }
+        return request.role === "late-spinner" ? `${before}; await delegate('helper').ping(); ${SPIN(2_000)}` : "context.n = (context.n ?? 0) + 1; return context.n";
+      },
+    });
+    const spinner = Agent.for("late-spinner", { provider, executionTimeoutMs: 10_000, reuse: false });
+    const others = Array.from({ length: 6 }, () => Agent.for("quick", { provider, reuse: false }));
+    await Promise.all([spinner.warm(), ...others.map((agent) => agent.work())]);
+    let spun = false;
+    const spinning = spinner.work().then((outcome) => {
+      spun = true;
+      return outcome;
+    });
+    await waitFor(() => sandboxPool().busyProcesses === 1);
+    await waitFor(() => helper.asked && sandboxPool().busyProcesses === 0);
+    await waitFor(() => sandboxPool().busyProcesses === 1);
+    const results = await Promise.all(others.map(async (agent) => [await agent.work(), await agent.work()]));
+    expect(spun).toBe(false);
+    for (const outcome of results.flat()) expect(outcome.ok).toBe(true);
+    expect((await spinning).value).toBe("spun");
+  });
+
+  test("a program whose answer comes while another program computes after its own answer is not timed out", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    let asked = false;
+    const slow = {
+      description: "Answers after 300 ms.",
+      inputSchema: { type: "object" },
+      annotations: { readOnlyHint: true },
+      execute: async () => {
+        asked = true;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return "pong";
+      },
+    };
+    const provider = new ScriptedProvider({ programs: { "asker.work": "return await tools.slow({})", "hog.work": `await content("none"); ${SPIN(2_500)}`, warm: "return 1" } });
+    const asker = Agent.for("asker", { provider, tools: { slow }, executionTimeoutMs: 1_000, reuse: false });
+    const hog = Agent.for("hog", { provider, executionTimeoutMs: 5_000, reuse: false });
+    await Promise.all([asker.warm(), hog.warm()]);
+    // The asker's answer comes while the hog's continuation holds the one process for longer
+    // than the asker's whole time limit (and its host deadline's grace).
+    const asking = asker.work();
+    await waitFor(() => asked);
+    const [answered, hogged] = await Promise.all([asking, hog.work()]);
+    expect(answered.errorMessage).toBeUndefined();
+    expect(answered.value).toBe("pong");
+    expect(hogged.errorMessage).toBeUndefined();
+    expect(hogged.value).toBe("spun");
+  });
+
   test("holds just past the busy grace, back to back, are not charged to a program waiting for its delegate", async () => {
     configureSandbox({ processes: 1, maxProcesses: 1 });
     const { provider } = waitingOnHelper("victim", 100, SPIN(52));

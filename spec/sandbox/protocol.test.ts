@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { packResult, packRun, unpackRun, unpackSuccess, type RunReport, type RunRequestMessage } from "../../src/sandbox/protocol.ts";
+import { MAX_HOLD, busyLine, freeLine, packResult, packRun, readSignal, resumedLine, startedLine, unpackRun, unpackSuccess, type RunReport, type RunRequestMessage } from "../../src/sandbox/protocol.ts";
+import { holdNumber } from "../../src/sandbox/child/memory-watch-slots.ts";
 
 describe("the messages every call sends, as they travel", () => {
   test("a run message comes back from its packed form field for field", () => {
@@ -42,5 +43,30 @@ describe("the messages every call sends, as they travel", () => {
       { kind: "failed", errorType: "timeout", message: "late" },
     ];
     for (const report of others) expect(packResult(8, report)).toEqual({ type: "result", runId: 8, report });
+  });
+});
+
+describe("the report pipe's run signals", () => {
+  test("a busy and a free line name the hold they are about; started and resumed lines name the run only", () => {
+    expect(readSignal(busyLine(7, 3).trim())).toEqual({ kind: "busy", runId: 7, hold: 3 });
+    expect(readSignal(freeLine(7, 3, 55).trim())).toEqual({ kind: "free", runId: 7, hold: 3, heldMs: 55 });
+    expect(readSignal(startedLine(7).trim())).toEqual({ kind: "started", runId: 7 });
+    expect(readSignal(resumedLine(7).trim())).toEqual({ kind: "resumed", runId: 7 });
+    // A run's holds are told apart: its synchronous part, each answer's entry, its tidying.
+    expect(readSignal(busyLine(7, 4).trim())).not.toEqual(readSignal(busyLine(7, 3).trim()));
+  });
+
+  test("lines of the wrong shape are not signals", () => {
+    for (const line of ["B7", "F7:55", "F7/3", "S7/3", "R7:1", "B0/1", `B7/${MAX_HOLD + 1}`, "X7/1", "B7/1:2", ""]) expect(readSignal(line)).toBeUndefined();
+  });
+
+  test("hold numbers stay within 31 bits when the watch's Int32 counter wraps", () => {
+    const counter = new Int32Array(1);
+    counter[0] = 2 ** 31 - 1;
+    const last = Atomics.add(counter, 0, 1) + 1;
+    expect(holdNumber(last)).toBe(0);
+    expect(holdNumber(Atomics.load(counter, 0))).toBe(0);
+    expect(holdNumber(Atomics.add(counter, 0, 1) + 1)).toBe(1);
+    expect(readSignal(busyLine(1, holdNumber(MAX_HOLD)).trim())).toEqual({ kind: "busy", runId: 1, hold: MAX_HOLD });
   });
 });

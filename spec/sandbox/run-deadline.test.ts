@@ -58,4 +58,34 @@ describe("the held rule's deadline (both processes use this one)", () => {
     vi.advanceTimersByTime(1_000);
     expect(expired).not.toHaveBeenCalled();
   });
+
+  test("made with requests in flight, it counts nothing until the last answer, and is not armed meanwhile", () => {
+    const expired = vi.fn();
+    const deadline = new RunDeadline(100, expired, performance.now() - 30, 2);
+    expect(deadline.waiting).toBe(true);
+    vi.advanceTimersByTime(1_000);
+    expect(expired).not.toHaveBeenCalled();
+    deadline.waitEnded();
+    vi.advanceTimersByTime(1_000);
+    expect(expired).not.toHaveBeenCalled();
+    // The last answer: the 30 ms before the requests count, the wait does not.
+    deadline.waitEnded();
+    expect(deadline.remainingMs()).toBe(70);
+    vi.advanceTimersByTime(70);
+    expect(expired).toHaveBeenCalledTimes(1);
+  });
+
+  test("an answer taken in an entry bounded by its own limit leaves the deadline unarmed until it is armed again", () => {
+    const expired = vi.fn();
+    const deadline = new RunDeadline(100, expired, performance.now(), 1);
+    vi.advanceTimersByTime(50);
+    deadline.waitEnded(0, false);
+    expect(deadline.remainingMs()).toBe(100);
+    vi.advanceTimersByTime(500);
+    expect(expired).not.toHaveBeenCalled();
+    // The count went on meanwhile: armed again, the deadline passes at once.
+    deadline.arm();
+    vi.advanceTimersByTime(0);
+    expect(expired).toHaveBeenCalledTimes(1);
+  });
 });

@@ -14,27 +14,29 @@ export type Within<T> = { readonly ok: true; readonly value: T } | { readonly ok
  */
 export async function within<T>(limitMs: number, signal: AbortSignal | undefined, timeoutReason: () => unknown, work: (signal: AbortSignal) => T | PromiseLike<T>): Promise<Within<Awaited<T>>> {
   const controller = new AbortController();
-  let timedOut = false;
-  const timer = Number.isFinite(limitMs)
-    ? setTimeout(() => {
-        timedOut = true;
-        controller.abort(timeoutReason());
-      }, limitMs)
-    : undefined;
   const onAbort = () => controller.abort(signal?.reason);
   if (signal?.aborted) onAbort();
   else signal?.addEventListener("abort", onAbort, { once: true });
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
   try {
+    const result = work(controller.signal);
+    // Answered at once (a tool that computes, say): no time limit to keep, no race to run.
+    if (!isThenable(result)) {
+      if (controller.signal.aborted) throw controller.signal.reason;
+      return { ok: true, value: result as Awaited<T> };
+    }
+    if (Number.isFinite(limitMs)) {
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(timeoutReason());
+      }, limitMs);
+    }
     const stopped = new Promise<never>((_, reject) => {
       if (controller.signal.aborted) reject(controller.signal.reason);
       else controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
     });
-    let pending: Promise<Awaited<T>>;
-    try {
-      pending = Promise.resolve(work(controller.signal)) as Promise<Awaited<T>>;
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
+    const pending = Promise.resolve(result) as Promise<Awaited<T>>;
     pending.catch(() => undefined); // It may reject after the race is lost; that must not go unhandled.
     return { ok: true, value: await Promise.race([pending, stopped]) };
   } catch (error) {
@@ -43,4 +45,9 @@ export async function within<T>(limitMs: number, signal: AbortSignal | undefined
     clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);
   }
+}
+
+/** Whether `value` is a promise or a thenable (reading its `then` may throw: that is the work's failure). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
 }

@@ -8,11 +8,11 @@
  *        history since last sync}          start(payload)  ─────────────▶  compile, run
  *   (sent packed)
  *   sync {records} (large syncs) ──────▶   sync(chunk)     ─────────────▶  mirror += records
- *   bridge-result {answer} ◀─────▶         bridge {request} ◀──────────────  delegate(…).m(), content(ref)
- *   (a handler per kind: call/bridge/)     (read: child/bridge-reader.ts)   (one helper: host-calls.ts)
- *                                          start's answer  ◀──────────────  result, if settled at once
- *                                          notify(callId)  ◀──────────────  settled later
- *   result {value, context, …}  ◀──────    take(callId)    ─────────────▶  result
+ *   bridge {request}            ◀──────    post (a sync callback) ◀───────  delegate(…).m(), content(ref),
+ *   (a handler per kind: call/bridge/)     (read: child/bridge-reader.ts)   tools.x() (one helper: host-calls.ts)
+ *   bridge-result {answer}      ──────▶    deliver(answer) ─────────────▶  the program runs on
+ *                                          an entry's answer ◀────────────  result, if it settled in it
+ *   result {value, context, …}  ◀──────    take(callId)    ─────────────▶  result (after an entry threw)
  *   (a success sent packed)                tidy()          ─────────────▶  globals removed, records parsed
  *
  * Values travel host → child by structured clone (IPC "advanced" serialisation) and enter
@@ -75,12 +75,16 @@ export type IsolateResult =
       readonly retriable?: boolean;
     };
 
+/** What an entry that lets a program run answers: its result when it settled in the entry, null while it goes on. */
+export interface RunAnswer {
+  result: IsolateResult | null;
+}
+
 /**
  * What the isolate runtime's `start` answers: `tainted` when a global an earlier program left
- * cannot be removed (nothing ran; the isolate must be replaced), else the call's result when it
- * settled before the answer was copied out (null: it goes on, and is taken on notice).
+ * cannot be removed (nothing ran; the isolate must be replaced), else a {@link RunAnswer}.
  */
-export type StartAnswer = { readonly tainted: true } | { tainted: false; result: IsolateResult | null };
+export type StartAnswer = { readonly tainted: true } | ({ tainted: false } & RunAnswer);
 
 /**
  * The bridge: what a running program may ask of the host while it runs, one entry per kind.
@@ -216,7 +220,8 @@ export type HostMessage =
   | PackedRun
   | SyncRequestMessage
   | { readonly type: "cancel"; readonly runId: number }
-  | { readonly type: "bridge-result"; readonly requestId: number; readonly answer: BridgeAnswer }
+  /** `tell`: the sandbox process says when the program has the answer (`R`, see {@link RunSignal}); set for a large answer. */
+  | { readonly type: "bridge-result"; readonly requestId: number; readonly answer: BridgeAnswer; readonly tell: boolean }
   | { readonly type: "forget"; readonly agentId: string };
 
 /** How a run ended, as the sandbox process reports it. */
@@ -350,63 +355,72 @@ export const BUSY_GRACE_MS = 50;
 
 /**
  * What a line of the report pipe says about a run:
- * - `S<runId>`: its program started, and goes on after its synchronous part (written by the main
- *   thread then: a bare line on a raw pipe, because serialising an IPC message costs more than the
- *   rest of a short run). Most runs settle in their synchronous part and need none: the host
- *   knows a run started from the first of its answer, a bridge request of its, its `B` or `S`
- *   line, or a memory-ceiling report naming it; a process that dies on purpose (catastrophe)
- *   first writes `S` for every run whose program started. A run known to have started is never
- *   sent to another process. Only a process killed from outside (or crashing) in the first
- *   {@link BUSY_GRACE_MS} of a synchronous part leaves that run looking unstarted: it is sent
- *   again, at most twice (the pool's resend limit);
- * - `B<runId>`: its synchronous part has held the main thread longer than {@link BUSY_GRACE_MS}
- *   (written by the watch thread, since the main thread is the one held); also written for the
- *   isolate's tidying after the run's answer left, which the host then counts as a hold of a
- *   run no longer on its books;
- * - `R<runId>`: its program has an answer to one of its bridge requests and runs on (written by
- *   the main thread as it hands the answer over): the host counts the program's waits for
- *   answers from its request's arrival to this line, so a large answer's transfer and reading
- *   are waits too, as the sandbox process counts them;
- * - `F<runId>:<ms>`: its synchronous part let go after holding the main thread `ms` whole
- *   milliseconds, at least {@link BUSY_GRACE_MS} (written by the main thread as it lets go);
- *   also written for the isolate's tidying after the run's answer left, when that took as long.
+ * - `S<runId>`: its program started, and goes on after its synchronous part without having sent
+ *   the host a request (written by the main thread then: a bare line on a raw pipe, because
+ *   serialising an IPC message costs more than the rest of a short run). Most runs settle in
+ *   their synchronous part and need none: the host knows a run started from the first of its
+ *   answer, a bridge request of its, its `B` or `S` line, or a memory-ceiling report naming it;
+ *   a process that dies on purpose (catastrophe) first writes `S` for every run whose program
+ *   started. A run known to have started is never sent to another process. Only a process
+ *   killed from outside (or crashing) in the first {@link BUSY_GRACE_MS} of a synchronous part,
+ *   or before its first request left, leaves that run looking unstarted (nothing it asked for
+ *   reached the host): it is sent again, at most twice (the pool's resend limit);
+ * - `B<runId>/<hold>`: one of its holds of the main thread has lasted longer than
+ *   {@link BUSY_GRACE_MS} (written by the watch thread, since the main thread is the one held). A
+ *   hold is an entry that lets its program run (its synchronous part, or an answer to one of its
+ *   requests and what the program does with it), or the isolate's tidying after the run's
+ *   answer left, which the host then counts as a hold of a run no longer on its books. `hold`
+ *   tells a run's holds apart;
+ * - `R<runId>`: its program has a large answer to one of its bridge requests and runs on
+ *   (written by the main thread as it hands the answer over, for an answer the host marked
+ *   `tell`): the host counts the program's waits for answers from its request's arrival to this
+ *   line, so a large answer's transfer and reading are waits too, as the sandbox process counts
+ *   them. A small answer's wait ends on the host as it is sent (its transfer takes
+ *   microseconds), which spares a line and a wake-up of the host on every request;
+ * - `F<runId>/<hold>:<ms>`: that hold let go after `ms` whole milliseconds, at least
+ *   {@link BUSY_GRACE_MS} (written by the main thread as it lets go).
  *
  * The held rule: a hold of at least {@link BUSY_GRACE_MS} is not counted against any other run's
  * deadline, by the sandbox process or by the host, and both count exactly the `ms` of its `F`
- * line. A run has one synchronous part, so one `B` and one `F` for it at most (and one more pair
- * for its tidying); `B` and `F` come from different threads, and a `B` read after its `F` is
- * stale. (A tidying `B` read while the host still has the run on its books, its answer not yet
- * read, is taken for a stale one: the tidying's time is then only taken off, by its `F`.)
+ * line. Each hold has one `B` and one `F` at most; they come from different threads, and a `B`
+ * read after the `F` of the same hold is stale. (A tidying `B` read while the host still has the
+ * run on its books, its answer not yet read, is taken for a hold of the run: its `F` ends it.)
  */
 export type RunSignal =
-  | { readonly kind: "started" | "busy" | "resumed"; readonly runId: number }
-  | { readonly kind: "free"; readonly runId: number; readonly heldMs: number };
+  | { readonly kind: "started" | "resumed"; readonly runId: number }
+  | { readonly kind: "busy"; readonly runId: number; readonly hold: number }
+  | { readonly kind: "free"; readonly runId: number; readonly hold: number; readonly heldMs: number };
+
+/** Hold numbers go round within 31 bits (see the watch's `holds` slot). */
+export const MAX_HOLD = 2 ** 31 - 1;
 
 export function startedLine(runId: number): string {
   return `S${runId}\n`;
 }
 
-export function busyLine(runId: number): string {
-  return `B${runId}\n`;
+export function busyLine(runId: number, hold: number): string {
+  return `B${runId}/${hold}\n`;
 }
 
 export function resumedLine(runId: number): string {
   return `R${runId}\n`;
 }
 
-export function freeLine(runId: number, heldMs: number): string {
-  return `F${runId}:${heldMs}\n`;
+export function freeLine(runId: number, hold: number, heldMs: number): string {
+  return `F${runId}/${hold}:${heldMs}\n`;
 }
 
 /** The run signal a report line holds, or undefined when it is not one. */
 export function readSignal(line: string): RunSignal | undefined {
-  const match = /^([SBFR])([1-9]\d{0,15})(?::(\d{1,12}))?$/.exec(line);
+  const match = /^([SBFR])([1-9]\d{0,15})(?:\/(\d{1,10}))?(?::(\d{1,12}))?$/.exec(line);
   if (match === null) return undefined;
-  const [, letter, id, held] = match;
+  const [, letter, id, holdText, held] = match;
   const runId = Number(id);
-  if (letter === "F") return held === undefined ? undefined : { kind: "free", runId, heldMs: Number(held) };
-  if (held !== undefined) return undefined;
-  return { kind: letter === "S" ? "started" : letter === "B" ? "busy" : "resumed", runId };
+  const hold = Number(holdText);
+  if (letter === "S" || letter === "R") return holdText === undefined && held === undefined ? { kind: letter === "S" ? "started" : "resumed", runId } : undefined;
+  if (holdText === undefined || hold > MAX_HOLD) return undefined;
+  if (letter === "B") return held === undefined ? { kind: "busy", runId, hold } : undefined;
+  return held === undefined ? undefined : { kind: "free", runId, hold, heldMs: Number(held) };
 }
 
 /** Written on the report pipe by the memory watch when the process passed its memory ceiling. */

@@ -28,12 +28,19 @@ export class RunDeadline {
   #excusedAtWait = 0;
   #timer: NodeJS.Timeout | undefined;
 
-  /** A deadline `budgetMs` of the run's own time after `since`; `onExpire` is called once when it passes. */
-  constructor(budgetMs: number, onExpire: () => void, since = performance.now()) {
+  /**
+   * A deadline `budgetMs` of the run's own time after `since`; `onExpire` is called once when it
+   * passes. `waits`: requests of the program's already in flight, the first sent now.
+   */
+  constructor(budgetMs: number, onExpire: () => void, since = performance.now(), waits = 0) {
     this.#budgetMs = budgetMs;
     this.#since = since;
     this.#onExpire = onExpire;
-    this.#arm();
+    if (waits > 0) {
+      this.#waits = waits;
+      this.#waitSince = performance.now();
+    }
+    this.arm();
   }
 
   /** What is left of the run's own time (while it waits for the host: what was left when the wait began). @unit ms */
@@ -53,7 +60,7 @@ export class RunDeadline {
   excuse(heldMs: number): void {
     this.#excusedMs += heldMs;
     this.#paused = false;
-    this.#arm();
+    this.arm();
   }
 
   /** Whether the program waits for the host now. */
@@ -73,15 +80,16 @@ export class RunDeadline {
   /**
    * A request's answer came. When it was the last in flight, the wait is taken off, less
    * `ranMs` (what the program ran during it, which is its own time) and less the holds already
-   * taken off during it.
+   * taken off during it. `arm: false` when the program now runs in an entry bounded by its own
+   * time limit: the caller arms the deadline again (see {@link arm}) if the program goes on.
    */
-  waitEnded(ranMs = 0): void {
+  waitEnded(ranMs = 0, arm = true): void {
     if (this.#waits === 0) return;
     this.#waits -= 1;
     if (this.#waits > 0) return;
     const held = this.#excusedMs - this.#excusedAtWait;
     this.#excusedMs += Math.max(0, performance.now() - this.#waitSince - ranMs - held);
-    this.#arm();
+    if (arm) this.arm();
   }
 
   /** No deadline any more (the run ended, or moved on to another deadline). */
@@ -90,12 +98,13 @@ export class RunDeadline {
     clearTimeout(this.#timer);
   }
 
-  #arm(): void {
+  /** Sets the timer for what is left, unless the deadline waits, is paused or is over. */
+  arm(): void {
     clearTimeout(this.#timer);
     if (this.#over || this.#paused || this.#waits > 0) return;
     this.#timer = setTimeout(() => {
       // Timers may fire a little early; the deadline is the count, not the timer.
-      if (this.remainingMs() > 0) return this.#arm();
+      if (this.remainingMs() > 0) return this.arm();
       this.#over = true;
       this.#onExpire();
     }, this.remainingMs());

@@ -8,7 +8,7 @@ import { createConsole } from "../prelude/console.ts";
 import { createHostCalls } from "../prelude/host-calls.ts";
 import { createMirror } from "../prelude/mirror.ts";
 import { createRuntime } from "../prelude/runtime.ts";
-import { bridgeFailure, MIRROR_CHUNK_RECORDS, type BridgeAnswer, type IsolateResult, type MirrorChunk, type RunReport, type RunRequestMessage, type StartAnswer, type SyncRequestMessage } from "../protocol.ts";
+import { MIRROR_CHUNK_RECORDS, type BridgeAnswer, type IsolateResult, type MirrorChunk, type RunAnswer, type RunReport, type RunRequestMessage, type StartAnswer, type SyncRequestMessage } from "../protocol.ts";
 
 /**
  * The functions sent into the isolate as source text, each self-contained (a test parses each
@@ -24,9 +24,8 @@ return (${createRuntime})({
   createMirror: (${createMirror}),
   createConsole: (${createConsole}),
   createHostCalls: (${createHostCalls}),
-  notify: $0,
-  bridge: $1,
-  limits: $2,
+  post: $0,
+  limits: $1,
 });`;
 
 /**
@@ -85,7 +84,10 @@ function engineSlackMb(memoryLimitMb: number): number {
 export interface RunSteps {
   /** Its program is about to start: its synchronous part holds this thread from now. */
   readonly starting: () => void;
-  /** Its synchronous part is over and it has not settled: it goes on, awaiting something. */
+  /**
+   * Its synchronous part is over, it has not settled and sent the host no request: it goes on,
+   * awaiting something. (A run that sent a request needs no other sign that it started.)
+   */
   readonly continuing: () => void;
 }
 
@@ -99,22 +101,25 @@ export interface RunControl {
   excuse?: (ms: number) => void;
   /** When the run's call must have ended, waits included (set by the process as the run arrives). @unit ms, on `performance.now()`'s clock */
   callEndsAt?: number;
-  /** A request of the program's went to the host / its answer came (set by the run; see `RunDeadline` on waits). */
-  waitBegan?: () => void;
-  waitEnded?: () => void;
+  /**
+   * Hands the host's answer to one of the program's requests to it, and lets it run on in an
+   * entry on this thread, within its own time left (set by the run while its program goes on;
+   * `requestId` is the one the run's request went with).
+   */
+  deliver?: (requestId: number, answer: BridgeAnswer) => void;
 }
 
-/** Forwards a program's bridge request (an untrusted copy of it) to the host; must never reject. */
-export type BridgeHandler = (callId: string, request: unknown) => Promise<BridgeAnswer>;
+/**
+ * Sends a program's request (an untrusted copy of it) to the host: called once the entry in
+ * which the program made it is over, and only while the run goes on; must never throw.
+ */
+export type BridgeHandler = (callId: string, requestId: number, request: unknown) => void;
 
 /** How long tidying an isolate between calls may take before the isolate is replaced instead. @unit ms */
 const TIDY_TIMEOUT_MS = 1_000;
 
 /** The mirror estimate from which the mirror's heap is measured (see `AgentIsolate.#measureIfStale`). @unit MiB */
 const MEASURED_MIRROR_MB = 4;
-
-/** How often a long run checks whether isolated-vm disposed its isolate (memory limit). */
-const DISPOSAL_POLL_MS = 25;
 
 /**
  * One agent's isolate in the sandbox process: a hardened context with the runtime loaded,
@@ -143,20 +148,22 @@ export class AgentIsolate {
   readonly #collect: ivm.Reference;
   readonly #isolate: ivm.Isolate;
   readonly #start: ivm.Reference;
+  readonly #deliverRef: ivm.Reference;
   readonly #takeRef: ivm.Reference;
   readonly #sync: ivm.Reference;
   readonly #tidyRef: ivm.Reference;
   readonly #holdBack: ivm.Reference;
-  readonly #waiters: Map<string, () => void>;
-  #disposedOnPurpose = false;
+  /** Requests programs made in the entry running now, sent to the host once it is over (see {@link BridgeHandler}). */
+  readonly #posted: [callId: string, requestId: number, request: unknown][];
+  readonly #onBridge: BridgeHandler;
 
   private constructor(
     memoryLimitMb: number,
     mirrorReserveMb: number,
     heap: { readonly runtimeMb: number; readonly extraSlackMb: number },
     isolate: ivm.Isolate,
-    api: { start: ivm.Reference; take: ivm.Reference; sync: ivm.Reference; tidy: ivm.Reference; holdBack: ivm.Reference; collect: ivm.Reference },
-    waiters: Map<string, () => void>,
+    api: { start: ivm.Reference; deliver: ivm.Reference; take: ivm.Reference; sync: ivm.Reference; tidy: ivm.Reference; holdBack: ivm.Reference; collect: ivm.Reference },
+    bridge: { posted: [string, number, unknown][]; onBridge: BridgeHandler },
   ) {
     this.memoryLimitMb = memoryLimitMb;
     this.mirrorReserveMb = mirrorReserveMb;
@@ -165,11 +172,13 @@ export class AgentIsolate {
     this.#collect = api.collect;
     this.#isolate = isolate;
     this.#start = api.start;
+    this.#deliverRef = api.deliver;
     this.#takeRef = api.take;
     this.#sync = api.sync;
     this.#tidyRef = api.tidy;
     this.#holdBack = api.holdBack;
-    this.#waiters = waiters;
+    this.#posted = bridge.posted;
+    this.#onBridge = bridge.onBridge;
   }
 
   /**
@@ -187,21 +196,18 @@ export class AgentIsolate {
     const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb + mirrorReserveMb, onCatastrophicError: onCatastrophe });
     try {
       const context = await isolate.createContext();
-      const waiters = new Map<string, () => void>();
-      const notify = new ivm.Callback((callId: string) => waiters.get(String(callId))?.(), { async: true });
-      const bridge = new ivm.Reference(async (callId: unknown, request: unknown): Promise<BridgeAnswer> => {
-        try {
-          return await onBridge(String(callId), request);
-        } catch {
-          return bridgeFailure("execution", "The request failed inside the sandbox process.");
-        }
+      // Called by the program's requests within an entry on this thread: kept until the entry is over.
+      const posted: [string, number, unknown][] = [];
+      const post = new ivm.Callback((callId: unknown, requestId: unknown, request: unknown) => {
+        posted.push([String(callId), Number(requestId), request]);
       });
-      const runtime = (await context.evalClosure(RUNTIME_SOURCE, [notify, bridge, new ivm.ExternalCopy(SANDBOX_LIMITS).copyInto()], {
+      const runtime = (await context.evalClosure(RUNTIME_SOURCE, [post, new ivm.ExternalCopy(SANDBOX_LIMITS).copyInto()], {
         result: { reference: true },
         timeout: 10_000,
       })) as ivm.Reference;
       const api = {
         start: (await runtime.get("start", { reference: true })) as ivm.Reference,
+        deliver: (await runtime.get("deliver", { reference: true })) as ivm.Reference,
         take: (await runtime.get("take", { reference: true })) as ivm.Reference,
         sync: (await runtime.get("sync", { reference: true })) as ivm.Reference,
         tidy: (await runtime.get("tidy", { reference: true })) as ivm.Reference,
@@ -211,7 +217,7 @@ export class AgentIsolate {
       const heap = isolate.getHeapStatisticsSync();
       const runtimeMb = Math.ceil(heap.used_heap_size / 2 ** 20);
       const extraSlackMb = Math.max(0, Math.floor(heap.heap_size_limit / 2 ** 20 - (memoryLimitMb + mirrorReserveMb) - engineSlackMb(memoryLimitMb)));
-      const created = new AgentIsolate(memoryLimitMb, mirrorReserveMb, { runtimeMb, extraSlackMb }, isolate, api, waiters);
+      const created = new AgentIsolate(memoryLimitMb, mirrorReserveMb, { runtimeMb, extraSlackMb }, isolate, api, { posted, onBridge });
       if (!created.allowMirror(mirrorMb)) throw new Error("the isolate could not hold back its unused mirror reserve");
       return created;
     } catch (error) {
@@ -287,7 +293,6 @@ export class AgentIsolate {
 
   /** Stops everything running in the isolate and frees it. */
   dispose(): void {
-    this.#disposedOnPurpose = true;
     if (!this.#isolate.isDisposed) {
       try {
         this.#isolate.dispose();
@@ -301,13 +306,15 @@ export class AgentIsolate {
    * Runs one program to its end: its report comes at once when the program settled in its
    * synchronous part (most do), else later. `cancel` is filled in with a function that stops
    * the run. The report is `resync` when the mirror does not match the history the host sent.
-   * `steps` hears when the program starts and, unless it settled in its synchronous part, when
-   * it goes on after that part.
+   * `steps` hears when the program starts and, unless it settled in its synchronous part or
+   * sent the host a request, when it goes on after that part.
    *
-   * The program's synchronous part (and the microtasks it queues) runs with `applySync`: most
-   * programs settle there, and their result comes back with it, in one entry into the isolate.
-   * One that awaits the bridge or never settles is finished by `notify` (then taken), the
-   * wall-clock deadline, or the disposal watch.
+   * Program code runs only in entries into the isolate on this thread, each within the time the
+   * program has left: its synchronous part (and the microtasks it queues) in `start`, and each
+   * answer to one of its requests (and what the program does with it) in `deliver`, through
+   * `control.deliver`. The entry it settles in answers with its result. The requests it makes in
+   * an entry go to the host once the entry is over. Between entries it waits for the host, and
+   * that time is not its own; one that waits for nothing ends at its deadline.
    */
   run(request: RunRequestMessage, steps: RunSteps, control: RunControl): RunReport | Promise<RunReport> {
     const { payload, timeoutMs } = request;
@@ -319,11 +326,9 @@ export class AgentIsolate {
     }
     const callId = payload.callId;
     const started = performance.now();
-    const callLeftMs = (control.callEndsAt ?? Number.POSITIVE_INFINITY) - started;
+    const callEndsAt = control.callEndsAt ?? Number.POSITIVE_INFINITY;
+    const callLeftMs = callEndsAt - started;
     if (callLeftMs <= 0) return { kind: "failed", errorType: "timeout", message: CALL_TIMEOUT_MESSAGE };
-    // The synchronous part runs within the program's own time, and within the call's.
-    const syncLimitMs = Math.min(timeoutMs, Math.max(1, Math.ceil(callLeftMs)));
-    const syncTimeoutMessage = syncLimitMs < timeoutMs ? CALL_TIMEOUT_MESSAGE : timeoutMessage(timeoutMs);
     // The first report wins; one that comes after the synchronous part resolves `later`.
     let settled: RunReport | undefined;
     let later: ((report: RunReport) => void) | undefined;
@@ -336,77 +341,114 @@ export class AgentIsolate {
       this.dispose();
       settle({ kind: "failed", errorType, message });
     };
-    this.#waiters.set(callId, () => this.#take(callId, settle));
     control.cancel = () => abort("cancelled", "The call was cancelled while its program ran.");
 
     steps.starting();
-    let threw = false;
+    // The synchronous part runs within the program's own time, and within the call's.
+    const startLimit = this.#limit(timeoutMs, timeoutMs, callLeftMs);
+    this.#posted.length = 0;
+    let answer: StartAnswer | undefined;
     try {
-      const answer = this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, result: { copy: true }, timeout: syncLimitMs }) as StartAnswer;
-      if (answer.tainted) {
-        // An earlier program left a global that cannot be removed: nothing ran; a fresh isolate runs it.
-        this.#waiters.delete(callId);
-        this.dispose();
-        return { kind: "resync" };
-      }
-      if (answer.result !== null) this.#settleWith(answer.result, settle);
+      answer = this.#start.applySync(undefined, [{ ...payload, history }], { arguments: { copy: true }, result: { copy: true }, timeout: startLimit.ms }) as StartAnswer;
     } catch {
-      // Decided by what happened, never by the error's text: a stray rejection the program left
-      // behind is reported on this task with whatever message the program chose.
-      threw = true;
-      if (this.#isolate.isDisposed) abort("memory_limit", memoryMessage(this.memoryLimitMb));
+      // Decided by what happened, never by the error's text (see `#afterEntry`).
+    }
+    if (answer?.tainted) {
+      // An earlier program left a global that cannot be removed: nothing ran; a fresh isolate runs it.
+      this.dispose();
+      return { kind: "resync" };
     }
     this.historyEpoch = request.historyEpoch;
     this.historyLength = request.historyStart + payload.history.records.length;
-    if (settled === undefined) this.#take(callId, settle);
-    // Not settled, and the run was stopped at its time limit (not by a stray rejection): a time-out.
-    if (settled === undefined && threw && performance.now() - started >= syncLimitMs) abort("timeout", syncTimeoutMessage);
-    if (settled !== undefined) {
-      // Settled in its synchronous part, as most programs do: the report goes at once.
-      this.#waiters.delete(callId);
-      return settled;
+    const first = this.#afterEntry(callId, answer, performance.now() - started, startLimit);
+    if (first !== undefined) {
+      // Settled in its synchronous part, as most programs do (or stopped in it): the report goes at once.
+      this.#posted.length = 0;
+      if (first.kind === "failed") this.dispose();
+      return first;
     }
-    steps.continuing();
+    // The requests it made go first, so the host works on them while this run is set up.
+    let ranBeforeWaitMs = this.#ranMs();
+    const firstRequests = this.#sendPosted();
+    if (firstRequests === 0) steps.continuing();
     return new Promise<RunReport>((resolve) => {
-      // Counted from the program's start by the held rule: time other runs' synchronous parts
-      // held this thread is not its own, nor are its waits for the host (less what it ran meanwhile).
-      const deadline = new RunDeadline(
-        timeoutMs,
-        () => {
-          // A program that settled while another run held this thread (its notice still queued
-          // behind this timer) is taken, not timed out for that wait.
-          this.#take(callId, settle);
-          if (settled === undefined) abort("timeout", timeoutMessage(timeoutMs));
-        },
-        started,
-      );
+      // Counted from the program's start by the held rule: time other runs held this thread is
+      // not its own, nor are its waits for the host (less what it ran meanwhile, in entries of
+      // answers to its other requests).
+      const deadline = new RunDeadline(timeoutMs, () => abort("timeout", timeoutMessage(timeoutMs)), started, firstRequests);
       control.excuse = (ms) => deadline.excuse(ms);
-      // What the program ran while it waits for the host: the isolate's own running time, which counts.
-      let ranBeforeWaitMs = 0;
-      control.waitBegan = () => {
-        if (!deadline.waiting) ranBeforeWaitMs = this.#ranMs();
-        deadline.waitBegan();
+      const ranDuringWaitMs = () => (deadline.waiting ? this.#ranMs() - ranBeforeWaitMs : 0);
+      control.deliver = (requestId, reply) => {
+        const ranMs = ranDuringWaitMs();
+        // Not armed: the entry is bounded by its own limit, and the deadline is armed again if the program goes on.
+        deadline.waitEnded(ranMs, false);
+        const limit = this.#limit(timeoutMs, deadline.remainingMs() - (deadline.waiting ? ranMs : 0), callEndsAt - performance.now());
+        if (limit.ms <= 0) {
+          abort("timeout", limit.message);
+          return;
+        }
+        const began = performance.now();
+        this.#posted.length = 0;
+        let delivered: RunAnswer | null | undefined;
+        try {
+          delivered = this.#deliverRef.applySync(undefined, [callId, requestId, reply], { arguments: { copy: true }, result: { copy: true }, timeout: limit.ms }) as RunAnswer | null;
+        } catch {
+          // As for the synchronous part.
+        }
+        const report = this.#afterEntry(callId, delivered === null ? { result: null } : delivered, performance.now() - began, limit);
+        if (report !== undefined) {
+          if (report.kind === "failed") this.dispose();
+          settle(report);
+          return;
+        }
+        if (!deadline.waiting && this.#posted.length > 0) ranBeforeWaitMs = this.#ranMs();
+        const sent = this.#sendPosted();
+        for (let request = 0; request < sent; request += 1) deadline.waitBegan();
+        deadline.arm();
       };
-      control.waitEnded = () => deadline.waitEnded(this.#ranMs() - ranBeforeWaitMs);
-      const callTimer = Number.isFinite(callLeftMs)
-        ? setTimeout(() => {
-            this.#take(callId, settle);
-            if (settled === undefined) abort("timeout", CALL_TIMEOUT_MESSAGE);
-          }, callLeftMs - (performance.now() - started))
-        : undefined;
-      const poll = setInterval(() => {
-        if (this.#isolate.isDisposed && !this.#disposedOnPurpose) abort("memory_limit", memoryMessage(this.memoryLimitMb));
-        // A continuation that runs beside a request still in flight spends the program's own time.
-        else if (deadline.waiting && this.#ranMs() - ranBeforeWaitMs >= deadline.remainingMs()) abort("timeout", timeoutMessage(timeoutMs));
-      }, DISPOSAL_POLL_MS);
+      const callTimer = Number.isFinite(callLeftMs) ? setTimeout(() => abort("timeout", CALL_TIMEOUT_MESSAGE), callEndsAt - performance.now()) : undefined;
       later = (report) => {
         deadline.stop();
         clearTimeout(callTimer);
-        clearInterval(poll);
-        this.#waiters.delete(callId);
+        control.deliver = undefined;
+        this.#posted.length = 0;
         resolve(report);
       };
     });
+  }
+
+  /** Sends the requests the program made in the entry just over to the host (see {@link BridgeHandler}); how many. */
+  #sendPosted(): number {
+    const posted = this.#posted.splice(0);
+    for (const [callId, requestId, request] of posted) this.#onBridge(callId, requestId, request);
+    return posted.length;
+  }
+
+  /**
+   * The time limit of an entry: what is left of the program's own time and of its call's, the
+   * lesser, at least 1 ms unless nothing is left; and what to say when it is reached.
+   */
+  #limit(timeoutMs: number, ownLeftMs: number, callLeftMs: number): { readonly ms: number; readonly message: string } {
+    const leftMs = Math.min(ownLeftMs, callLeftMs);
+    return { ms: leftMs <= 0 ? 0 : Math.max(1, Math.ceil(leftMs)), message: callLeftMs < ownLeftMs ? CALL_TIMEOUT_MESSAGE : timeoutMessage(timeoutMs) };
+  }
+
+  /**
+   * What an entry that let the program run comes to: the result it settled with, a stop by the
+   * memory limit or by the entry's time limit, or undefined when it goes on. `answered` is
+   * undefined when the entry threw: that is decided by what happened, never by the error's
+   * text (a stray rejection the program left behind is reported on this task with whatever
+   * message the program chose), so the result is taken when the program settled all the same.
+   */
+  #afterEntry(callId: string, answered: RunAnswer | undefined, ranMs: number, limit: { readonly ms: number; readonly message: string }): RunReport | undefined {
+    if (answered?.result) return this.#reportOf(answered.result);
+    if (answered !== undefined) return undefined;
+    if (this.#isolate.isDisposed) return { kind: "failed", errorType: "memory_limit", message: memoryMessage(this.memoryLimitMb) };
+    const taken = this.#take(callId);
+    if (taken !== null) return this.#reportOf(taken);
+    // Stopped at its time limit, not by a stray rejection: a time-out.
+    if (ranMs >= limit.ms) return { kind: "failed", errorType: "timeout", message: limit.message };
+    return undefined;
   }
 
   /** How long code has run in the isolate, in all (isolated-vm's wall time: running, not idle). @unit ms */
@@ -459,24 +501,21 @@ export class AgentIsolate {
     else this.#measureIfStale();
   }
 
-  /** Takes the call's result from the isolate if it has settled (which also ends the call there). */
-  #take(callId: string, settle: (report: RunReport) => void): void {
-    let result: IsolateResult | null;
+  /** The call's result from the isolate if it has settled (which also ends the call there), else null. */
+  #take(callId: string): IsolateResult | null {
     try {
-      result = this.#applyRepeatable(this.#takeRef, [callId], { result: { copy: true }, timeout: 1_000 }) as IsolateResult | null;
+      return this.#applyRepeatable(this.#takeRef, [callId], { result: { copy: true }, timeout: 1_000 }) as IsolateResult | null;
     } catch {
-      return;
+      return null;
     }
-    if (result !== null) this.#settleWith(result, settle);
   }
 
-  #settleWith(result: IsolateResult, settle: (report: RunReport) => void): void {
+  #reportOf(result: IsolateResult): RunReport {
     // The engine refused an ArrayBuffer (see the runtime's `fail`): say so in the words of the limit.
     if (result.status === "error" && result.errorType === "memory_limit") {
-      settle({ kind: "settled", result: { ...result, name: "Thrown", message: memoryMessage(this.memoryLimitMb, `${result.name}: ${result.message}`) } });
-      return;
+      return { kind: "settled", result: { ...result, name: "Thrown", message: memoryMessage(this.memoryLimitMb, `${result.name}: ${result.message}`) } };
     }
-    settle({ kind: "settled", result });
+    return { kind: "settled", result };
   }
 
   /**

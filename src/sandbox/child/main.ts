@@ -6,7 +6,7 @@
 import { AgentIsolate, type RunControl } from "./agent-isolate.ts";
 import type { BridgeAnswer, ChildWireMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
 import { writeSync } from "node:fs";
-import { BUSY_GRACE_MS, REPORT_FD, bridgeFailure, freeLine, packResult, resumedLine, startedLine, unpackRun } from "../protocol.ts";
+import { BUSY_GRACE_MS, REPORT_FD, bridgeFailure, freeLine, nextRunId, packResult, resumedLine, startedLine, unpackRun } from "../protocol.ts";
 import { readBridgeRequest } from "./bridge-reader.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
@@ -19,7 +19,8 @@ const controls = new Map<number, RunControl>();
 /** Runs whose program has started and whose answer has not been sent. */
 const startedRuns = new Set<number>();
 const runIdByCall = new Map<string, number>();
-const bridgeWaiters = new Map<number, (answer: BridgeAnswer) => void>();
+/** Requests of programs not answered yet, by the id they went to the host with. */
+const bridgeWaiters = new Map<number, { readonly runId: number; readonly isolateRequestId: number }>();
 let nextRequestId = 1;
 
 function send(message: ChildWireMessage): void {
@@ -35,24 +36,43 @@ function report(line: string): void {
 }
 
 /** A program's request, read and sent to the host; a request of a run no longer here is never answered. */
-async function onBridge(callId: string, untrusted: unknown): Promise<BridgeAnswer> {
+function onBridge(callId: string, isolateRequestId: number, untrusted: unknown): void {
   const runId = runIdByCall.get(callId);
-  if (runId === undefined) return new Promise<BridgeAnswer>(() => {});
+  if (runId === undefined) return;
+  const requestId = nextRequestId;
+  nextRequestId = nextRunId(nextRequestId);
   const request = readBridgeRequest(untrusted);
-  if (typeof request === "string") return bridgeFailure("invalid_input", request);
-  const requestId = nextRequestId++;
-  const control = controls.get(runId);
-  control?.waitBegan?.();
-  return new Promise<BridgeAnswer>((resolve) => {
-    bridgeWaiters.set(requestId, (answer) => {
-      if (controls.get(runId) === control && control !== undefined) {
-        control.waitEnded?.();
-        report(resumedLine(runId));
-      }
-      resolve(answer);
-    });
-    send({ type: "bridge", runId, requestId, request });
-  });
+  bridgeWaiters.set(requestId, { runId, isolateRequestId });
+  if (typeof request !== "string") send({ type: "bridge", runId, requestId, request });
+  // Refused here: answered on a turn of its own, as the host's answers are.
+  else setImmediate(answerRequest, requestId, bridgeFailure("invalid_input", request));
+}
+
+/**
+ * Hands the answer to a program's request to its run, which runs on in an entry on this thread:
+ * held like a synchronous part (the watch names it, and past the grace other runs are excused).
+ * An answer for a run no longer here is dropped.
+ */
+function answerRequest(requestId: number, answer: BridgeAnswer, tell = false): void {
+  const waiter = bridgeWaiters.get(requestId);
+  bridgeWaiters.delete(requestId);
+  if (waiter === undefined) return;
+  const deliver = controls.get(waiter.runId)?.deliver;
+  if (deliver === undefined) return;
+  if (tell) report(resumedLine(waiter.runId));
+  holdFor(waiter.runId, () => deliver(waiter.isolateRequestId, answer));
+}
+
+/** Runs `work`, which holds this thread for the run: the watch names the run, and a hold past the grace excuses the others. */
+function holdFor<T>(runId: number, work: () => T): T {
+  const hold = memoryWatch.holding(runId);
+  const began = performance.now();
+  try {
+    return work();
+  } finally {
+    memoryWatch.holding(0);
+    letGo(runId, hold, performance.now() - began);
+  }
 }
 
 /**
@@ -151,15 +171,15 @@ function evictIdle(): void {
 }
 
 /**
- * A synchronous part that held this thread for the busy grace or longer delayed every other
- * run here: their deadlines do not count that time, and the host is told exactly how long it
- * was so its deadlines do not either (the held rule in `../protocol.ts`).
+ * A hold of this thread (`hold`, see `busyLine`) that lasted the busy grace or longer delayed
+ * every other run here: their deadlines do not count that time, and the host is told exactly
+ * how long it was so its deadlines do not either (the held rule in `../protocol.ts`).
  */
-function letGo(runId: number, elapsedMs: number): void {
+function letGo(runId: number, hold: number, elapsedMs: number): void {
   const heldMs = Math.floor(elapsedMs);
   if (heldMs < BUSY_GRACE_MS) return;
   for (const [other, control] of controls) if (other !== runId) control.excuse?.(heldMs);
-  report(freeLine(runId, heldMs));
+  report(freeLine(runId, hold, heldMs));
 }
 
 /**
@@ -222,14 +242,10 @@ function tidy(agentId: string, runId: number): void {
   if (isolate === undefined || isolate.busy || isolate.isDisposed) return;
   // Watched like a synchronous part: held past the grace, the host hears `B` (and `F` after).
   memoryWatch.runStarted();
-  memoryWatch.holding(runId);
-  const began = performance.now();
   try {
-    isolate.tidy();
+    holdFor(runId, () => isolate.tidy());
   } finally {
-    memoryWatch.holding(0);
     memoryWatch.runEnded();
-    letGo(runId, performance.now() - began);
   }
   dropIfDisposed(agentId, isolate);
 }
@@ -264,12 +280,14 @@ function runIn(isolate: AgentIsolate, message: RunRequestMessage, control: RunCo
   let outcome: RunReport | Promise<RunReport>;
   isolate.busy = true;
   // The host learns that a run started from its answer, its first bridge request, or its
-  // `B` line; one that goes on after its synchronous part says so with an `S` line (see
-  // `startedLine`). The program's synchronous part runs inside `isolate.run`, before its first await.
+  // `B` line; one that goes on after its synchronous part without a request says so with an
+  // `S` line (see `startedLine`). The program's synchronous part runs inside `isolate.run`,
+  // before its first await.
+  let hold = 0;
   const steps = {
     starting: () => {
       startedRuns.add(message.runId);
-      memoryWatch.holding(message.runId);
+      hold = memoryWatch.holding(message.runId);
     },
     continuing: () => report(startedLine(message.runId)),
   };
@@ -281,7 +299,7 @@ function runIn(isolate: AgentIsolate, message: RunRequestMessage, control: RunCo
     outcome = couldNotRun(error);
   } finally {
     memoryWatch.holding(0);
-    letGo(message.runId, performance.now() - holdStart);
+    letGo(message.runId, hold, performance.now() - holdStart);
     release();
   }
   if (!(outcome instanceof Promise)) return endRun(message, isolate, outcome);
@@ -330,12 +348,9 @@ process.on("message", (message: HostMessage) => {
       else if (waitingRuns.some((waiting) => waiting.runId === message.runId)) cancelledEarly.add(message.runId);
       break;
     }
-    case "bridge-result": {
-      const resolve = bridgeWaiters.get(message.requestId);
-      bridgeWaiters.delete(message.requestId);
-      resolve?.(message.answer);
+    case "bridge-result":
+      answerRequest(message.requestId, message.answer, message.tell);
       break;
-    }
     case "forget": {
       const isolate = isolates.get(message.agentId);
       if (isolate && !isolate.busy) {

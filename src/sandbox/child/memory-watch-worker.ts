@@ -5,14 +5,14 @@
  * - reads the process's resident memory every {@link MEMORY_CHECK_MS}; past the ceiling it
  *   reports to the host on the report pipe and, should the host not end the process first,
  *   ends it itself;
- * - tells the host when one run's synchronous part has held the main thread longer than
- *   {@link BUSY_GRACE_MS} (`B<runId>`), so the host sends other agents' runs elsewhere meanwhile
- *   (the main thread itself says when it lets go).
+ * - tells the host when one run has held the main thread longer than {@link BUSY_GRACE_MS}
+ *   (`B<runId>/<hold>`), so the host sends other agents' runs elsewhere meanwhile (the main
+ *   thread itself says when it lets go).
  */
 import { writeSync } from "node:fs";
 import { workerData } from "node:worker_threads";
 import { BUSY_GRACE_MS, busyLine, type CeilingReport } from "../protocol.ts";
-import { WATCH_SLOTS, type MemoryWatchData } from "./memory-watch-slots.ts";
+import { holdNumber, WATCH_SLOTS, type MemoryWatchData } from "./memory-watch-slots.ts";
 
 const TICK_MS = 10;
 const MEMORY_CHECK_MS = 25;
@@ -52,7 +52,7 @@ for (;;) {
     heldSince = now;
     toldBusy = false;
   } else if (held !== 0 && !toldBusy && now - heldSince >= BUSY_GRACE_MS) {
-    report(busyLine(held));
+    report(busyLine(held, holdNumber(heldHold)));
     toldBusy = true;
   }
   if (now - lastMemoryCheck >= MEMORY_CHECK_MS) {

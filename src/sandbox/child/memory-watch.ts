@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { MAX_RUN_ID, REPORT_FD } from "../protocol.ts";
-import { WATCH_SLOTS, type MemoryWatchData } from "./memory-watch-slots.ts";
+import { holdNumber, WATCH_SLOTS, type MemoryWatchData } from "./memory-watch-slots.ts";
 
 /**
  * The main thread's side of the memory backstop: starts the watch thread
@@ -40,10 +40,15 @@ export class MemoryWatch {
     Atomics.sub(this.#slots, WATCH_SLOTS.activeRuns, 1);
   }
 
-  /** Which run's synchronous part holds the main thread (0: none), so a report can name it. */
-  holding(runId: number): void {
+  /**
+   * Which run holds the main thread (0: none), so a report can name it; the hold's number (see
+   * `busyLine`), or 0 for none.
+   */
+  holding(runId: number): number {
     if (!Number.isInteger(runId) || runId < 0 || runId > MAX_RUN_ID) throw new RangeError(`Run id ${runId} does not fit the watch's slot (0 to ${MAX_RUN_ID}).`);
-    if (runId !== 0) Atomics.add(this.#slots, WATCH_SLOTS.holds, 1);
+    let hold = 0;
+    if (runId !== 0) hold = holdNumber(Atomics.add(this.#slots, WATCH_SLOTS.holds, 1) + 1);
     Atomics.store(this.#slots, WATCH_SLOTS.syncRunId, runId);
+    return hold;
   }
 }

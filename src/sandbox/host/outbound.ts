@@ -25,6 +25,23 @@ export function boundAnswer(kind: BridgeKind, answer: BridgeAnswer): BridgeAnswe
   }
 }
 
+/**
+ * Past this many characters of JSON an answer is large: the time it takes to send, read and copy
+ * is worth a line from the sandbox process saying when the program has it (see `RunSignal`).
+ */
+const SMALL_ANSWER_CHARS = 64 * 1024;
+
+/** Whether a (bounded) answer is small: a failure, or a value of at most {@link SMALL_ANSWER_CHARS} as JSON (measured no further than that). */
+export function isSmallAnswer(answer: BridgeAnswer): boolean {
+  if (!answer.ok) return true;
+  try {
+    measureJsonChars(answer.value, SMALL_ANSWER_CHARS);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 interface Frame {
   readonly node: object;
   total: number;

@@ -58,10 +58,8 @@ export class PendingRun {
   phase: RunPhase = "queued";
   /** Times it was sent again after its process died before it started. */
   resends = 0;
-  /** Its synchronous part held its process past the busy grace. */
+  /** It held its process past the busy grace (its synchronous part, or an entry of an answer to one of its requests). */
   heldLong = false;
-  /** Its synchronous part has let go of its process (`F`); a busy signal read after that is stale. */
-  letGo = false;
   /** Why its latest process could not run it, when that process died or never started. */
   lostBecause: string | undefined;
   /** Its host deadline passed: the process was killed to stop it. */
@@ -132,10 +130,10 @@ export class PendingRun {
       return;
     }
     const { timeoutMs } = this.message;
-    this.#deadline = new RunDeadline(phase === "running" ? timeoutMs + killGraceMs(timeoutMs) : killGraceMs(timeoutMs), () => this.#onDeadline(this));
-    if (this.#paused) this.#deadline.pause();
     // A cancelled run's grace is not extended by its waits: it must stop now.
-    if (phase === "running") for (let wait = 0; wait < this.#waits; wait += 1) this.#deadline.waitBegan();
+    const waits = phase === "running" ? this.#waits : 0;
+    this.#deadline = new RunDeadline(phase === "running" ? timeoutMs + killGraceMs(timeoutMs) : killGraceMs(timeoutMs), () => this.#onDeadline(this), performance.now(), waits);
+    if (this.#paused) this.#deadline.pause();
     this.#callTimer ??= setTimeout(() => {
       this.pastCallTime = true;
       this.#onDeadline(this);

@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { bridgeFailure, packRun, REPORT_FD, readSignal, unpackSuccess, type BridgeAnswer, type CeilingReport, type ChildMessage, type ChildWireMessage, type HostMessage, type RunReport, type RunSignal, type SyncRequestMessage } from "../protocol.ts";
-import { boundAnswer } from "./outbound.ts";
+import { boundAnswer, isSmallAnswer } from "./outbound.ts";
 import { PendingRun } from "./pending-run.ts";
 import { parseCeilingReport, ReportLines } from "./report-pipe.ts";
 import { poolTimings } from "./timings.ts";
@@ -58,8 +58,8 @@ export class SandboxProcess {
   #exited = false;
   #isReady = false;
   #queuedWatch: NodeJS.Timeout | undefined;
-  /** Runs already answered whose `F` was read (the latest few), so a `B` of theirs read later is known stale. */
-  readonly #letGoAfterEnd: number[] = [];
+  /** The holds whose `F` was read (the latest few, as `runId/hold`), so a `B` of theirs read later is known stale. */
+  readonly #letGoHolds: string[] = [];
   /** Whether the process (and its channel) keeps the host alive now. */
   #refed = true;
   /** Killed, and not yet gone: it takes no new work. */
@@ -254,7 +254,7 @@ export class SandboxProcess {
   /** Settles a run that ended here, and takes it off the books. */
   #finish(run: PendingRun, report: RunReport): void {
     this.#forgetRun(run);
-    if (this.busyRun === run.runId && !run.letGo) {
+    if (this.busyRun === run.runId) {
       // Its F line is on its way on the report pipe; should it never come, go on without it.
       setTimeout(() => this.#letGo(run.runId, 0), LET_GO_WAIT_MS).unref();
     }
@@ -275,13 +275,17 @@ export class SandboxProcess {
       case "bridge": {
         const { request, requestId } = message;
         const run = this.#runs.get(message.runId);
-        // The wait it began ends with the sandbox process's `R` line, once the program has the answer.
+        // The wait it began ends as a small answer is sent, or with the sandbox process's `R`
+        // line once the program has a large one (see `RunSignal`).
         const answer = (reply: BridgeAnswer) => {
           if (!this.alive) return;
+          const bounded = boundAnswer(request.kind, reply);
+          const tell = !isSmallAnswer(bounded);
           // An answer that cannot travel (a value the channel cannot copy) is answered with a failure, never left unsent.
-          if (!this.#trySend({ type: "bridge-result", requestId, answer: boundAnswer(request.kind, reply) })) {
-            this.#send({ type: "bridge-result", requestId, answer: bridgeFailure("execution", `The answer to this ${request.kind} request could not be sent to the sandbox.`) });
-          }
+          if (!this.#trySend({ type: "bridge-result", requestId, answer: bounded, tell })) {
+            this.#send({ type: "bridge-result", requestId, answer: bridgeFailure("execution", `The answer to this ${request.kind} request could not be sent to the sandbox.`), tell: false });
+            run?.waitEnded();
+          } else if (!tell) run?.waitEnded();
         };
         if (!run || run.settled) {
           answer(bridgeFailure("cancelled", "The calling program has ended."));
@@ -365,11 +369,11 @@ export class SandboxProcess {
         if (run) this.#started(run);
         return;
       case "busy":
+        if (this.#letGoHolds.includes(`${signal.runId}/${signal.hold}`)) return;
         if (!run) {
           this.#heldAfterEnd(signal.runId);
           return;
         }
-        if (run.letGo) return;
         this.#started(run);
         run.heldLong = true;
         this.heavy.set(run.agentId, performance.now());
@@ -380,8 +384,8 @@ export class SandboxProcess {
         run?.waitEnded();
         return;
       case "free":
-        if (run) run.letGo = true;
-        else this.#rememberLetGo(signal.runId);
+        this.#letGoHolds.push(`${signal.runId}/${signal.hold}`);
+        if (this.#letGoHolds.length > 16) this.#letGoHolds.shift();
         this.#letGo(signal.runId, signal.heldMs);
     }
   }
@@ -389,17 +393,11 @@ export class SandboxProcess {
   /**
    * A run already answered holds the process still: its isolate's tidying after the answer
    * (see the runtime's `tidy`). Other runs wait for it uncharged, as behind a synchronous part,
-   * until its `F`; a `B` read after that `F` is stale.
+   * until its `F`.
    */
   #heldAfterEnd(runId: number): void {
-    if (this.#letGoAfterEnd.includes(runId)) return;
     this.busyRun = runId;
     for (const other of this.#runs.values()) other.pause();
-  }
-
-  #rememberLetGo(runId: number): void {
-    this.#letGoAfterEnd.push(runId);
-    if (this.#letGoAfterEnd.length > 16) this.#letGoAfterEnd.shift();
   }
 
   /** The process said, one way or another, that a run's program started: its deadline runs from now. */

@@ -11,10 +11,6 @@
 import type { SandboxLimits } from "../limits.ts";
 import type { BridgeAnswer, BridgeFailure, BridgeKind, BridgeRequest } from "../protocol.ts";
 
-interface ReferenceLike {
-  apply(receiver: undefined, args: unknown[], options: object): Promise<unknown>;
-}
-
 /** What the host calls of one program's run keep, held by the call. */
 export interface HostCallState {
   readonly id: string;
@@ -28,15 +24,13 @@ export interface HostCallState {
 }
 
 export interface HostCallParts {
-  /** The sandbox process's bridge: `(callId, request)`, answered with a {@link BridgeAnswer}. */
-  readonly bridge: ReferenceLike;
+  /** Sends a request of the call's to the host (through the sandbox process); resolves with the answer as it came, a {@link BridgeAnswer} unless something went wrong. */
+  readonly send: (call: HostCallState, request: BridgeRequest) => Promise<unknown>;
   readonly limits: SandboxLimits;
   /** Encodes a value within `jsonLimit` characters of JSON (throws `ResultTooLarge` past it). */
   readonly encodeWithin: (value: unknown, jsonLimit: number) => string;
   readonly capText: (value: unknown, limit: number) => string;
   readonly describeThrown: (thrown: unknown) => { name: string; message: string };
-  /** Told whenever an answer lets program code run again (an entry of isolated-vm's own). */
-  readonly resumed: () => void;
   /** The call whose program runs now (for globals such as `content`, which belong to no call). */
   readonly currentCall: () => HostCallState | null;
 }
@@ -59,7 +53,7 @@ export interface HostCalls {
 
 export function createHostCalls(parts: HostCallParts): HostCalls {
   "use strict";
-  const { bridge, limits, encodeWithin, capText, describeThrown, resumed, currentCall } = parts;
+  const { send, limits, encodeWithin, capText, describeThrown, currentCall } = parts;
   const { freeze, create, defineProperty } = Object;
   const apply = Reflect.apply;
   const ErrorCtor = Error;
@@ -69,10 +63,6 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   const PromiseCtor = Promise;
   const WeakMapCtor = WeakMap;
   const toPrimitive = Symbol.toPrimitive;
-  const bridgeApply = bridge.apply;
-  const copyOptions = freeze(Object.assign(create(null), { copy: true }));
-  const promiseResultOptions = freeze(Object.assign(create(null), { promise: true, copy: true }));
-  const BRIDGE_OPTIONS = freeze(Object.assign(create(null), { arguments: copyOptions, result: promiseResultOptions }));
   /** How an error this runtime threw ends its call, left uncaught: a budget error, or a tool's failure and whether it may pass. */
   type KnownFailure = { readonly errorType: "budget_exceeded" | "tool"; readonly retriable: boolean };
   const knownErrors = new WeakMapCtor<object, KnownFailure>();
@@ -155,11 +145,10 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     }
     let answer: unknown;
     try {
-      answer = await apply(bridgeApply, bridge, [undefined, [call.id, request], BRIDGE_OPTIONS]);
+      answer = await send(call, request);
     } catch {
       answer = null;
     } finally {
-      resumed();
       if (budget.inFlight) call.inFlight -= 1;
     }
     if (call.ended) return never();

@@ -11,14 +11,17 @@
  * removed there, so the next program starts without them.
  *
  * Whatever a program throws or rejects with becomes a plain `{ name, message }`; results and
- * context leave as JSON strings made by the encoder. A program that settles in its synchronous
- * part (and the microtasks it queues) has its result in what `start` returns: isolated-vm copies
- * a returned value after the microtask checkpoint. One that settles later is taken explicitly
- * (`take(callId)` on `notify(callId)`). Either way a result is read from the runtime's own
- * answer, so a stray rejection reported by isolated-vm for some task can never be mistaken for one.
+ * context leave as JSON strings made by the encoder. Program code runs only in the sandbox
+ * process's entries, on its main thread: `start` (the program's synchronous part and the
+ * microtasks it queues) and `deliver` (an answer to one of its requests, and what the program
+ * does with it). A program settles in one of them, and its result is in what that entry returns:
+ * isolated-vm copies a returned value after the microtask checkpoint. An entry that throws (a
+ * stray rejection isolated-vm reports for whichever task ends next) is followed by
+ * `take(callId)`. Either way a result is read from the runtime's own answer, so a stray
+ * rejection can never be mistaken for one.
  */
 import type { ErrorType } from "../../outcome.ts";
-import type { IsolateResult, MirrorChunk, RunPayload, StartAnswer } from "../protocol.ts";
+import type { IsolateResult, MirrorChunk, RunAnswer, RunPayload, StartAnswer } from "../protocol.ts";
 import type { SandboxLimits } from "../limits.ts";
 import type { ConsoleParts, ConsoleState, ProgramText } from "./console.ts";
 import type { HostCallParts, HostCalls, HostCallState } from "./host-calls.ts";
@@ -31,13 +34,20 @@ export interface IsolateRuntime {
    */
   sync(chunk: MirrorChunk): void;
   /**
-   * Starts a call: first ends the calls whose results left with their start's answer and,
-   * unless `tidy` has done so since anything last ran here, removes the globals earlier
-   * programs added (`tainted` when one cannot be removed: nothing runs, and the isolate must be
-   * replaced), then runs the program. `result` is filled in when the program settles before
-   * the answer is copied out, null otherwise.
+   * Starts a call: first ends the calls whose results have been handed out and, unless `tidy`
+   * has done so since anything last ran here, removes the globals earlier programs added
+   * (`tainted` when one cannot be removed: nothing runs, and the isolate must be replaced),
+   * then runs the program. `result` is filled in when the program settles before the answer is
+   * copied out, null otherwise.
    */
   start(payload: RunPayload): StartAnswer;
+  /**
+   * Hands the host's answer to request `requestId` of the call to the program waiting for it,
+   * which runs on (within this entry: its microtasks run before the answer is copied out).
+   * `result` is filled in when the program settles; null when the call has ended or has no
+   * such request (the answer is dropped).
+   */
+  deliver(callId: string, requestId: number, answer: unknown): RunAnswer | null;
   /**
    * Between calls: removes the globals programs and their stray continuations added, and
    * parses the records that arrived as text. False when a global cannot be removed (the
@@ -45,12 +55,9 @@ export interface IsolateRuntime {
    */
   tidy(): boolean;
   /**
-   * The call's result once it settled (ending the call), or null while it runs: then the
-   * runtime calls `notify(callId)` when it settles (a call whose result leaves with `start`'s
-   * answer needs no notice). Asking again for the same call returns the same result, so a take
-   * whose answer was lost can be repeated. Only the sandbox process's main thread lets a
-   * program go on after its start (it answers the bridge), so nothing settles between a
-   * start's answer and the take that follows it.
+   * The call's result once it settled (ending the call), or null while it runs: for an entry
+   * whose own answer was lost (it threw). Asking again for the same call returns the same
+   * result, so a take whose answer was lost can be repeated.
    */
   take(callId: string): IsolateResult | null;
 }
@@ -62,20 +69,26 @@ export interface RuntimeParts {
   readonly createMirror: () => HistoryMirror;
   readonly createConsole: (parts: ConsoleParts) => ProgramText;
   readonly createHostCalls: (parts: HostCallParts) => HostCalls;
-  readonly notify: (callId: string) => void;
-  readonly bridge: HostCallParts["bridge"];
+  /**
+   * The sandbox process's synchronous callback that takes a program's request for the host
+   * (a copy); the answer comes back through `deliver`. Called only from within an entry.
+   */
+  readonly post: (callId: string, requestId: number, request: unknown) => void;
   readonly limits: SandboxLimits;
 }
 
 export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   "use strict";
-  const { notify, limits } = parts;
+  const { post, limits } = parts;
   const { freeze, create, defineProperty, getPrototypeOf, keys, getOwnPropertyDescriptor } = Object;
   const apply = Reflect.apply;
   const ownKeys = Reflect.ownKeys;
   const deleteProperty = Reflect.deleteProperty;
   const MapCtor = Map;
   const SetCtor = Set;
+  const PromiseCtor = Promise;
+  /** Request ids go round before they could lose precision. */
+  const MAX_REQUEST_ID = 2 ** 31 - 1;
   const promiseThen = Promise.prototype.then;
   const regexpExec = RegExp.prototype.exec;
   const NumberCtor = Number;
@@ -94,33 +107,46 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
 
   interface CallState extends HostCallState, ConsoleState {
     ended: boolean;
-    /** What `start` answers: the result goes in it when the program settles. */
+    /** What `start` and `deliver` answer: the result goes in it when the program settles. */
     readonly answer: Extract<StartAnswer, { tainted: false }>;
-    /** Set by a `take` that found no result: the host waits for `notify`. */
-    watched: boolean;
+    /** Its requests the host has not answered yet, by id: each resolves the promise its program awaits. */
+    readonly pending: Map<number, (answer: unknown) => void>;
   }
 
   const calls = new MapCtor<string, CallState>();
   const slots = new MapCtor<string, IsolateResult>();
 
   // Set whenever code may have run here since `tidy` last removed stray globals: in every entry
-  // but `tidy`, and in every continuation of the bridge (an entry of isolated-vm's own). Program
-  // code runs only in those: an entry's microtask checkpoint empties the queue before it returns.
+  // but `tidy`. Program code runs only in entries: an entry's microtask checkpoint empties the
+  // queue before it returns.
   let mayHaveLeftGlobals = true;
+  let nextRequestId = 1;
+
+  /** Sends one of `call`'s requests to the host; resolves with the answer `deliver` hands over (null when it could not be sent). */
+  function send(call: CallState, request: unknown): Promise<unknown> {
+    return new PromiseCtor<unknown>((resolve) => {
+      const requestId = nextRequestId;
+      nextRequestId = nextRequestId >= MAX_REQUEST_ID ? 1 : nextRequestId + 1;
+      call.pending.set(requestId, resolve);
+      try {
+        post(call.id, requestId, request);
+      } catch {
+        call.pending.delete(requestId);
+        resolve(null);
+      }
+    });
+  }
 
   // The call whose program runs now: one agent's programs run one at a time, so a program
   // calling `content` is the one that started last (or one that has ended, and is refused).
   let currentCall: CallState | null = null;
 
   const hostCalls = parts.createHostCalls({
-    bridge: parts.bridge,
+    send: (call, request) => send(call as CallState, request),
     limits,
     encodeWithin,
     capText,
     describeThrown,
-    resumed: () => {
-      mayHaveLeftGlobals = true;
-    },
     currentCall: () => currentCall,
   });
 
@@ -132,9 +158,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   function settle(call: CallState, result: IsolateResult): void {
     if (call.ended || slots.has(call.id)) return;
     slots.set(call.id, result);
-    // Read when `start`'s answer is copied out, if that has not happened yet; else the host takes it on notice.
+    // Read when the answer of the entry it settled in is copied out.
     call.answer.result = result;
-    if (call.watched) notify(call.id);
   }
 
   function failure(call: CallState, errorType: ErrorType, name: string, message: string): Extract<IsolateResult, { status: "error" }> {
@@ -285,7 +310,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
         consoleChars: 0,
         consoleTruncated: false,
         answer: { tainted: false, result: null },
-        watched: false,
+        pending: new MapCtor(),
       };
       calls.set(call.id, call);
       currentCall = call;
@@ -308,15 +333,21 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       ]);
       return call.answer;
     },
+    deliver(callId: string, requestId: number, answer: unknown): RunAnswer | null {
+      mayHaveLeftGlobals = true;
+      const call = calls.get(callId);
+      const resolve = call?.pending.get(requestId);
+      if (call === undefined || call.ended || resolve === undefined) return null;
+      call.pending.delete(requestId);
+      resolve(answer);
+      return call.answer;
+    },
     take(callId: string): IsolateResult | null {
       mayHaveLeftGlobals = true;
       if (handedOut !== null && handedOut.callId === callId) return handedOut.result;
       const result = slots.get(callId);
       const call = calls.get(callId);
-      if (result === undefined) {
-        if (call) call.watched = true;
-        return null;
-      }
+      if (result === undefined) return null;
       handedOut = { callId, result };
       endCall(callId, call);
       return result;
