@@ -21,6 +21,7 @@ import { reuseFigures } from "./reuse.ts";
 import { storeFigures } from "./stores.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 import { toolFigures } from "./tools.ts";
+import { egressFigures } from "./egress.ts";
 
 // isolated-vm needs --no-node-snapshot in the process that loads it (baseline (a) does), and
 // the memory figures want --expose-gc: re-run with both, so nobody has to remember them.
@@ -126,6 +127,7 @@ const results = {
   followUps: await followUpFigures({ sizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000], count: quick ? 200 : 2_000 }),
   tracing: await tracingFigures({ count: quick ? 300 : 2_000, warmup }),
   tools: await toolFigures({ count, warmup, slowCount: quick ? 5 : 30, slowWarmup: quick ? 1 : 3 }),
+  egress: await egressFigures({ count: quick ? 300 : 2_000, warmup }),
   pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
 };
 
@@ -166,6 +168,7 @@ const targets = [
   { figure: `sandbox process growth ≤ 1 KiB per record, second half of the soak (${results.pool.soak.steadySandboxBytesPerRecord} B)`, met: results.pool.soak.steadySandboxBytesPerRecord <= 1024 },
   { figure: `a tool call adds at most one bare sandbox round trip (${toolCall.addedP50.toFixed(0)} µs, (d) ${toolFloor.toFixed(0)} µs)`, met: toolCall.addedP50 <= toolFloor },
   { figure: `${overlap.overlappedCalls} tool calls of ${overlap.slowToolMs} ms under Promise.all ≤ 1.5 × one (×${overlap.ratio.toFixed(2)})`, met: overlap.ratio <= 1.5 },
+  { figure: `a program's fetch adds at most one bare sandbox round trip to the request (${results.egress.overheadP50.toFixed(0)} µs, (d) ${toolFloor.toFixed(0)} µs)`, met: results.egress.overheadP50 <= toolFloor },
 ];
 Object.assign(results, { targets, seconds: Math.round((performance.now() - started) / 1000) });
 
@@ -247,6 +250,13 @@ const wall = (label: string, s: Summary, after = "") => console.log(`  ${label.p
 wall(`one ${overlap.slowToolMs} ms tool call (wall time)`, overlap.one);
 wall(`${overlap.overlappedCalls} of them under Promise.all (wall time)`, overlap.overlapped, `   ×${overlap.ratio.toFixed(2)} of one`);
 console.log("  target: close to one slow tool call, not ten");
+const { egress } = results;
+console.log("\n13. fetch under an egress policy (a local server; kept programs; alternating rounds)");
+row("call whose program fetches once", egress.withFetch);
+row("the same call without the fetch", egress.withoutFetch);
+row("the host fetching the same URL itself", egress.hostFetch);
+console.log(`  a program's fetch adds ${egress.overheadP50.toFixed(0)} µs beyond the request itself (with − without − host) = ×${(egress.overheadP50 / toolFloor).toFixed(2)} of (d) sandbox round trip`);
+console.log("  target: at most one bare sandbox round trip ((d), figure 8)");
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);

@@ -26,7 +26,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(17);
+  expect(results.targets).toHaveLength(18);
   expect(results.reuse.generatedCall.count).toBeGreaterThan(0);
   expect(results.reuse.slowProvider.withReuse.requests).toBe(1);
   expect(results.reuse.slowProvider.withoutReuse.requests).toBe(results.reuse.slowProvider.calls);
@@ -53,6 +53,11 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(tools.overlap.overlapped.count).toBeGreaterThan(0);
   // One request per method: every timed call ran a kept program.
   expect(tools.providerRequests).toBe(4);
+  const { egress } = results;
+  expect(egress.withFetch.count).toBeGreaterThan(0);
+  expect(egress.hostFetch.count).toBe(egress.withFetch.count);
+  expect(egress.providerRequests).toBe(2);
+  expect(Number.isFinite(egress.overheadP50)).toBe(true);
   expect(output).toMatch(/a tool call adds -?\d+ µs \(p50 difference\) = ×-?\d+\.\d+ of \(d\) sandbox round trip/);
   expect(output).toMatch(/10 of them under Promise\.all \(wall time\) +p50 +[\d.]+ ms/);
   expect(output).toMatch(/the same, two agents computing 2 s loops +\d+ calls\/s +p50 +[\d.]+ ms +p99 +[\d.]+ ms/);

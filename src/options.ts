@@ -3,6 +3,7 @@ import { readEnv, readEnvFlag } from "./env.ts";
 import { isProvider, type Provider } from "./providers/provider.ts";
 import { openStore } from "./store/open.ts";
 import { isStore, type Store } from "./store/store.ts";
+import { readEgress, type EgressOptions, type EgressPolicy } from "./egress/policy.ts";
 import { grantTools, NO_TOOLS, type GrantedTools } from "./tools/grant.ts";
 import type { Tools } from "./tools/tool.ts";
 
@@ -85,6 +86,11 @@ export interface AgentOptions {
    * `idempotentHint`); `false` refuses it (the program gets a `ToolError`). Default: none (allowed).
    */
   toolApproval?: (request: ToolApprovalRequest) => boolean | Promise<boolean>;
+  /**
+   * Lets programs `fetch` from the origins in `allow`, the requests made by the host under this
+   * policy (DESIGN 14). Default: none (programs have no `fetch`).
+   */
+  egress?: EgressOptions;
 }
 
 /** What `toolApproval` is asked about. */
@@ -143,6 +149,7 @@ export interface ResolvedOptions {
   readonly historyPreview: HistoryPreviewRule;
   readonly tools: GrantedTools;
   readonly toolApproval: AgentOptions["toolApproval"];
+  readonly egress: EgressPolicy | undefined;
 }
 
 /** Every default, in one place. */
@@ -184,6 +191,7 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   historyPreview: true,
   tools: true,
   toolApproval: true,
+  egress: true,
 };
 
 /** The names `Agent.for()` accepts, in documentation order. */
@@ -250,6 +258,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     historyPreview,
     tools: given.tools === undefined ? base.tools : grantTools(given.tools),
     toolApproval: toolApproval ?? base.toolApproval,
+    egress: given.egress === undefined ? base.egress : readEgress(given.egress),
   };
 }
 
@@ -320,6 +329,7 @@ function rootDefaults(): ResolvedOptions {
     reuse: { enabled: true, except: new Set(), only: undefined },
     tools: NO_TOOLS,
     toolApproval: undefined,
+    egress: undefined,
   };
 }
 

@@ -49,11 +49,18 @@ describe("improv demo", () => {
     expect(stdout).toMatch(/shopper\.price\('kettle'\) +ok → "Kettle, 1\.7 l: 36\.34 EUR"/);
     expect(stdout).toMatch(/shopper\.price\('mug', kw\(\{→GBP\}\)\) +ok → "Stoneware mug: 9\.48 GBP"/);
     expect(stdout).toMatch(/shopper\.toolsUsed\(\) +\[reads history\] +ok → \["catalogue\.search","convert","catalogue\.search","convert","catalogue\.search"\]/);
+    // Part 5: fetch under an egress policy, from a news site the demo serves itself; where from? from history.
+    const origin = /egress: \{ allow: \["(http:\/\/127\.0\.0\.1:\d+)"\] \}/.exec(stdout)?.[1];
+    expect(origin).toBeDefined();
+    expect(stdout).toMatch(/news\.headlines\(feed\) +ok → \["Harbour bridge reopens after repairs","Library extends its winter opening hours"\]/);
+    expect(stdout).toContain(`ok → {"from":["${origin}/feed.json"],"call":`);
+    expect(stdout).toMatch(/news\.peek\(\) +\[the cloud metadata address\] error tool: EgressError: fetch http:\/\/169\.254\.169\.254\/latest\/meta-data\/: the origin http:\/\/169\.254\.169\.254 is not in egress\.allow\./);
     expect(stdout).toContain(`$ improv telemetry ${log}`);
-    expect(stdout).toContain("  calls                 14");
-    expect(stdout).toContain("  code reads history    3  (21.4% of calls)");
+    expect(stdout).toContain("  calls                 17");
+    expect(stdout).toContain("  code reads history    4  (23.5% of calls)");
     const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(lines).toHaveLength(14);
+    expect(lines).toHaveLength(17);
+    expect(lines.find((line) => line.method === "headlines")).toMatchObject({ tool_call_count: 1, tool_names: ["fetch"], tool_error_count: 0, tools_referenced: ["fetch"] });
     expect(lines.find((line) => line.method === "price")).toMatchObject({ tool_call_count: 2, tool_names: ["catalogue.search", "convert"], tool_error_count: 0, tools_referenced: ["catalogue.search", "convert"] });
   });
 
@@ -68,19 +75,19 @@ describe("improv demo", () => {
 
     const second = await runCli(["demo", "--log", log], offlineEnv());
     expect(second.code).toBe(0);
-    expect(second.stdout).toContain("(14 calls remembered from earlier runs; improv demo --fresh starts over)");
+    expect(second.stdout).toContain("(17 calls remembered from earlier runs; improv demo --fresh starts over)");
     // Before it looks anything up in this run, the assistant answers from the first run's history.
     expect(second.stdout).toContain(`assistant.source()  [remembered]   ok → "CRC Handbook (from call ${firstCallId})"`);
     expect(second.stdout).toMatch(/"computed":\["add\(3\)","multiply\(4\)","convert\(100\)","summary\(\)","add\(3\)"/);
     // The log is fresh each run: the summary describes this run only.
-    expect(second.stdout).toContain("  calls                 15");
+    expect(second.stdout).toContain("  calls                 18");
     // Programs kept in the store by the first run answer the second run's calls, with no provider request.
     expect(second.stdout).toMatch(/ add +\[3\] +ok \(number\) +[0-9a-f]{8} +reused\n/);
     expect(second.stdout).toMatch(/served by kept programs \d+/);
 
     const fresh = await runCli(["demo", "--log", log, "--fresh"], offlineEnv());
     expect(fresh.stdout).toContain("(new: the agents will remember this run next time)");
-    expect(fresh.stdout).toContain("  calls                 14");
+    expect(fresh.stdout).toContain("  calls                 17");
   });
 
   test("improv agents and improv history read the demo's store", async () => {
@@ -94,7 +101,7 @@ describe("improv demo", () => {
     expect(agents.stdout).toMatch(/\ncalculator +calculator +5 +\d{4}-/);
     expect(agents.stdout).toMatch(/\ntoolbuilder\/statistician +statistician +2 +\d{4}-/);
     const json = await runCli(["agents", store, "--json"], offlineEnv());
-    expect((JSON.parse(json.stdout) as { id: string }[]).map((agent) => agent.id)).toEqual(["assistant", "calculator", "shopper", "toolbuilder", "toolbuilder/statistician"]);
+    expect((JSON.parse(json.stdout) as { id: string }[]).map((agent) => agent.id)).toEqual(["assistant", "calculator", "news", "shopper", "toolbuilder", "toolbuilder/statistician"]);
 
     const history = await runCli(["history", store, "--agent", "assistant"], offlineEnv());
     expect(history.stdout).toMatch(/ user +d0 +lookup +\["boiling point of water"\] +ok \(string\)/);
@@ -102,7 +109,7 @@ describe("improv demo", () => {
     expect(records.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { method_name: string }).method_name)).toEqual(["add", "multiply", "convert", "divide", "summary"]);
 
     const unnamed = await runCli(["history", store], offlineEnv());
-    expect(unnamed).toMatchObject({ code: 2, stderr: "improv: Name the agent with --agent. Agents in this store: assistant, calculator, shopper, toolbuilder, toolbuilder/statistician.\n" });
+    expect(unnamed).toMatchObject({ code: 2, stderr: "improv: Name the agent with --agent. Agents in this store: assistant, calculator, news, shopper, toolbuilder, toolbuilder/statistician.\n" });
     const missing = await runCli(["agents", join(directory, "nothing.db")], offlineEnv());
     expect(missing).toMatchObject({ code: 2, stderr: `improv: No store at ${join(directory, "nothing.db")}: the file does not exist.\n` });
   });
@@ -114,7 +121,7 @@ describe("improv demo", () => {
     expect(code).toBe(0);
     expect(stdout).toContain("Mode: LIVE model (served-model) from OPENAI_API_KEY.");
     expect(stdout).toContain('calc.add(3)                        ok → "from the server"');
-    // Twelve application calls; the served program never delegates.
-    expect(server.requests).toHaveLength(12);
+    // Fifteen application calls; the served program never delegates.
+    expect(server.requests).toHaveLength(15);
   });
 });

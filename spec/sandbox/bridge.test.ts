@@ -32,7 +32,7 @@ async function run(code: string, onBridge: RunHooks["onBridge"], timeoutMs = 2_0
     callTimeLeftMs,
     historyEpoch: 1,
     historyStart: 0,
-    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], history: { start: 0, reset: true, records: [] } },
+    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], fetch: false, history: { start: 0, reset: true, records: [] } },
   };
   let pending!: PendingRun;
   const report = await new Promise<RunReport>((resolve) => {
@@ -166,7 +166,7 @@ describe("the bridge", () => {
       callTimeLeftMs: 60_000,
       historyEpoch: 1,
       historyStart: 0,
-      payload: { callId: "call-900", code: `await content("x")`, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], history: { start: 0, reset: true, records: [] } },
+      payload: { callId: "call-900", code: `await content("x")`, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], fetch: false, history: { start: 0, reset: true, records: [] } },
     };
     const settled = new Promise<RunReport>((resolve) => {
       const pending = new PendingRun(
@@ -193,8 +193,11 @@ describe("reading a request in the sandbox process", () => {
     expect(readBridgeRequest({ kind: "content", ref: "r" })).toEqual({ kind: "content", ref: "r" });
     expect(readBridgeRequest({ kind: "delegate", role: "r", method: "m", args: "[]", options: null, optionsTooLarge: false })).toMatchObject({ kind: "delegate", role: "r" });
     for (const kind of Object.keys(BRIDGE_KINDS)) expect(readBridgeRequest({ kind })).toEqual(expect.any(String));
+    expect(readBridgeRequest({ kind: "fetch", url: "http://x", method: "GET", headers: [["a", "b"]], body: null })).toEqual({ kind: "fetch", url: "http://x", method: "GET", headers: [["a", "b"]], body: null });
+    expect(readBridgeRequest({ kind: "fetch", url: "http://x", method: "GET", headers: [["a", 1]], body: null })).toContain("each header is a name and a string value");
+    expect(readBridgeRequest({ kind: "fetch", url: "http://x", method: "GET", headers: [], body: "x".repeat(1_000_001) })).toContain("the body must be a string of at most 1000000 characters");
     expect(readBridgeRequest({ kind: "toString" })).toBe("The request is malformed.");
-    expect(readBridgeRequest({ kind: "fetch", url: "http://x" })).toBe("The request is malformed.");
+    expect(readBridgeRequest({ kind: "wget", url: "http://x" })).toBe("The request is malformed.");
     expect(readBridgeRequest(null)).toBe("The request is malformed.");
   });
 });

@@ -24,6 +24,7 @@ describe("the messages every call sends, as they travel", () => {
         depth: 17,
         maxDelegationDepth: 18,
         tools: ["weather", "notes.append"],
+        fetch: true,
         history: { start: 19, reset: true, records: ['{"a":1}', '{"b":2}'] },
       },
     };

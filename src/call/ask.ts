@@ -34,6 +34,7 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
   const input: PromptInput = {
     role: state.role,
     tools: state.options.tools,
+    egress: state.options.egress,
     method,
     args,
     kwargs,

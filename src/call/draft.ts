@@ -89,8 +89,10 @@ export interface CallDraft {
   tokens: { prompt: number; completion: number } | null;
   /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
   valueText: string | undefined;
-  /** The tool calls the call's programs made. */
+  /** The tool calls (and fetches) the call's programs made. */
   readonly tools: ToolCallLog;
+  /** The fetches the call's programs asked for, against `egress.maxRequests`. */
+  egressRequests: number;
   /** The agents whose programs wait for this call (through delegate chains and tools): a call of one of them would wait for itself. */
   readonly waitingAgents: ReadonlySet<string>;
   /** Runs application code of this call (a tool, its approval) in the async context the call was made in, not the bridge's. */
@@ -131,8 +133,9 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     valueText: undefined,
     tokens: null,
     tools: new ToolCallLog(origin.parentTools),
+    egressRequests: 0,
     // Taken only where a tool may run: its code sees the stores the application's call set.
-    inCaller: origin.inCaller ?? (state.options.tools.names.length > 0 ? (AsyncLocalStorage.snapshot() as InCaller) : runHere),
+    inCaller: origin.inCaller ?? (state.options.tools.names.length > 0 || state.options.egress !== undefined ? (AsyncLocalStorage.snapshot() as InCaller) : runHere),
     waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
     failures: [],
     finalized: false,

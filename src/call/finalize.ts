@@ -94,6 +94,7 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, kee
     artifactHit: draft.artifactHit,
     reuseDecision: decisionOf(draft, outcome),
     toolCalls: draft.tools.recordFields(),
+    sources: draft.tools.sourcesOf(draft.attempts),
   });
 }
 

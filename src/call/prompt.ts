@@ -5,6 +5,7 @@ import type { PreviewEntry } from "./preview.ts";
 import { toJsonSafe, truncateString } from "../history/json-safe.ts";
 import { declareTools } from "../tools/declarations.ts";
 import type { GrantedTools } from "../tools/grant.ts";
+import { allowedOrigins, type EgressPolicy } from "../egress/policy.ts";
 
 /** The folder of prompt templates, beside `src/` and `dist/` alike. */
 const PROMPTS_DIR = new URL("../../prompts/", import.meta.url);
@@ -30,6 +31,8 @@ export interface PromptInput {
   readonly role: string;
   /** The tools the agent grants its programs. */
   readonly tools?: GrantedTools;
+  /** The agent's egress policy: what its programs may fetch. */
+  readonly egress?: EgressPolicy | undefined;
   readonly method: string;
   readonly args: readonly unknown[];
   readonly kwargs: Readonly<Record<string, unknown>>;
@@ -108,11 +111,11 @@ const systemPrompts = new Map<string, string>();
 const MAX_CACHED_ROLES = 1_000;
 const NO_TOOLS_LINE = "- `tools`: none are granted to this object (an empty object).";
 
-function systemPrompt(role: string, tools: GrantedTools | undefined): string {
-  const key = tools === undefined || tools.fingerprint === "" ? role : `${role}\u0000${tools.fingerprint}`;
+function systemPrompt(role: string, tools: GrantedTools | undefined, egress: EgressPolicy | undefined): string {
+  const key = `${role}\u0000${tools?.fingerprint ?? ""}\u0000${egress?.fingerprint ?? ""}`;
   let prompt = systemPrompts.get(key);
   if (prompt === undefined) {
-    prompt = render(templates.system, { role, tools: toolsBullet(tools) });
+    prompt = render(templates.system, { role, tools: toolsBullet(tools), network: networkBullet(egress) });
     if (systemPrompts.size >= MAX_CACHED_ROLES) systemPrompts.clear();
     systemPrompts.set(key, prompt);
   }
@@ -145,6 +148,25 @@ function toolsBullet(tools: GrantedTools | undefined): string {
   ].join("\n");
 }
 
+/** Origins the prompt lists; the rest are counted. */
+const MAX_LISTED_ORIGINS = 20;
+
+/** The system prompt's line on `fetch`: the origins it may reach, or that there is no network. */
+function networkBullet(egress: EgressPolicy | undefined): string {
+  if (egress === undefined) return "- There is no `fetch`: this object has no network access.";
+  const origins = allowedOrigins(egress);
+  const listed = origins.slice(0, MAX_LISTED_ORIGINS).join(", ");
+  const more = origins.length > MAX_LISTED_ORIGINS ? `, and ${origins.length - MAX_LISTED_ORIGINS} more` : "";
+  return [
+    "- `await fetch(url, { method?, headers?, body? })`: an HTTP request the host makes for you, only to",
+    `  these origins: ${listed}${more} (a leading \`*.\` means its subdomains), with the methods`,
+    `  ${[...egress.methods].join(", ")}. It returns a plain response \`{ ok, status, statusText, url, headers, text(), json() }\``,
+    "  (`headers.get(name)`), its body read whole; `body` is a string. A refused or failed request",
+    "  throws an `EgressError` (`name`, `message`, `url`), which you may catch. The URLs a call fetched",
+    "  are kept in its record's `outcome_summary.sources`.",
+  ].join("\n");
+}
+
 /** The system and user prompts for one call. Their size does not grow with history. */
 export function renderPrompts(input: PromptInput): { system: string; user: string } {
   const keys = input.contextKeys.slice(0, MAX_CONTEXT_KEYS).map((key) => truncateString(key, 80));
@@ -160,5 +182,5 @@ export function renderPrompts(input: PromptInput): { system: string; user: strin
     history_preview: preview,
     feedback: input.feedback ?? "",
   };
-  return { system: systemPrompt(input.role, input.tools), user: render(templates.user, values) };
+  return { system: systemPrompt(input.role, input.tools, input.egress), user: render(templates.user, values) };
 }

@@ -22,9 +22,11 @@ export interface Reuse {
 export function reuseFor(state: AgentState, draft: CallDraft, provider: Provider | undefined): Reuse | undefined {
   if (!takesPartInReuse(draft.method, state.options.reuse)) return undefined;
   const shelf = shelfFor(state.options.store, provider);
-  // Programs written for other tools are not run with these: the grant's fingerprint is part of the key.
+  // Programs written for other tools, or another egress policy, are not run with these: the
+  // fingerprints of the grant and the policy are part of the key.
   const { fingerprint } = state.options.tools;
-  const version = fingerprint === "" ? PROMPT_VERSION : `${PROMPT_VERSION}+tools.${fingerprint}`;
+  const egress = state.options.egress?.fingerprint;
+  const version = `${PROMPT_VERSION}${fingerprint === "" ? "" : `+tools.${fingerprint}`}${egress === undefined ? "" : `+egress.${egress}`}`;
   return shelf === undefined ? undefined : { shelf, key: programKey(state.role, draft.method, draft.args, draft.kwargs, version) };
 }
 

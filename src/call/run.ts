@@ -39,6 +39,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     depth: state.depth,
     maxDelegationDepth: state.options.maxDelegationDepth,
     tools: state.options.tools.names,
+    fetch: state.options.egress !== undefined,
     timeoutMs: state.options.executionTimeoutMs,
     callEndsAt: draft.endsAtMs,
     memoryLimitMb: state.options.memoryLimitMb,

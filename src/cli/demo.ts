@@ -6,6 +6,7 @@ import { OpenAIProvider } from "../providers/openai.ts";
 import type { Provider } from "../providers/provider.ts";
 import { ScriptedProvider } from "../providers/scripted.ts";
 import type { Store } from "../store/store.ts";
+import { startNewsSite } from "./demo-news.ts";
 import { historyTable } from "./tables.ts";
 import { mcpTools, type McpToolSet } from "../tools/mcp.ts";
 import type { Tool } from "../tools/tool.ts";
@@ -64,6 +65,18 @@ export const DEMO_PROGRAMS: Record<string, string> = {
     "return calls.map((c) => `${c.tool}${c.ok ? '' : ' (failed)'}`);",
   ].join("\n"),
   "statistician.range": "return Math.max(...args[0]) - Math.min(...args[0]);",
+  "news.headlines": [
+    "const response = await fetch(args[0]);",
+    "if (!response.ok) throw new Error(`the feed answered ${response.status}`);",
+    "const feed = await response.json();",
+    "return feed.items.slice(0, 2).map((item) => item.title);",
+  ].join("\n"),
+  "news.sources": [
+    "const last = context.conversation_history.findLast((r) => r.method_name === 'headlines' && r.outcome_summary.ok);",
+    "if (!last) return 'I have not read the news yet.';",
+    "return { from: last.outcome_summary.sources, call: last.call_id.slice(0, 8) };",
+  ].join("\n"),
+  "news.peek": "return (await fetch('http://169.254.169.254/latest/meta-data/')).status;",
 };
 
 /** What the demo needs from its surroundings. */
@@ -135,10 +148,24 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
     await catalogue?.close();
   }
 
+  write("\n5. A news reader with network access under a policy: a news site the demo serves itself");
+  const site = await startNewsSite();
+  let news: AgentProxy | undefined;
+  try {
+    const reader = await Agent.open<{}, "headlines" | "sources" | "peek">("news", { ...common, egress: { allow: [site.origin] } });
+    write(`  egress: { allow: ["${site.origin}"] }`);
+    await show("news.headlines(feed)", reader.headlines(`${site.origin}/feed.json`));
+    await show("news.sources()  [where from? history]", reader.sources());
+    await show("news.peek()  [the cloud metadata address]", reader.peek());
+    agents.news = news = reader;
+  } finally {
+    await site.close();
+  }
+
   for (const [name, agent] of Object.entries(agents)) {
     write(`\nHistory of ${name}:\n${historyTable(Agent.history(agent))}`);
   }
-  return { calc, assistant, builder, stats, ...(agents.shopper === undefined ? {} : { shopper: agents.shopper }) };
+  return { calc, assistant, builder, stats, ...(news === undefined ? {} : { news }), ...(agents.shopper === undefined ? {} : { shopper: agents.shopper }) };
 }
 
 /** Exchange rates from US dollars: the application's own table, granted as a tool. */

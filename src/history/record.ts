@@ -16,6 +16,13 @@ export interface OutcomeSummary {
   readonly value_class?: string;
   /** Set when the call's value is kept: `content(ref)` in a program, `Agent.value(agent, ref)` in the application. */
   readonly content_ref?: string;
+  /**
+   * The distinct URLs whose fetch answered 2xx in the attempt that produced the outcome, as the
+   * host fetched them (after redirects, without credentials or secret-looking query values; at most 20).
+   */
+  readonly sources?: readonly string[];
+  /** How many distinct such URLs there were; present with `sources`. */
+  readonly source_count?: number;
 }
 
 /**
@@ -82,6 +89,8 @@ export interface RecordInput {
   readonly reuseDecision?: { readonly kept: boolean; readonly reason: string } | undefined;
   /** The call's tool calls, as the record lists them (empty when none were made). */
   readonly toolCalls?: { readonly tool_calls?: readonly ToolCallRecord[]; readonly tool_call_count?: number };
+  /** What the attempt that produced the outcome fetched (empty when nothing answered 2xx). */
+  readonly sources?: { readonly sources?: readonly string[]; readonly source_count?: number };
 }
 
 // Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
@@ -116,6 +125,7 @@ export function createRecord(input: RecordInput): SerializedRecord {
       retriable: outcome.retriable,
       ...(outcome.ok ? { value_class: valueClass(outcome.value) } : {}),
       ...(input.contentRef === undefined ? {} : { content_ref: input.contentRef }),
+      ...input.sources,
     },
     trace_id: input.traceId,
     ...(input.parentCallId === undefined ? {} : { parent_call_id: input.parentCallId }),

@@ -6,14 +6,21 @@ export const SANDBOX_LIMITS = {
   maxConsoleChars: 20_000,
   /** Console lines kept per call. */
   maxConsoleLines: 200,
-  /** Requests of the host (`delegate` method calls, tool calls, `content`) one program may make in all. */
+  /** Requests of the host (`delegate` method calls, tool calls, `fetch`, `content`) one program may make in all. */
   maxDelegateCalls: 256,
-  /** `delegate` method calls and tool calls one program may have in flight at once. */
+  /** `delegate` method calls, tool calls and fetches one program may have in flight at once. */
   maxConcurrentDelegates: 16,
   /** Largest serialised argument list of one `delegate` method call. @unit characters */
   maxDelegateArgumentChars: 1_000_000,
   /** Largest serialised input of one tool call. @unit characters */
   maxToolInputChars: 1_000_000,
+  /** Longest URL a program may fetch. @unit characters */
+  maxFetchUrlChars: 8_000,
+  /** Headers one `fetch` may set, and the longest value of one. */
+  maxFetchHeaders: 64,
+  maxFetchHeaderChars: 8_192,
+  /** Largest body one `fetch` may send. @unit characters */
+  maxFetchBodyChars: 1_000_000,
   /** Largest serialised options object of one `delegate(role, options)`. @unit characters */
   maxDelegateOptionChars: 100_000,
   /**

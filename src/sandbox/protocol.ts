@@ -54,6 +54,8 @@ export interface RunPayload {
   readonly maxDelegationDepth: number;
   /** The granted tools' names (`weather`, `notes.append`), for the program's `tools` object. */
   readonly tools: readonly string[];
+  /** The agent has an egress policy: the program gets `fetch`. */
+  readonly fetch: boolean;
   /** History records to add to the isolate's mirror before the program runs. */
   readonly history: MirrorChunk;
 }
@@ -102,6 +104,8 @@ export interface BridgeKinds {
   readonly content: { readonly request: ContentRequest; readonly answer: unknown };
   /** `tools.name(input)`: a granted tool run in the host, answered with a copy of its result. */
   readonly tool: { readonly request: ToolRequest; readonly answer: unknown };
+  /** `fetch(url, init)`: a request the host makes under the agent's egress policy, answered with the response, its body read whole. */
+  readonly fetch: { readonly request: FetchRequest; readonly answer: FetchAnswer };
 }
 
 export type BridgeKind = keyof BridgeKinds;
@@ -110,7 +114,7 @@ export type BridgeKind = keyof BridgeKinds;
  * Every kind, for readers of untrusted requests. The compiler names a kind missing here, and a
  * kind whose request does not say that kind.
  */
-export const BRIDGE_KINDS = { delegate: true, content: true, tool: true } as const satisfies {
+export const BRIDGE_KINDS = { delegate: true, content: true, tool: true, fetch: true } as const satisfies {
   readonly [K in BridgeKind]: BridgeKinds[K]["request"] extends { readonly kind: K } ? true : never;
 };
 
@@ -161,6 +165,26 @@ export interface ToolRequest {
   readonly tool: string;
   /** The serialised input, or null when it was too large to serialise within its limit. */
   readonly input: string | null;
+}
+
+/** `fetch(url, init)`: what a program asked the host to request. */
+export interface FetchRequest {
+  readonly kind: "fetch";
+  readonly url: string;
+  /** As the program wrote it (checked against the policy in upper case). */
+  readonly method: string;
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: string | null;
+}
+
+/** The response a program's `fetch` receives (the runtime gives it `headers.get`, `text()`, `json()`). */
+export interface FetchAnswer {
+  readonly status: number;
+  readonly statusText: string;
+  readonly url: string;
+  readonly redirected: boolean;
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: string;
 }
 
 /** A `delegate(role).method(...args)` request from a program. */
@@ -275,6 +299,7 @@ export type PackedRun = [
   depth: number,
   maxDelegationDepth: number,
   tools: readonly string[],
+  fetch: boolean,
   chunkStart: number,
   reset: boolean,
   records: readonly string[],
@@ -301,6 +326,7 @@ export function packRun(message: RunRequestMessage, callTimeLeftMs = message.cal
     payload.depth,
     payload.maxDelegationDepth,
     payload.tools,
+    payload.fetch,
     history.start,
     history.reset,
     history.records,
@@ -308,7 +334,7 @@ export function packRun(message: RunRequestMessage, callTimeLeftMs = message.cal
 }
 
 export function unpackRun(packed: PackedRun): RunRequestMessage {
-  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, callTimeLeftMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, start, reset, records] = packed;
+  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, callTimeLeftMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, fetch, start, reset, records] = packed;
   return {
     type: "run",
     runId,
@@ -319,7 +345,7 @@ export function unpackRun(packed: PackedRun): RunRequestMessage {
     callTimeLeftMs,
     historyEpoch,
     historyStart,
-    payload: { callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, history: { start, reset, records } },
+    payload: { callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, fetch, history: { start, reset, records } },
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * The static scan's tool fields: whether a program reaches the `tools` it is given, and which
  * tool names its syntax tree reaches (`tools.weather(…)`, `tools.notes.append(…)`,
- * `tools["weather"]`, `const { weather } = tools`). A `tools` the program declares itself is not
- * the granted one and is not counted.
+ * `tools["weather"]`, `const { weather } = tools`), and the `fetch` it is given (listed as the
+ * tool `fetch`, as its calls are in records). A `tools` or `fetch` the program declares itself is
+ * not the one it is given and is not counted.
  */
 import { analyze } from "eslint-scope";
 import { parseProgram, type ParsedProgram } from "../programs/parse.ts";
@@ -36,30 +37,40 @@ export function scanToolUse(code: string, parsed: ParsedProgram = parseProgram(c
 
 function scanOnce(code: string, parsed: ParsedProgram): ToolScan {
   // Cheap first: most programs never name tools.
-  if (!code.includes("tools")) return NONE;
-  if (!parsed.ok) return { toolAccessDetected: /\btools\s*(?:\.|\[)/.test(code), toolsReferenced: [] };
+  if (!code.includes("tools") && !code.includes("fetch")) return NONE;
+  if (!parsed.ok) return textualScan(code);
   try {
     return scanTree(parsed.ast as AnyNode);
   } catch {
-    return { toolAccessDetected: /\btools\s*(?:\.|\[)/.test(code), toolsReferenced: [] };
+    return textualScan(code);
   }
+}
+
+/** For a program that does not parse: whether the text reaches `tools` or calls `fetch`. */
+function textualScan(code: string): ToolScan {
+  const fetches = /\bfetch\s*\(/.test(code);
+  return { toolAccessDetected: fetches || /\btools\s*(?:\.|\[)/.test(code), toolsReferenced: fetches ? ["fetch"] : [] };
 }
 
 function scanTree(ast: AnyNode): ToolScan {
   // "commonjs" wraps the program in a function scope, as the sandbox does; `tools` is then unresolved.
   const scopes = analyze(ast as never, { ecmaVersion: 2025, sourceType: "commonjs" });
   const granted = new Set<AnyNode>();
+  const fetches = new Set<AnyNode>();
   for (const scope of scopes.scopes) {
     for (const reference of scope.references) {
-      if (reference.resolved === null && reference.identifier.name === "tools") granted.add(reference.identifier as AnyNode);
+      if (reference.resolved !== null) continue;
+      if (reference.identifier.name === "tools") granted.add(reference.identifier as AnyNode);
+      else if (reference.identifier.name === "fetch") fetches.add(reference.identifier as AnyNode);
     }
   }
-  if (granted.size === 0) return NONE;
+  if (granted.size === 0 && fetches.size === 0) return NONE;
   const names: string[] = [];
   const add = (name: string) => {
     if (names.length < MAX_REFERENCED && !names.includes(name)) names.push(name);
   };
   visit(ast, [], (node, parents) => {
+    if (fetches.has(node)) add("fetch");
     if (!granted.has(node)) return;
     const parent = parents.at(-1);
     const first = memberName(parent, node);

@@ -1,6 +1,7 @@
 /**
- * What a call's programs did with tools, for its record, log line and effects rule: each tool
- * call in order (the first {@link MAX_LISTED_TOOL_CALLS} kept in full), with totals over all.
+ * What a call's programs did with tools (and `fetch`, listed as the tool `"fetch"`), for its
+ * record, log line and effects rule: each call in order (the first {@link MAX_LISTED_TOOL_CALLS}
+ * kept in full), with totals over all, and the sources each attempt fetched.
  */
 import type { ErrorType } from "../outcome.ts";
 import { toJsonSafe, truncateString, type JsonValue } from "../history/json-safe.ts";
@@ -13,6 +14,8 @@ export const MAX_LISTED_INPUT_CHARS = 1_000;
 const MAX_LISTED_ERROR_CHARS = 1_000;
 /** Distinct tool names a log line names. */
 const MAX_LOGGED_NAMES = 100;
+/** Sources a record's `outcome_summary` lists; `source_count` has the total. */
+export const MAX_LISTED_SOURCES = 20;
 
 /** One tool call as a record lists it. */
 export interface ToolCallRecord {
@@ -24,6 +27,17 @@ export interface ToolCallRecord {
   readonly attempt: number;
   readonly error_type?: ErrorType;
   readonly error_message?: string;
+  /** For a fetch: the URL that answered (after redirects, cleaned), its status and the bytes of its body. */
+  readonly url?: string;
+  readonly status?: number;
+  readonly bytes?: number;
+}
+
+/** What a fetch that got an answer adds to its entry. */
+export interface FetchedEntry {
+  readonly url: string;
+  readonly status: number;
+  readonly bytes: number;
 }
 
 /** One tool call in progress or done. */
@@ -35,7 +49,7 @@ export interface ToolCallEntry {
   /** The input as the record shows it. */
   input: JsonValue;
   /** Set when the call settles; until then the record says it did not answer in time. */
-  ended?: { readonly ok: boolean; readonly durationMs: number; readonly errorType?: ErrorType; readonly errorMessage?: string };
+  ended?: { readonly ok: boolean; readonly durationMs: number; readonly errorType?: ErrorType; readonly errorMessage?: string; readonly fetched?: FetchedEntry };
 }
 
 /** The tool calls of one dynamic call. */
@@ -47,6 +61,8 @@ export class ToolCallLog {
   readonly #names = new Set<string>();
   readonly #open = new Set<ToolCallEntry>();
   readonly #wrote = new Set<string>();
+  /** By attempt: the distinct URLs that answered a fetch with a 2xx status. */
+  readonly #sources = new Map<number, Set<string>>();
   /** The tool calls of the call whose program delegated to this one: its programs must not run again either. */
   readonly #parent: ToolCallLog | undefined;
 
@@ -84,14 +100,31 @@ export class ToolCallLog {
     return entry;
   }
 
-  /** Ends an entry (once; later ends are ignored). */
-  end(entry: ToolCallEntry, ok: boolean, failure?: { errorType: ErrorType; message: string }): void {
+  /** Ends an entry (once; later ends are ignored). A fetch that got an answer says what answered; a 2xx one is a source of its attempt. */
+  end(entry: ToolCallEntry, ok: boolean, failure?: { errorType: ErrorType; message: string }, fetched?: FetchedEntry): void {
     if (entry.ended !== undefined) return;
     this.#open.delete(entry);
     const durationMs = performance.now() - entry.startedMs;
-    entry.ended = { ok, durationMs, ...(failure === undefined ? {} : { errorType: failure.errorType, errorMessage: truncateString(failure.message, MAX_LISTED_ERROR_CHARS) }) };
+    entry.ended = {
+      ok,
+      durationMs,
+      ...(failure === undefined ? {} : { errorType: failure.errorType, errorMessage: truncateString(failure.message, MAX_LISTED_ERROR_CHARS) }),
+      ...(fetched === undefined ? {} : { fetched }),
+    };
     this.#ms += durationMs;
     if (!ok) this.#errors += 1;
+    if (fetched !== undefined && fetched.status >= 200 && fetched.status <= 299) {
+      let sources = this.#sources.get(entry.attempt);
+      if (sources === undefined) this.#sources.set(entry.attempt, (sources = new Set()));
+      sources.add(fetched.url);
+    }
+  }
+
+  /** The record's `outcome_summary.sources` and `source_count` for the attempt that produced the outcome; empty when it fetched nothing that answered 2xx. */
+  sourcesOf(attempt: number): { sources?: string[]; source_count?: number } {
+    const sources = this.#sources.get(attempt);
+    if (sources === undefined || sources.size === 0) return {};
+    return { sources: [...sources].slice(0, MAX_LISTED_SOURCES), source_count: sources.size };
   }
 
   get count(): number {
@@ -129,6 +162,7 @@ function recordOf(entry: ToolCallEntry, now: number): ToolCallRecord {
     attempt: entry.attempt,
     ...(ended.errorType === undefined ? {} : { error_type: ended.errorType }),
     ...(ended.errorMessage === undefined ? {} : { error_message: ended.errorMessage }),
+    ...(ended.fetched === undefined ? {} : { url: ended.fetched.url, status: ended.fetched.status, bytes: ended.fetched.bytes }),
   };
 }
 

@@ -8,6 +8,7 @@ import type { AskingRun } from "../../sandbox/host/pending-run.ts";
 import type { Call } from "../draft.ts";
 import { answerContent } from "./content.ts";
 import { answerDelegate } from "./delegate.ts";
+import { answerFetch } from "./fetch.ts";
 import { answerTool } from "./tool.ts";
 
 /** What a handler is given: the request (read by the sandbox process, still untrusted in its values), the call whose program asked, and that program's run. */
@@ -17,6 +18,7 @@ const HANDLERS: { readonly [K in BridgeKind]: BridgeHandler<K> } = {
   delegate: answerDelegate,
   content: answerContent,
   tool: answerTool,
+  fetch: answerFetch,
 };
 
 /** Answers one request of `call`'s program. A handler that throws is answered as the host's failure by the sandbox process's routing (`RunHooks.onBridge`). */

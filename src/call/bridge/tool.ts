@@ -13,6 +13,8 @@ import type { ToolCallEntry } from "../../tools/tool-calls.ts";
 import type { ErrorType } from "../../outcome.ts";
 import type { Call } from "../draft.ts";
 import { within } from "../within.ts";
+import { askApproval } from "./approval.ts";
+import { safeMessage } from "./safe-message.ts";
 
 /**
  * A program's `tools.name(input)`: the input read and checked against the tool's schema (a
@@ -57,11 +59,10 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   const value = checked.value.value;
   if (granted.effect === "write") {
     if (run.signal.aborted) return ended();
-    // An approval that never answers does not hold the call: it is waited for until the run ends.
-    const asked = await within(Number.POSITIVE_INFINITY, run.signal, () => undefined, () => approve(call, granted, value));
-    if (!asked.ok) return fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`);
-    const approved = asked.value;
-    if (approved !== true) return fail("tool", `tools.${granted.path}: denied${approved === false ? " by the application" : ` (the approval failed: ${approved.problem})`}.`);
+    const approval = await askApproval(call, run, granted.path, value);
+    if (!approval.approved) {
+      return approval.ended ? fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`) : fail("tool", `tools.${granted.path}: denied ${approval.why}.`);
+    }
   }
   // A run that ended meanwhile does not start the tool: nothing of an ended call runs on.
   if (run.signal.aborted) return ended();
@@ -83,19 +84,6 @@ async function ownCheck(granted: GrantedTool, value: unknown): Promise<Bounded<S
     return { ok: true, value: await granted.input.check(value) };
   } catch (error) {
     return { ok: false, errorType: "tool", message: safeMessage(error) };
-  }
-}
-
-/** `toolApproval`'s answer: true, false, or why it could not answer (which refuses the call too). Asked in the caller's async context. */
-async function approve(call: Call, granted: GrantedTool, input: unknown): Promise<boolean | { problem: string }> {
-  const { state, draft } = call;
-  const ask = state.options.toolApproval;
-  if (ask === undefined) return true;
-  try {
-    const answer = await draft.inCaller(() => ask({ tool: granted.path, input, role: state.role, agentId: state.agentId, callId: draft.callId }));
-    return answer === true;
-  } catch (error) {
-    return { problem: safeMessage(error) };
   }
 }
 
@@ -121,22 +109,4 @@ async function bounded<T>(call: Call, run: AskingRun, granted: GrantedTool, work
   if (answer.why === "timeout") return { ok: false, errorType: "timeout", message: timeoutMessage };
   if (answer.why === "aborted") return { ok: false, errorType: "cancelled", message: "the call ended before the tool answered." };
   return { ok: false, errorType: "tool", message: safeMessage(answer.error) };
-}
-
-// A path of two or more parts; a part may hold single spaces between words ("/Users/John Smith/app.js").
-const HOST_PATH = /(?:file:\/\/)?(?:[A-Za-z]:)?(?:[\\/][\w.@%+~-]+(?: [\w.@%+~-]+)*){2,}(?::\d+){0,2}/g;
-const MAX_TOOL_MESSAGE_CHARS = 1_000;
-
-/** A tool's failure as the program may read it: its message only (no stack), with host paths taken out, bounded. */
-function safeMessage(error: unknown): string {
-  let text: string;
-  try {
-    text = error instanceof Error ? String(error.message) : typeof error === "string" ? error : "it failed with a value that is not an Error";
-  } catch {
-    text = "it failed with an error that could not be read";
-  }
-  // Cut before the paths are sought, so a huge message costs little; a path cut in two is still taken out.
-  text = text.slice(0, MAX_TOOL_MESSAGE_CHARS * 4).replace(/\s+/g, " ").replace(HOST_PATH, "[path]").trim();
-  if (text === "") text = "it failed without a message";
-  return text.length > MAX_TOOL_MESSAGE_CHARS ? `${text.slice(0, MAX_TOOL_MESSAGE_CHARS)}…` : text;
 }

@@ -4,7 +4,7 @@
  * are checked here, kind by kind, before it goes to the host.
  */
 import { maxEncodedChars, SANDBOX_LIMITS } from "../limits.ts";
-import { BRIDGE_KINDS, type BridgeKind, type BridgeRequest, type ContentRequest, type DelegateRequest, type ToolRequest } from "../protocol.ts";
+import { BRIDGE_KINDS, type BridgeKind, type BridgeRequest, type ContentRequest, type DelegateRequest, type FetchRequest, type ToolRequest } from "../protocol.ts";
 
 /** The request, checked; or why it is refused (the program gets an `invalid_input` failure). */
 export function readBridgeRequest(untrusted: unknown): BridgeRequest | string {
@@ -20,6 +20,8 @@ export function readBridgeRequest(untrusted: unknown): BridgeRequest | string {
       return readContent(fields);
     case "tool":
       return readTool(fields);
+    case "fetch":
+      return readFetch(fields);
     default: {
       const unread: never = known;
       return `No reader for requests of kind ${String(unread)}.`;
@@ -36,6 +38,22 @@ function readTool({ tool, input }: Record<string, unknown>): ToolRequest | strin
   // Longer text than the encoder writes for a value within the limit: too large, as the host would say.
   const fits = input === null || input.length <= maxEncodedChars(SANDBOX_LIMITS.maxToolInputChars);
   return { kind: "tool", tool, input: fits ? input : null };
+}
+
+function readFetch({ url, method, headers, body }: Record<string, unknown>): FetchRequest | string {
+  const { maxFetchUrlChars, maxFetchHeaders, maxFetchHeaderChars, maxFetchBodyChars } = SANDBOX_LIMITS;
+  if (typeof url !== "string" || url.length > maxFetchUrlChars) return `fetch(url): the URL must be a string of at most ${maxFetchUrlChars} characters.`;
+  if (typeof method !== "string" || method.length === 0 || method.length > 20) return "fetch(url, { method }): the method must be a short string such as \"GET\".";
+  if (!Array.isArray(headers) || headers.length > maxFetchHeaders) return `fetch(url, { headers }): at most ${maxFetchHeaders} headers, each a name and a string value.`;
+  const read: [string, string][] = [];
+  for (const pair of headers as unknown[]) {
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== "string" || typeof pair[1] !== "string" || pair[0].length > 256 || pair[1].length > maxFetchHeaderChars) {
+      return `fetch(url, { headers }): each header is a name and a string value of at most ${maxFetchHeaderChars} characters.`;
+    }
+    read.push([pair[0], pair[1]]);
+  }
+  if (body !== null && (typeof body !== "string" || body.length > maxFetchBodyChars)) return `fetch(url, { body }): the body must be a string of at most ${maxFetchBodyChars} characters.`;
+  return { kind: "fetch", url, method, headers: read, body };
 }
 
 function readDelegate({ role, method, args, options, optionsTooLarge }: Record<string, unknown>): DelegateRequest | string {

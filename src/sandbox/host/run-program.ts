@@ -28,6 +28,8 @@ export interface ProgramRun {
   readonly maxDelegationDepth: number;
   /** The granted tools' names, for the program's `tools` object. */
   readonly tools: readonly string[];
+  /** The program gets `fetch` (the agent has an egress policy). */
+  readonly fetch: boolean;
   readonly timeoutMs: number;
   /** When the call must have ended, waits included (on `performance.now()`'s clock). */
   readonly callEndsAt: number;
@@ -91,6 +93,7 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
         depth: run.depth,
         maxDelegationDepth: run.maxDelegationDepth,
         tools: run.tools,
+        fetch: run.fetch,
         history: { start: from, reset: from === 0, records },
       },
     },

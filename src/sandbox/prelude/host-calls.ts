@@ -1,7 +1,7 @@
 /**
  * In the isolate: what a running program asks of the host (the bridge kinds of `../protocol.ts`),
  * each kind an entry here (`delegate(role, options).method(...args)`, `content(ref)`,
- * `tools.name(input)`) built on
+ * `tools.name(input)`, `fetch(url, init)`) built on
  * one helper, `ask`, which holds what every kind shares: the per-call budget (count, and
  * concurrency for the kinds that hold a place in flight), the encoding of values that leave,
  * the envelope of the answer, and a call that ended (its requests never settle, so nothing of
@@ -9,7 +9,7 @@
  * `child/agent-isolate.ts`), so it must use nothing from its module scope.
  */
 import type { SandboxLimits } from "../limits.ts";
-import type { BridgeAnswer, BridgeFailure, BridgeKind, BridgeRequest } from "../protocol.ts";
+import type { BridgeAnswer, BridgeFailure, BridgeKind, BridgeRequest, FetchAnswer } from "../protocol.ts";
 
 /** What the host calls of one program's run keep, held by the call. */
 export interface HostCallState {
@@ -44,6 +44,10 @@ export interface HostCalls {
   toolsFor(call: HostCallState, names: readonly string[]): object;
   /** The class of the errors a failed tool call throws in programs (the global `ToolError`). */
   readonly ToolError: new (message: string, tool: string) => Error;
+  /** The `fetch` a call's program gets when the agent has an egress policy. */
+  fetchFor(call: HostCallState): (input: unknown, init?: unknown) => Promise<object>;
+  /** The class of the errors a refused or failed fetch throws in programs (the global `EgressError`). */
+  readonly EgressError: new (message: string, url: string) => Error;
   /**
    * How a value the program threw, left uncaught, ends its call when it is an error of this
    * runtime's: a budget error (`budget_exceeded`) or a tool's failure (`tool`); else undefined.
@@ -63,6 +67,11 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   const PromiseCtor = Promise;
   const WeakMapCtor = WeakMap;
   const toPrimitive = Symbol.toPrimitive;
+  const ArrayIsArray = Array.isArray;
+  const ArrayFrom = Array.from;
+  const ObjectEntries = Object.entries;
+  const StringCtor = String;
+  const JSONParse = JSON.parse;
   /** How an error this runtime threw ends its call, left uncaught: a budget error, or a tool's failure and whether it may pass. */
   type KnownFailure = { readonly errorType: "budget_exceeded" | "tool"; readonly retriable: boolean };
   const knownErrors = new WeakMapCtor<object, KnownFailure>();
@@ -237,6 +246,25 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     return answer.ok ? answer.value : undefined;
   }
 
+  /**
+   * Names an error class of the runtime's as the hardening names Error prototypes (an accessor,
+   * so a subclass may still set its own `name`), and freezes it.
+   */
+  function sealErrorClass(ErrorClass: { readonly prototype: object }, name: string): void {
+    const prototype = ErrorClass.prototype;
+    defineProperty(prototype, "name", {
+      get: () => name,
+      set(this: object, value: unknown) {
+        if (this === prototype) throw new TypeErrorCtor(`${name}.prototype.name cannot be changed.`);
+        defineProperty(this, "name", { value, writable: true, enumerable: false, configurable: true });
+      },
+      enumerable: false,
+      configurable: false,
+    });
+    freeze(prototype);
+    freeze(ErrorClass);
+  }
+
   /** The error a failed tool call throws in the program; the program may catch it. */
   class ToolError extends ErrorCtor {
     readonly tool: string;
@@ -245,19 +273,17 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
       this.tool = tool;
     }
   }
-  // An accessor, as the hardening gives Error prototypes: a subclass may still set its own `name`.
-  const toolErrorPrototype = ToolError.prototype;
-  defineProperty(toolErrorPrototype, "name", {
-    get: () => "ToolError",
-    set(this: object, value: unknown) {
-      if (this === toolErrorPrototype) throw new TypeErrorCtor("ToolError.prototype.name cannot be changed.");
-      defineProperty(this, "name", { value, writable: true, enumerable: false, configurable: true });
-    },
-    enumerable: false,
-    configurable: false,
-  });
-  freeze(ToolError.prototype);
-  freeze(ToolError);
+  sealErrorClass(ToolError, "ToolError");
+
+  /** The error a refused or failed `fetch` throws in the program; the program may catch it. */
+  class EgressError extends ErrorCtor {
+    readonly url: string;
+    constructor(message: string, url: string) {
+      super(message);
+      this.url = url;
+    }
+  }
+  sealErrorClass(EgressError, "EgressError");
 
   async function callTool(call: HostCallState, name: string, input: unknown): Promise<unknown> {
     const answer = await ask<"tool">(call, IN_FLIGHT, () => ({
@@ -273,6 +299,67 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     const error = new ToolError(message, name);
     apply(weakMapSet, knownErrors, [error, freeze({ errorType: "tool", retriable })]);
     throw error;
+  }
+
+  /** A header list from what a program gave: a plain object, an array of pairs, or anything with `entries()`. */
+  function headerPairs(given: unknown): [string, string][] {
+    if (given === undefined || given === null) return [];
+    if (typeof given !== "object") throw new TypeErrorCtor("fetch(url, { headers }): headers must be an object of names and values, or an array of [name, value] pairs.");
+    const source = ArrayIsArray(given) ? given : typeof (given as { entries?: unknown }).entries === "function" ? ArrayFrom((given as { entries(): Iterable<unknown> }).entries()) : ObjectEntries(given);
+    const pairs: [string, string][] = [];
+    for (const pair of source as unknown[]) {
+      if (!ArrayIsArray(pair) || pair.length !== 2) throw new TypeErrorCtor("fetch(url, { headers }): each header must be a [name, value] pair.");
+      pairs.push([StringCtor(pair[0]), StringCtor(pair[1])]);
+    }
+    return pairs;
+  }
+
+  /** The response a program's `fetch` resolves with: a plain object, its body read whole by the host. */
+  function responseOf(answer: FetchAnswer): object {
+    const byName = new MapCtor<string, string>();
+    for (const [name, value] of answer.headers) {
+      const known = byName.get(name);
+      byName.set(name, known === undefined ? value : `${known}, ${value}`);
+    }
+    const nameOf = (name: unknown) => StringCtor(name).toLowerCase();
+    const headers = freeze({
+      get: (name: unknown) => byName.get(nameOf(name)) ?? null,
+      has: (name: unknown) => byName.has(nameOf(name)),
+      entries: () => byName.entries(),
+      keys: () => byName.keys(),
+      forEach: (callback: (value: string, name: string) => void) => byName.forEach((value, name) => callback(value, name)),
+    });
+    const body = answer.body;
+    return {
+      ok: answer.status >= 200 && answer.status <= 299,
+      status: answer.status,
+      statusText: answer.statusText,
+      url: answer.url,
+      redirected: answer.redirected,
+      headers,
+      text: async () => body,
+      json: async () => JSONParse(body) as unknown,
+    };
+  }
+
+  function fetchFor(call: HostCallState) {
+    return async function fetch(input: unknown, init?: unknown): Promise<object> {
+      const href = typeof input === "object" && input !== null && typeof (input as { href?: unknown }).href === "string" ? (input as { href: string }).href : input;
+      if (typeof href !== "string") throw new TypeErrorCtor("fetch(url, init?) needs the URL as a string.");
+      if (init !== undefined && init !== null && typeof init !== "object") throw new TypeErrorCtor("fetch(url, init?): init must be an object such as { method, headers, body }.");
+      const { method, headers, body } = (init ?? {}) as { method?: unknown; headers?: unknown; body?: unknown };
+      if (method !== undefined && typeof method !== "string") throw new TypeErrorCtor("fetch(url, { method }): the method must be a string such as \"GET\".");
+      if (body !== undefined && body !== null && typeof body !== "string") throw new TypeErrorCtor("fetch(url, { body }): the body must be a string (JSON.stringify an object first).");
+      const pairs = headerPairs(headers);
+      const answer = await ask<"fetch">(call, IN_FLIGHT, () => ({ kind: "fetch", url: href, method: method ?? "GET", headers: pairs, body: body ?? null }));
+      if (answer.ok) return responseOf(answer.value);
+      const { errorType, message, retriable } = answer.failure;
+      if (errorType === "invalid_input") throw new TypeErrorCtor(message);
+      if (errorType === "budget_exceeded") throw budgetError(message);
+      const error = new EgressError(message, href);
+      apply(weakMapSet, knownErrors, [error, freeze({ errorType: "tool", retriable })]);
+      throw error;
+    };
   }
 
   function toolsFor(call: HostCallState, names: readonly string[]): object {
@@ -308,6 +395,8 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     content: freeze(content),
     toolsFor,
     ToolError,
+    fetchFor,
+    EgressError,
     failureOf,
   });
 }
@@ -316,4 +405,4 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
  * Where each bridge kind's entry is above (what programs call); the compiler names a kind that
  * is declared in the protocol and missing here.
  */
-export const RUNTIME_ENTRIES = { delegate: "delegateFor", content: "content", tool: "toolsFor" } as const satisfies { readonly [K in BridgeKind]: keyof HostCalls };
+export const RUNTIME_ENTRIES = { delegate: "delegateFor", content: "content", tool: "toolsFor", fetch: "fetchFor" } as const satisfies { readonly [K in BridgeKind]: keyof HostCalls };

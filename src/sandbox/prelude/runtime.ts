@@ -153,6 +153,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   const global = globalThis as Record<PropertyKey, unknown>;
   defineProperty(global, "content", { value: hostCalls.content, writable: false, enumerable: false, configurable: false });
   defineProperty(global, "ToolError", { value: hostCalls.ToolError, writable: false, enumerable: false, configurable: false });
+  defineProperty(global, "EgressError", { value: hostCalls.EgressError, writable: false, enumerable: false, configurable: false });
   const baselineGlobals = new SetCtor(ownKeys(global));
 
   function settle(call: CallState, result: IsolateResult): void {
@@ -264,19 +265,23 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     for (const [id, call] of calls) if (slots.has(id)) endCall(id, call);
   }
 
-  // Programs compiled before, by their text: a kept program runs again and again. Each is frozen,
-  // so no call can leave anything on it (`arguments.callee` reaches it in sloppy mode).
+  // Programs compiled before, by their text (and whether they get `fetch`): a kept program runs
+  // again and again. Each is frozen, so no call can leave anything on it (`arguments.callee`
+  // reaches it in sloppy mode).
   const MAX_COMPILED = 64;
   const compiled = new MapCtor<string, (...args: unknown[]) => Promise<unknown>>();
-  function compile(code: string): (...args: unknown[]) => Promise<unknown> {
-    let program = compiled.get(code);
+  const PARAMETERS = ["context", "args", "kwargs", "delegate", "console", "tools"];
+  function compile(code: string, withFetch: boolean): (...args: unknown[]) => Promise<unknown> {
+    const key = withFetch ? `f${code}` : `-${code}`;
+    let program = compiled.get(key);
     if (program === undefined) {
       // In a block of its own, so a program may declare a name it is given (`const tools = …`)
       // without a SyntaxError; a program that asks for strict mode gets it, as a directive before the block.
+      // Without an egress policy there is no `fetch` at all: not even a name bound to undefined.
       const opening = apply(regexpExec, STRICT_DIRECTIVE, [code]) === null ? "{\n" : '"use strict";{\n';
-      program = freeze(new AsyncFunction("context", "args", "kwargs", "delegate", "console", "tools", `${opening}${code}\n}`));
+      program = freeze(new AsyncFunction(...PARAMETERS, ...(withFetch ? ["fetch"] : []), `${opening}${code}\n}`));
       if (compiled.size >= MAX_COMPILED) compiled.clear();
-      compiled.set(code, program);
+      compiled.set(key, program);
     }
     return program;
   }
@@ -318,7 +323,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       if (mirror.unparsedCount() > MAX_RECORDS_AS_TEXT) mirror.parse();
       let program: (...args: unknown[]) => Promise<unknown>;
       try {
-        program = compile(payload.code);
+        program = compile(payload.code, payload.fetch);
       } catch (error) {
         const { name, message } = describeThrown(error);
         settle(call, failure(call, "invalid_code", name, message));
@@ -326,7 +331,9 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       }
       const context = payload.context;
       defineProperty(context, "conversation_history", { get: mirror.read, enumerable: false, configurable: false });
-      const running = apply(program, undefined, [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call), hostCalls.toolsFor(call, payload.tools)]);
+      const given = [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call), hostCalls.toolsFor(call, payload.tools)];
+      if (payload.fetch) given.push(hostCalls.fetchFor(call));
+      const running = apply(program, undefined, given);
       apply(promiseThen, running, [
         (value: unknown) => settle(call, succeed(call, value, context)),
         (thrown: unknown) => settle(call, fail(call, thrown)),

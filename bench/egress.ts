@@ -1,0 +1,54 @@
+/** Figure 13: what a program's fetch costs beyond the request itself, against the same request made by the host. */
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Agent as Dispatcher, fetch as hostFetch } from "undici";
+import { Agent, ScriptedProvider } from "../src/index.ts";
+import { measureInterleaved, type Summary } from "./stats.ts";
+
+export interface EgressFigures {
+  /** A call whose program fetches from a local server once, the same call without the fetch, and the host fetching the same URL itself: alternating rounds. */
+  readonly withFetch: Summary;
+  readonly withoutFetch: Summary;
+  readonly hostFetch: Summary;
+  /** What a fetch from a program adds beyond the request itself: with − without − the host's own fetch (p50s). @unit µs */
+  readonly overheadP50: number;
+  /** Requests the provider received: one per method when every timed call ran a kept program. */
+  readonly providerRequests: number;
+}
+
+export async function egressFigures(options: { count: number; warmup: number }): Promise<EgressFigures> {
+  const server = createServer((_request, response) => {
+    response.setHeader("content-type", "application/json");
+    response.end('{"headline":"Rain tomorrow"}');
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const url = `${origin}/feed`;
+  // Reuse on: after the warm-up every call runs its kept program, so the two calls differ by the fetch alone.
+  const provider = new ScriptedProvider({ programs: { withFetch: `const r = await fetch("${url}"); return (await r.json()).headline.length + args[0]`, withoutFetch: "return 13 + args[0]" } });
+  const agent = Agent.for("bench-egress", { provider, log: false, egress: { allow: [origin] } });
+  // The host's own request: the same client, a pool of its own, keep-alive alike.
+  const dispatcher = new Dispatcher({ keepAliveTimeout: 1_000 });
+  const expectOk = async (call: Promise<{ ok: boolean; errorMessage?: string }>) => {
+    const outcome = await call;
+    if (!outcome.ok) throw new Error(`bench call failed: ${outcome.errorMessage}`);
+  };
+  try {
+    const figures = await measureInterleaved(
+      {
+        withFetch: { task: () => expectOk(agent.withFetch(1)) },
+        withoutFetch: { task: () => expectOk(agent.withoutFetch(1)) },
+        hostFetch: { task: async () => (await (await hostFetch(url, { dispatcher })).json()) as unknown },
+      },
+      options.count,
+      options.warmup,
+    );
+    return { ...figures, overheadP50: figures.withFetch.p50 - figures.withoutFetch.p50 - figures.hostFetch.p50, providerRequests: provider.calls.length };
+  } finally {
+    await dispatcher.close();
+    server.closeAllConnections();
+    server.close();
+  }
+}

@@ -1,0 +1,401 @@
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { afterEach, describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider, type AgentOptions, type HistoryRecord } from "../../src/index.ts";
+import { json, redirect, startWebServer, type Route, type WebServer } from "../helpers/web-server.ts";
+
+const schema = JSON.parse(readFileSync(new URL("../../schema/history-record.schema.json", import.meta.url), "utf8")) as object;
+const validateRecord = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+
+const servers: WebServer[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.close();
+});
+
+async function serve(routes: Record<string, Route>): Promise<WebServer> {
+  const server = await startWebServer(routes);
+  servers.push(server);
+  return server;
+}
+
+function logFile(): string {
+  return join(mkdtempSync(join(tmpdir(), "improv-egress-")), "calls.jsonl");
+}
+
+/** An agent whose methods are scripted programs, with `egress` (and any other options). */
+function agentWith(programs: Record<string, string | string[]>, options: AgentOptions) {
+  const provider = new ScriptedProvider({ programs });
+  const log = logFile();
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const agent = Agent.for("reader", { provider, log, ...options }) as any;
+  const logLines = () =>
+    readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { agent, provider, log, logLines, history: () => Agent.history(agent) as readonly HistoryRecord[] };
+}
+
+/** A program that returns what a fetch threw: its name, message, and whether it is an EgressError. */
+const caught = (call: string) => `try { const r = await ${call}; return { status: r.status }; } catch (e) { return { name: e.name, message: e.message, egress: e instanceof EgressError } }`;
+
+describe("fetch in programs", () => {
+  test("without an egress policy there is no fetch at all, and the prompt says there is no network", async () => {
+    const { agent, provider } = agentWith({ probe: "return [typeof fetch, typeof EgressError]" }, {});
+    const outcome = await agent.probe();
+    expect(outcome.value).toEqual(["undefined", "function"]);
+    expect(provider.calls[0]?.system).toContain("There is no `fetch`: this object has no network access.");
+  });
+
+  test("a fetch from an allowed origin: a plain response, the fetch in the record and the log line, its URL a source", async () => {
+    const news = await serve({ "/feed": json({ headline: "Rain tomorrow" }) });
+    const { agent, provider, history, logLines } = agentWith(
+      {
+        headline: `const r = await fetch("${news.origin}/feed?page=1&api_key=hunter22"); const body = await r.json();
+                   return { ok: r.ok, status: r.status, type: r.headers.get("Content-Type"), has: r.headers.has("content-type"), url: r.url, headline: body.headline, text: (await r.text()).length }`,
+      },
+      { egress: { allow: [news.origin] } },
+    );
+    const outcome = await agent.headline();
+    expect(outcome.value).toEqual({ ok: true, status: 200, type: "application/json", has: true, url: `${news.origin}/feed?page=1&api_key=hunter22`, headline: "Rain tomorrow", text: 28 });
+    expect(news.requests).toHaveLength(1);
+    const record = history().at(-1)!;
+    expect(validateRecord(record)).toBe(true);
+    const source = `${news.origin}/feed?page=1&api_key=[redacted]`;
+    expect(record.outcome_summary.sources).toEqual([source]);
+    expect(record.outcome_summary.source_count).toBe(1);
+    expect(record.tool_calls).toEqual([
+      { tool: "fetch", input: { method: "GET", url: source }, ok: true, duration_ms: expect.any(Number), effect: "read", attempt: 1, url: source, status: 200, bytes: 28 },
+    ]);
+    const line = logLines().at(-1)!;
+    expect(line).toMatchObject({ tool_call_count: 1, tool_names: ["fetch"], tool_error_count: 0, tool_access_detected: true, tools_referenced: ["fetch"] });
+    expect(provider.calls[0]?.system).toContain(`only to\n  these origins: ${news.origin}`);
+    expect(JSON.stringify([record.tool_calls, record.outcome_summary])).not.toContain("hunter22");
+  });
+
+  test("waiting for a slow server is not the program's own time", async () => {
+    const slow = await serve({ "/slow": (_request, response) => void setTimeout(() => response.end("late"), 400) });
+    const { agent } = agentWith({ wait: `return await (await fetch("${slow.origin}/slow")).text()` }, { egress: { allow: [slow.origin] }, executionTimeoutMs: 150 });
+    expect((await agent.wait()).value).toBe("late");
+  });
+
+  test("only the attempt that produced the outcome gives sources, and only 2xx answers; every fetch is listed", async () => {
+    const site = await serve({ "/a": json("a"), "/b": json("b"), "/missing": json("no", 404) });
+    const { agent, history } = agentWith(
+      { read: [`await fetch("${site.origin}/a"); undefinedName.x;`, `await fetch("${site.origin}/missing"); return (await fetch("${site.origin}/b")).json()`] },
+      { egress: { allow: [site.origin] } },
+    );
+    const outcome = await agent.read();
+    expect(outcome.value).toBe("b");
+    const record = history().at(-1)!;
+    expect(record.outcome_summary.sources).toEqual([`${site.origin}/b`]);
+    expect(record.tool_calls?.map((call) => [call.attempt, call.url, call.status])).toEqual([
+      [1, `${site.origin}/a`, 200],
+      [2, `${site.origin}/missing`, 404],
+      [2, `${site.origin}/b`, 200],
+    ]);
+    expect(validateRecord(record)).toBe(true);
+  });
+});
+
+describe("the policy: refused before any server is contacted", () => {
+  test("origins not allowed, other schemes, user info, methods and headers not allowed: EgressError, outcome tool (not retriable)", async () => {
+    const site = await serve({ "/": json("ok") });
+    const other = await serve({ "/": json("other") });
+    const port = site.port;
+    const { agent, history } = agentWith(
+      {
+        otherPort: caught(`fetch("${other.origin}/")`),
+        metadata: caught(`fetch("http://169.254.169.254/latest/meta-data/")`),
+        decimal: caught(`fetch("http://2130706433:${port}/")`),
+        hex: caught(`fetch("http://0x7f.1:${port}/")`),
+        mapped: caught(`fetch("http://[::ffff:127.0.0.1]:${port}/")`),
+        userInfo: caught(`fetch("http://127.0.0.1@evil.example/")`),
+        credentials: caught(`fetch("http://user:pw@127.0.0.1:${port}/")`),
+        file: caught(`fetch("file:///etc/passwd")`),
+        post: caught(`fetch("${site.origin}/", { method: "POST", body: "x" })`),
+        host: caught(`fetch("${site.origin}/", { headers: { Host: "evil.example" } })`),
+        newline: caught(`fetch("${site.origin}/", { headers: { "x-a": "1\\r\\nx-b: 2" } })`),
+        uncaught: `await fetch("http://169.254.169.254/"); return "reached"`,
+      },
+      { egress: { allow: [site.origin] } },
+    );
+    const expectations: Record<string, string> = {
+      otherPort: `the origin ${other.origin} is not in egress.allow`,
+      metadata: "the origin http://169.254.169.254 is not in egress.allow",
+      // Spellings of 127.0.0.1 are that address: an entry names it, so they reach it (that port only).
+      mapped: "the origin http://[::ffff:7f00:1]:",
+      userInfo: "a URL with a user name or password is refused",
+      credentials: "a URL with a user name or password is refused",
+      file: "only http: and https: URLs can be fetched",
+      post: "the method POST is not allowed (egress.methods: GET, HEAD)",
+      host: "the header host is set by the host",
+      newline: "is not a valid header",
+    };
+    for (const [method, message] of Object.entries(expectations)) {
+      const outcome = await agent[method]();
+      expect(outcome.value, method).toMatchObject({ name: "EgressError", egress: true, message: expect.stringContaining(message) });
+    }
+    for (const spelling of ["decimal", "hex"]) expect((await agent[spelling]()).value).toEqual({ status: 200 });
+    expect(site.requests).toHaveLength(2);
+    expect(other.requests).toHaveLength(0);
+    const uncaught = await agent.uncaught();
+    expect(uncaught).toMatchObject({ ok: false, errorType: "tool", retriable: false });
+    expect(uncaught.errorMessage).toContain("EgressError");
+    expect(history().at(-1)?.tool_calls?.[0]).toMatchObject({ tool: "fetch", ok: false, error_type: "tool" });
+  });
+
+  test("a name is resolved by the host and every address checked: loopback, private, link-local, mapped, mixed answers refused; the server is never reached", async () => {
+    const site = await serve({ "/": json("reached") });
+    const answers: Record<string, string[]> = {
+      "loopback.example.test": ["127.0.0.1"],
+      "metadata.example.test": ["169.254.169.254"],
+      "private.example.test": ["10.1.2.3"],
+      "mapped.example.test": ["::ffff:127.0.0.1"],
+      "cgnat.example.test": ["100.64.0.1"],
+      "ula.example.test": ["fd00::1"],
+      "mixed.example.test": ["93.184.216.34", "127.0.0.1"],
+      "nat64.example.test": ["64:ff9b::7f00:1"],
+    };
+    const resolved: string[] = [];
+    const { agent } = agentWith(
+      { get: `try { await fetch("http://" + args[0] + ":${site.port}/"); return "fetched" } catch (e) { return e.message }` },
+      {
+        egress: {
+          allow: [`http://*.example.test:${site.port}`],
+          resolve: (hostname: string) => {
+            resolved.push(hostname);
+            return answers[hostname] ?? [];
+          },
+        },
+      },
+    );
+    for (const name of Object.keys(answers)) {
+      const outcome = await agent.get(name);
+      expect(outcome.value, name).toContain(`${name} resolves to `);
+      expect(outcome.value, name).toContain("; refused.");
+    }
+    expect(resolved).toEqual(Object.keys(answers));
+    expect(site.requests).toHaveLength(0);
+  });
+
+  test("a name that resolves to a public address first and a loopback one next is refused the second time: each connection's own lookup is checked", async () => {
+    const site = await serve({ "/": json("reached") });
+    let lookups = 0;
+    const { agent } = agentWith(
+      { get: `try { await fetch("http://rebind.example.test:${site.port}/"); return "fetched" } catch (e) { return e.message }` },
+      { egress: { allow: [`http://*.example.test:${site.port}`], timeoutMs: 300, resolve: () => (lookups++ === 0 ? ["93.184.216.34"] : ["127.0.0.1"]) } },
+    );
+    const first = await agent.get();
+    expect(first.value).not.toBe("fetched");
+    const second = await agent.get();
+    expect(second.value).toContain("resolves to 127.0.0.1, a loopback address; refused.");
+    expect(site.requests).toHaveLength(0);
+  });
+
+  test("localhost named with its port opens that port: other ports and other names for it do not", async () => {
+    const site = await serve({ "/": json("local") });
+    const other = await serve({ "/": json("other") });
+    const { agent } = agentWith(
+      { get: `try { return await (await fetch(args[0])).json() } catch (e) { return e.message }` },
+      { egress: { allow: [`http://localhost:${site.port}`], resolve: () => ["127.0.0.1"] } },
+    );
+    expect((await agent.get(`http://localhost:${site.port}/`)).value).toBe("local");
+    expect((await agent.get(`http://localhost:${other.port}/`)).value).toContain("is not in egress.allow");
+    expect(other.requests).toHaveLength(0);
+  });
+});
+
+describe("redirects: followed by the host, each hop checked again", () => {
+  test("to the metadata address, to another loopback port, to file:, or in a loop", async () => {
+    const other = await serve({ "/": json("other") });
+    const site = await serve({
+      "/to-metadata": redirect("http://169.254.169.254/latest/meta-data/"),
+      "/to-other": redirect(`${other.origin}/`),
+      "/to-file": redirect("file:///etc/passwd"),
+      "/loop": redirect("/loop"),
+      "/hop": redirect("/end", 307),
+      "/end": json("arrived"),
+    });
+    const reader = agentWith(
+      { get: `try { const r = await fetch(args[0]); return { status: r.status, url: r.url, redirected: r.redirected, body: await r.json() } } catch (e) { return { name: e.name, message: e.message } }` },
+      { egress: { allow: [site.origin] } },
+    );
+    const get = async (path: string) => (await reader.agent.get(`${site.origin}${path}`)).value;
+    expect(await get("/to-metadata")).toMatchObject({ name: "EgressError", message: expect.stringContaining("the origin http://169.254.169.254 is not in egress.allow (redirected from") });
+    expect(await get("/to-other")).toMatchObject({ name: "EgressError", message: expect.stringContaining(`the origin ${other.origin} is not in egress.allow`) });
+    expect(await get("/to-file")).toMatchObject({ name: "EgressError", message: expect.stringContaining("only http: and https: URLs can be fetched") });
+    expect(await get("/loop")).toMatchObject({ name: "EgressError", message: expect.stringContaining("more than 5 redirects") });
+    expect(await get("/hop")).toEqual({ status: 200, url: `${site.origin}/end`, redirected: true, body: "arrived" });
+    expect(other.requests).toHaveLength(0);
+    expect(site.requests.filter((request) => request.path === "/loop")).toHaveLength(6);
+    const hop = reader.history().at(-1)!;
+    expect(hop.tool_calls?.[0]).toMatchObject({ input: { method: "GET", url: `${site.origin}/hop` }, url: `${site.origin}/end`, status: 200 });
+    expect(hop.outcome_summary.sources).toEqual([`${site.origin}/end`]);
+  });
+});
+
+describe("what comes back is bounded", () => {
+  test("an endless body, a huge declared one, a gzip bomb: stopped at maxResponseBytes, after decompression; the host goes on", async () => {
+    const bomb = gzipSync(Buffer.alloc(200 * 2 ** 20));
+    const site = await serve({
+      "/endless": (_request, response) => {
+        const chunk = Buffer.alloc(64 * 1024, 97);
+        const write = () => {
+          while (!response.destroyed && response.write(chunk));
+          if (!response.destroyed) response.once("drain", write);
+        };
+        write();
+      },
+      "/huge": (_request, response) => {
+        response.setHeader("content-length", String(5 * 2 ** 30));
+        response.write(Buffer.alloc(2 ** 20));
+      },
+      "/bomb": (_request, response) => {
+        response.setHeader("content-encoding", "gzip");
+        response.end(bomb);
+      },
+      "/small": json("fine"),
+    });
+    const { agent } = agentWith({ get: caught(`fetch("${site.origin}" + args[0])`) }, { egress: { allow: [site.origin], maxResponseBytes: 100_000 } });
+    expect(bomb.length).toBeLessThan(1_000_000);
+    for (const path of ["/endless", "/huge", "/bomb"]) {
+      const outcome = await agent.get(path);
+      expect(outcome.value, path).toMatchObject({ name: "EgressError", message: expect.stringContaining("the body is larger than egress.maxResponseBytes (100000 bytes)") });
+    }
+    expect((await agent.get("/small")).value).toEqual({ status: 200 });
+  });
+
+  test("a server that sends its headers slowly, or never answers: stopped at timeoutMs, retriable", async () => {
+    const site = await serve({
+      "/slow-headers": (_request, response) => void setTimeout(() => response.end("late"), 2_000),
+      "/never": () => undefined,
+    });
+    const { agent } = agentWith({ get: `await fetch("${site.origin}" + args[0])` }, { egress: { allow: [site.origin], timeoutMs: 200 } });
+    for (const path of ["/slow-headers", "/never"]) {
+      const started = performance.now();
+      const outcome = await agent.get(path);
+      expect(performance.now() - started).toBeLessThan(1_900);
+      expect(outcome).toMatchObject({ ok: false, errorType: "tool", retriable: true });
+      expect(outcome.errorMessage).toContain("no answer within 200 ms (egress.timeoutMs)");
+    }
+  });
+
+  test("1,000 fetches in one call: maxRequests reach the server, the rest are refused, and the per-call budget ends the program", async () => {
+    const site = await serve({ "/": json(1) });
+    const { agent, history } = agentWith(
+      { many: `let fetched = 0, refused = 0; for (let i = 0; i < 1000; i++) { try { await fetch("${site.origin}/"); fetched++ } catch (e) { if (!(e instanceof EgressError)) throw e; refused++ } } return { fetched, refused }` },
+      { egress: { allow: [site.origin], maxRequests: 5 } },
+    );
+    const outcome = await agent.many();
+    expect(outcome).toMatchObject({ ok: false, errorType: "budget_exceeded" });
+    expect(site.requests).toHaveLength(5);
+    const record = history().at(-1)!;
+    expect(record.tool_call_count).toBe(256);
+    expect(record.tool_calls).toHaveLength(50);
+    expect(record.tool_calls?.[5]).toMatchObject({ ok: false, error_message: expect.stringContaining("more than 5 requests (egress.maxRequests)") });
+    expect(validateRecord(record)).toBe(true);
+  });
+});
+
+describe("secrets the host adds", () => {
+  test("are sent to their origin only, replace what the program set, and never reach the program, the record, the log or an error", async () => {
+    const secret = "s3cr3t-token-0123456789";
+    const echo: Route = (request, response) => {
+      response.setHeader("content-type", "application/json");
+      response.setHeader("x-echo", String(request.headers.authorization));
+      response.setHeader("set-cookie", "session=abc");
+      response.end(JSON.stringify({ seen: request.headers }));
+    };
+    const api = await serve({
+      "/echo": echo,
+      "/fail": (request, response) => {
+        response.statusCode = 500;
+        response.end(`bad token ${String(request.headers.authorization)}`);
+      },
+      "/away": redirect("/echo"),
+    });
+    const elsewhere = await serve({ "/echo": echo });
+    const programs = {
+      steal: `const r = await fetch("${api.origin}/echo", { headers: { authorization: "mine", cookie: "c=1", "x-keep": "yes" } });
+              const text = await r.text(); console.log(text, r.headers.get("x-echo"));
+              return { text, echo: r.headers.get("x-echo"), cookie: r.headers.get("set-cookie"), all: [...r.headers.entries()] }`,
+      fail: `const r = await fetch("${api.origin}/fail"); throw new Error(await r.text())`,
+      other: `const r = await fetch("${elsewhere.origin}/echo", { headers: { authorization: "mine" } }); return (await r.json()).seen.authorization`,
+    };
+    const { agent, history, log } = agentWith(programs, { debug: true, egress: { allow: [api.origin, elsewhere.origin], headers: { [api.origin]: { authorization: `Bearer ${secret}` } } } });
+    const stolen = await agent.steal();
+    expect(stolen.ok).toBe(true);
+    // The server got the host's value, not the program's; the program's other headers went along.
+    expect(api.requests[0]?.headers.authorization).toBe(`Bearer ${secret}`);
+    expect(api.requests[0]?.headers.cookie).toBeUndefined();
+    expect(api.requests[0]?.headers["x-keep"]).toBe("yes");
+    expect(stolen.value.cookie).toBeNull();
+    expect(stolen.value.echo).toBe("[redacted]");
+    const failed = await agent.fail();
+    expect(failed.errorMessage).toContain("bad token [redacted]");
+    // Another origin gets no secret, and the program's own header goes there as written.
+    expect((await agent.other()).value).toBe("mine");
+    const seen = JSON.stringify([stolen, failed, history()]) + readFileSync(log, "utf8");
+    expect(seen).not.toContain(secret);
+    expect(seen).toContain("[redacted]");
+  });
+});
+
+describe("effects", () => {
+  test("a method that may change the world is asked of toolApproval, and a program that used it is never run again on its own", async () => {
+    const site = await serve({ "/orders": json({ id: 7 }, 201) });
+    const approvals: unknown[] = [];
+    const { agent } = agentWith(
+      {
+        order: `const r = await fetch("${site.origin}/orders", { method: "POST", body: JSON.stringify({ item: "tea" }) }); notDefined.x; return r.status`,
+        denied: caught(`fetch("${site.origin}/orders", { method: "DELETE" })`),
+      },
+      {
+        egress: { allow: [site.origin], methods: ["GET", "POST", "DELETE"] },
+        toolApproval: (request) => {
+          approvals.push(request);
+          return request.input !== null && (request.input as { method: string }).method === "POST";
+        },
+      },
+    );
+    const ordered = await agent.order();
+    // The mistake after the POST is not repaired: the order is not placed twice.
+    expect(ordered).toMatchObject({ ok: false, errorType: "execution" });
+    expect(site.requests.filter((request) => request.method === "POST")).toHaveLength(1);
+    expect(site.requests[0]?.body).toBe('{"item":"tea"}');
+    expect((await agent.denied()).value).toMatchObject({ name: "EgressError", message: expect.stringContaining("denied by the application") });
+    expect(approvals).toEqual([
+      { tool: "fetch", input: { method: "POST", url: `${site.origin}/orders` }, role: "reader", agentId: expect.any(String), callId: expect.any(String) },
+      { tool: "fetch", input: { method: "DELETE", url: `${site.origin}/orders` }, role: "reader", agentId: expect.any(String), callId: expect.any(String) },
+    ]);
+    expect(site.requests).toHaveLength(1);
+  });
+});
+
+describe("the egress option", () => {
+  test.each([
+    [{ allow: [] }, 'Option "egress.allow" must be a non-empty array of origins'],
+    [{ allow: ["ftp://example.com"] }, 'Option "egress.allow[0]" ("ftp://example.com") must use http: or https:'],
+    [{ allow: ["https://example.com/path"] }, "must be an origin, with no path, query or fragment"],
+    [{ allow: ["https://user@example.com"] }, "must not hold a user name or password"],
+    [{ allow: ["https://*.com"] }, 'must put "*." before a domain of two labels or more'],
+    [{ allow: ["https://a.*.example.com"] }, 'may hold "*" only as its host\'s first label'],
+    [{ allow: ["https://example.com"], headers: { "https://other.com": { authorization: "x" } } }, "which is not in egress.allow as written"],
+    [{ allow: ["https://example.com"], headers: { "https://example.com": { authorization: "a\nb" } } }, "the value of authorization must be a string of at most 16,384 characters with no line breaks"],
+    [{ allow: ["https://example.com"], methods: ["FETCH"] }, 'Option "egress.methods": "FETCH" is not one of'],
+    [{ allow: ["https://example.com"], maxResponseBytes: 9_000_000 }, 'Option "egress.maxResponseBytes" must be a whole number from 1 to 8000000'],
+    [{ allow: ["https://example.com"], proxy: "x" }, 'Unknown egress option "proxy"'],
+  ])("%j is a TypeError that says what is wrong", (egress, message) => {
+    expect(() => Agent.for("bad-egress", { egress: egress as never })).toThrow(message);
+  });
+
+  test("the message for a bad header value never repeats the value", () => {
+    expect(() => Agent.for("bad-egress", { egress: { allow: ["https://example.com"], headers: { "https://example.com": { authorization: "Bearer leak\r\nx" } } } })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining("leak") }),
+    );
+  });
+});

@@ -1,0 +1,28 @@
+import type { AskingRun } from "../../sandbox/host/pending-run.ts";
+import type { Call } from "../draft.ts";
+import { within } from "../within.ts";
+import { safeMessage } from "./safe-message.ts";
+
+/** What `toolApproval` said of a call that may change the world. */
+export type Approval = { readonly approved: true } | { readonly approved: false; readonly ended: true } | { readonly approved: false; readonly ended: false; readonly why: string };
+
+/**
+ * Asks the agent's `toolApproval` (in the caller's async context) about a call of `tool` that
+ * may change the world: approved (also when no approval is set), denied (`why`: by the
+ * application, or the approval failed), or the run ended while it was asked. An approval that
+ * never answers does not hold the call: it is waited for until the run ends.
+ */
+export async function askApproval(call: Call, run: AskingRun, tool: string, input: unknown): Promise<Approval> {
+  const { state, draft } = call;
+  const ask = state.options.toolApproval;
+  if (ask === undefined) return { approved: true };
+  const asked = await within(Number.POSITIVE_INFINITY, run.signal, () => undefined, async () => {
+    try {
+      return (await draft.inCaller(() => ask({ tool, input, role: state.role, agentId: state.agentId, callId: draft.callId }))) === true ? true : "by the application";
+    } catch (error) {
+      return `(the approval failed: ${safeMessage(error)})`;
+    }
+  });
+  if (!asked.ok) return { approved: false, ended: true };
+  return asked.value === true ? { approved: true } : { approved: false, ended: false, why: asked.value };
+}

@@ -1,0 +1,274 @@
+/**
+ * A program's `fetch`, made by the host under the agent's egress policy (DESIGN 14): the request
+ * is checked before any server is contacted (scheme, origin, method, headers, the address an IP
+ * literal denotes), host names are resolved by the host and every address checked in the
+ * connection's own lookup, so the socket goes to an address that was checked; redirects are
+ * followed by hand, each hop checked again; the body is read whole within `maxResponseBytes`
+ * after decompression; the values the host adds never reach what the program sees.
+ */
+import { isIP, type LookupFunction } from "node:net";
+import { Agent, fetch as undiciFetch } from "undici";
+import { addressKind, hostAddress } from "./addresses.ts";
+import { BAD_HEADER_VALUE, HEADER_NAME, matchEntry, type AllowEntry, type EgressPolicy } from "./policy.ts";
+import { cleanUrl, redact } from "./provenance.ts";
+import type { FetchAnswer } from "../sandbox/protocol.ts";
+
+/** What a program asked for, as the bridge reader checked its shape. */
+export interface EgressRequest {
+  readonly url: string;
+  readonly method: string;
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: string | null;
+}
+
+/** A response as the program receives it (the bridge's answer): the body read whole, `set-cookie` left out, nothing of the injected values in it. */
+export type FetchedResponse = FetchAnswer;
+
+/** A request that passed every check made before a server is contacted. */
+export interface PreparedRequest {
+  readonly url: URL;
+  readonly method: string;
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: string | null;
+}
+
+/** Why a request was not answered: refused by the policy (nothing sent there), or failed on the way. */
+export interface EgressFailure {
+  readonly ok: false;
+  readonly refused: boolean;
+  readonly message: string;
+  /** The run ended (its call's end or its signal) before the answer came. */
+  readonly cancelled?: true;
+}
+
+export type EgressOutcome = { readonly ok: true; readonly response: FetchedResponse; readonly bytes: number; readonly finalUrl: URL } | EgressFailure;
+
+/** Most redirects followed for one request. */
+export const MAX_REDIRECTS = 5;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Headers a program may not set: the host manages them. */
+const MANAGED_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "proxy-connection", "expect"]);
+/** Credentials: dropped for an origin the host adds headers for, and on a redirect to another origin. */
+const CREDENTIAL_HEADERS = new Set(["authorization", "cookie", "proxy-authorization"]);
+const MAX_STATUS_TEXT_CHARS = 200;
+
+/** A refusal raised in a connection's lookup: no connection was made. */
+class AddressRefused extends Error {}
+
+function refused(message: string): EgressFailure {
+  return { ok: false, refused: true, message };
+}
+
+function failed(message: string, cancelled = false): EgressFailure {
+  return cancelled ? { ok: false, refused: false, message, cancelled: true } : { ok: false, refused: false, message };
+}
+
+/** Checks a request against the policy before anything is sent; a refusal says which rule. */
+export function prepareRequest(policy: EgressPolicy, request: EgressRequest): PreparedRequest | EgressFailure {
+  // Only a refusal shows the URL.
+  const shown = () => cleanUrl(request.url, policy.secrets);
+  let url: URL;
+  try {
+    url = new URL(request.url);
+  } catch {
+    return refused(`fetch(${JSON.stringify(shown().slice(0, 200))}): not an absolute URL.`);
+  }
+  const method = request.method.toUpperCase();
+  if (!policy.methods.has(method)) return refused(`fetch ${shown()}: the method ${method.slice(0, 20)} is not allowed (egress.methods: ${[...policy.methods].join(", ")}).`);
+  if ((method === "GET" || method === "HEAD") && request.body !== null) return refused(`fetch ${shown()}: a ${method} request cannot have a body.`);
+  const checked = checkUrl(policy, url);
+  if (!("entry" in checked)) return checked;
+  const headers: [string, string][] = [];
+  for (const [name, value] of request.headers) {
+    const lower = name.toLowerCase();
+    if (!HEADER_NAME.test(name) || BAD_HEADER_VALUE.test(value)) return refused(`fetch ${shown()}: the header ${JSON.stringify(name.slice(0, 100))} is not a valid header.`);
+    if (MANAGED_HEADERS.has(lower) || lower.startsWith("proxy-")) return refused(`fetch ${shown()}: the header ${lower} is set by the host, not by programs.`);
+    headers.push([lower, value]);
+  }
+  return { url, method, headers, body: request.body };
+}
+
+/** The rules a URL must pass, for the first request and each redirect: scheme, user info, origin, and the address an IP literal denotes. */
+function checkUrl(policy: EgressPolicy, url: URL): { readonly entry: AllowEntry } | EgressFailure {
+  const shown = () => cleanUrl(url, policy.secrets);
+  if (url.protocol !== "http:" && url.protocol !== "https:") return refused(`fetch ${shown()}: only http: and https: URLs can be fetched.`);
+  if (url.username !== "" || url.password !== "") return refused(`fetch ${shown()}: a URL with a user name or password is refused; the application gives credentials in egress.headers.`);
+  const entry = matchEntry(policy, url);
+  if (entry === undefined) return refused(`fetch ${shown()}: the origin ${url.origin} is not in egress.allow.`);
+  const address = hostAddress(url.hostname);
+  if (address !== undefined) {
+    const kind = addressKind(address);
+    // An entry that names this address (and port) opens it, whatever it is.
+    if (kind !== "public" && !entry.exactAddress) return refused(`fetch ${shown()}: ${address} is a ${kind} address.`);
+  }
+  return { entry };
+}
+
+const dispatchers = new WeakMap<EgressPolicy, Agent>();
+
+/**
+ * The policy's connection pool. Its connections resolve names in a lookup of their own, which
+ * checks every address it is given and hands the socket only those: a name that resolves to a
+ * refused address (all or in part, now or at a later resolution) gets no connection.
+ */
+function dispatcherFor(policy: EgressPolicy): Agent {
+  let dispatcher = dispatchers.get(policy);
+  if (dispatcher === undefined) {
+    const lookup: LookupFunction = (hostname, options, callback) => {
+      checkedAddresses(policy, hostname).then(
+        (addresses) => (options.all ? callback(null, addresses.map((address) => ({ address, family: isIP(address) }))) : callback(null, addresses[0]!, isIP(addresses[0]!))),
+        (error: NodeJS.ErrnoException) => callback(error, ""),
+      );
+    };
+    dispatcher = new Agent({ connect: { lookup, timeout: policy.timeoutMs }, keepAliveTimeout: 1_000, keepAliveMaxTimeout: 10_000, allowH2: false });
+    dispatchers.set(policy, dispatcher);
+  }
+  return dispatcher;
+}
+
+async function checkedAddresses(policy: EgressPolicy, hostname: string): Promise<string[]> {
+  let addresses: readonly string[];
+  try {
+    addresses = await policy.resolve(hostname);
+  } catch (error) {
+    throw Object.assign(new Error(`the name ${hostname} could not be resolved (${(error as { code?: string }).code ?? (error as Error).message})`), { code: "ENOTFOUND" });
+  }
+  if (addresses.length === 0) throw Object.assign(new Error(`the name ${hostname} has no address`), { code: "ENOTFOUND" });
+  // `localhost` reaches loopback only through an entry that names it (the origin check made sure of that and of its port).
+  const loopbackNamed = hostname === "localhost" && policy.entries.some((entry) => entry.exactAddress && entry.host === "localhost");
+  for (const address of addresses) {
+    const kind = addressKind(address);
+    if (kind === "public" || (kind === "loopback" && loopbackNamed)) continue;
+    throw new AddressRefused(kind === "not an IP address" ? `${hostname} resolved to something that is not an IP address` : `${hostname} resolves to ${address}, a ${kind} address`);
+  }
+  return [...addresses];
+}
+
+/**
+ * Sends a prepared request and reads its answer, within `timeLeftMs` (the policy's `timeoutMs`
+ * or less) and `signal` (the run's end). Redirects are followed here, at most
+ * {@link MAX_REDIRECTS}, each hop checked as the first request was.
+ */
+export async function sendRequest(policy: EgressPolicy, prepared: PreparedRequest, signal: AbortSignal, timeLeftMs: number): Promise<EgressOutcome> {
+  const limitMs = Math.min(policy.timeoutMs, Math.max(0, timeLeftMs));
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, limitMs);
+  const onAbort = () => controller.abort();
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  let url = prepared.url;
+  try {
+    let { method, body } = prepared;
+    let headers = prepared.headers;
+    for (let hop = 0; ; hop += 1) {
+      const entry = matchEntry(policy, url)!;
+      const response = await undiciFetch(url, { method, headers: headersFor(entry, headers), body, redirect: "manual", signal: controller.signal, dispatcher: dispatcherFor(policy) });
+      const location = REDIRECTS.has(response.status) ? response.headers.get("location") : null;
+      if (location === null) return await readResponse(policy, response, url, hop > 0);
+      await response.body?.cancel().catch(() => undefined);
+      if (hop >= MAX_REDIRECTS) return failed(`fetch ${cleanUrl(prepared.url, policy.secrets)}: more than ${MAX_REDIRECTS} redirects.`);
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        return failed(`fetch ${cleanUrl(url, policy.secrets)}: the server redirected to something that is not a URL.`);
+      }
+      const checked = checkUrl(policy, next);
+      if (!("entry" in checked)) return { ...checked, message: `${checked.message.replace(/\.$/, "")} (redirected from ${cleanUrl(url, policy.secrets)}).` };
+      // As browsers do: a 303, or a POST answered 301 or 302, goes on as a GET without its body.
+      if (response.status === 303 ? method !== "HEAD" : (response.status === 301 || response.status === 302) && method === "POST") {
+        method = "GET";
+        body = null;
+      }
+      // Credentials the program set do not follow it to another origin.
+      if (next.origin !== url.origin) headers = headers.filter(([name]) => !CREDENTIAL_HEADERS.has(name));
+      url = next;
+    }
+  } catch (error) {
+    if (timedOut) return failed(`fetch ${cleanUrl(url, policy.secrets)}: no answer within ${limitMs} ms${limitMs < policy.timeoutMs ? " (the call's callTimeoutMs)" : " (egress.timeoutMs)"}.`);
+    if (signal.aborted) return failed(`fetch ${cleanUrl(url, policy.secrets)}: the call ended before the answer came.`, true);
+    const refusal = causeOf(error, AddressRefused);
+    if (refusal !== undefined) return refused(`fetch ${cleanUrl(url, policy.secrets)}: ${refusal.message}; refused.`);
+    return failed(redact(`fetch ${cleanUrl(url, policy.secrets)}: ${networkProblem(error)}.`, policy.secrets));
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/** The headers sent to an origin: the program's, less credentials where the host adds headers, then the host's own. */
+function headersFor(entry: AllowEntry, headers: readonly (readonly [string, string])[]): [string, string][] {
+  if (entry.headers.length === 0) return headers.map(([name, value]) => [name, value]);
+  const injected = new Set(entry.headers.map(([name]) => name));
+  const own = headers.filter(([name]) => !CREDENTIAL_HEADERS.has(name) && !injected.has(name));
+  return [...own.map(([name, value]): [string, string] => [name, value]), ...entry.headers.map(([name, value]): [string, string] => [name, value])];
+}
+
+async function readResponse(policy: EgressPolicy, response: Awaited<ReturnType<typeof undiciFetch>>, url: URL, redirected: boolean): Promise<EgressOutcome> {
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  if (response.body !== null) {
+    // Counted as it is decompressed: a small body that inflates past the limit stops there
+    // (leaving the loop cancels the body, and with it the connection).
+    for await (const chunk of response.body) {
+      bytes += chunk.byteLength;
+      if (bytes > policy.maxResponseBytes) return failed(`fetch ${cleanUrl(url, policy.secrets)}: the body is larger than egress.maxResponseBytes (${policy.maxResponseBytes} bytes).`);
+      chunks.push(chunk);
+    }
+  }
+  const headers: [string, string][] = [];
+  for (const [name, value] of response.headers) {
+    if (name === "set-cookie" || name === "set-cookie2") continue;
+    headers.push([name, redact(value, policy.secrets)]);
+  }
+  const text = decode(Buffer.concat(chunks), response.headers.get("content-type"));
+  return {
+    ok: true,
+    bytes,
+    finalUrl: url,
+    response: {
+      status: response.status,
+      statusText: redact(response.statusText, policy.secrets).slice(0, MAX_STATUS_TEXT_CHARS),
+      url: redact(url.href, policy.secrets),
+      redirected,
+      headers,
+      body: redact(text, policy.secrets),
+    },
+  };
+}
+
+/** The body as text, in the charset the server named when it is one this runtime knows, else UTF-8. */
+function decode(body: Buffer, contentType: string | null): string {
+  const charset = /charset\s*=\s*"?([\w-]+)/i.exec(contentType ?? "")?.[1];
+  if (charset !== undefined) {
+    try {
+      return new TextDecoder(charset).decode(body);
+    } catch {
+      // Not a charset this runtime decodes: UTF-8, as most are.
+    }
+  }
+  return body.toString("utf8");
+}
+
+function causeOf<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 8; current = current.cause, depth += 1) {
+    if (current instanceof type) return current;
+    if (current instanceof AggregateError) for (const inner of current.errors) if (inner instanceof type) return inner;
+  }
+  return undefined;
+}
+
+/** What went wrong on the network, in a few words: the innermost error's code and message, no stack. */
+function networkProblem(error: unknown): string {
+  let innermost: unknown = error;
+  for (let depth = 0; innermost instanceof Error && innermost.cause instanceof Error && depth < 8; depth += 1) innermost = innermost.cause;
+  if (innermost instanceof AggregateError && innermost.errors[0] instanceof Error) innermost = innermost.errors[0];
+  if (!(innermost instanceof Error)) return "the request failed";
+  const code = (innermost as { code?: unknown }).code;
+  const message = innermost.message.replace(/\s+/g, " ").slice(0, 300);
+  return typeof code === "string" && !message.includes(code) ? `${message} (${code})` : message;
+}
