@@ -2,6 +2,9 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { once } from "node:events";
+import { createServer as createTlsServer } from "node:https";
+import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type AgentOptions, type HistoryRecord } from "../../src/index.ts";
@@ -209,6 +212,30 @@ describe("the policy: refused before any server is contacted", () => {
   });
 });
 
+describe("https", () => {
+  test("a server's certificate is verified: a self-signed one fails typed and retriable, and no request is read", async () => {
+    const fixtures = new URL("./fixtures/", import.meta.url);
+    let requests = 0;
+    const server = createTlsServer({ key: readFileSync(new URL("localhost-key.pem", fixtures)), cert: readFileSync(new URL("localhost-cert.pem", fixtures)) }, (_request, response) => {
+      requests += 1;
+      response.end("secret page");
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    try {
+      const { agent } = agentWith({ get: `await fetch("https://localhost:${port}/")` }, { egress: { allow: [`https://localhost:${port}`], resolve: () => ["127.0.0.1"] } });
+      const outcome = await agent.get();
+      expect(outcome).toMatchObject({ ok: false, errorType: "tool", retriable: true });
+      expect(outcome.errorMessage).toMatch(/EgressError: fetch https:\/\/localhost:\d+\/: .*(self-signed|certificate)/);
+      expect(requests).toBe(0);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
+
 describe("redirects: followed by the host, each hop checked again", () => {
   test("to the metadata address, to another loopback port, to file:, or in a loop", async () => {
     const other = await serve({ "/": json("other") });
@@ -397,5 +424,28 @@ describe("the egress option", () => {
     expect(() => Agent.for("bad-egress", { egress: { allow: ["https://example.com"], headers: { "https://example.com": { authorization: "Bearer leak\r\nx" } } } })).toThrow(
       expect.objectContaining({ message: expect.not.stringContaining("leak") }),
     );
+  });
+});
+
+describe("hostile programs", () => {
+  test("bad arguments are the program's mistakes; a fetch left running after the program returned is never sent", async () => {
+    const site = await serve({ "/": json("ok"), "/late": json("late") });
+    const { agent } = agentWith(
+      {
+        getter: `const init = {}; Object.defineProperty(init, "headers", { get() { throw new Error("trap") } }); try { await fetch("${site.origin}/", init) } catch (e) { return [e.name, e.message] }`,
+        longUrl: `try { await fetch("${site.origin}/?" + "a".repeat(100000)) } catch (e) { return [e.name, e.message] }`,
+        manyHeaders: `const headers = {}; for (let i = 0; i < 1000; i++) headers["x-" + i] = "v"; try { await fetch("${site.origin}/", { headers }) } catch (e) { return [e.name, e.message] }`,
+        notString: `try { await fetch(42) } catch (e) { return [e.name, e.message] }`,
+        detached: `fetch("${site.origin}/late"); return "returned"`,
+      },
+      { egress: { allow: [site.origin] } },
+    );
+    expect((await agent.getter()).value).toEqual(["Error", "trap"]);
+    expect((await agent.longUrl()).value).toEqual(["TypeError", "fetch(url): the URL must be a string of at most 8000 characters."]);
+    expect((await agent.manyHeaders()).value).toEqual(["TypeError", "fetch(url, { headers }): at most 64 headers, each a name and a string value."]);
+    expect((await agent.notString()).value).toEqual(["TypeError", "fetch(url, init?) needs the URL as a string."]);
+    expect((await agent.detached()).value).toBe("returned");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(site.requests).toHaveLength(0);
   });
 });

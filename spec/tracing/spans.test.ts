@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { json, startWebServer } from "../helpers/web-server.ts";
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -110,5 +111,30 @@ describe("OpenTelemetry spans", () => {
     expect(weather?.attributes).toMatchObject({ "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "weather", "gen_ai.tool.call.id": expect.any(String), "improv.tool.effect": "read" });
     expect(add?.status.code).toBe(SpanStatusCode.ERROR);
     expect(add?.attributes["error.type"]).toBe("tool");
+  });
+
+  test("each fetch is an execute_tool fetch span under the run's, with its method, cleaned URL and status, and no injected secret", async () => {
+    const server = await startWebServer({ "/feed": json({ ok: true }) });
+    try {
+      const agent = Agent.for("reader", {
+        provider: new ScriptedProvider({ programs: { read: `const r = await fetch("${server.origin}/feed?token=t0k&page=2"); return r.status` } }),
+        egress: { allow: [server.origin], headers: { [server.origin]: { authorization: "Bearer span-secret-123" } } },
+      });
+      expect((await agent.read()).value).toBe(200);
+      const [run] = named("run_program read");
+      const [fetched] = named("execute_tool fetch");
+      expect(parentOf(fetched!)).toBe(run!.spanContext().spanId);
+      expect(fetched?.kind).toBe(SpanKind.CLIENT);
+      expect(fetched?.attributes).toMatchObject({
+        "gen_ai.tool.name": "fetch",
+        "http.request.method": "GET",
+        "url.full": `${server.origin}/feed?token=[redacted]&page=2`,
+        "http.response.status_code": 200,
+        "improv.tool.effect": "read",
+      });
+      expect(JSON.stringify(exporter.getFinishedSpans().map((span) => span.attributes))).not.toContain("span-secret-123");
+    } finally {
+      await server.close();
+    }
   });
 });
