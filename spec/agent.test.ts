@@ -16,7 +16,7 @@ describe("Agent.for", () => {
     );
     expect(AGENT_OPTION_NAMES).toEqual([
       "provider", "model", "log", "debug", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs",
-      "memoryLimitMb", "maxDelegationDepth", "historyPreviewLimit", "traceId", "signal", "store", "id", "reuse", "maxReuseFailures", "keepValues", "historyPreview", "tools", "toolApproval", "egress",
+      "memoryLimitMb", "maxDelegationDepth", "historyPreviewLimit", "traceId", "signal", "store", "id", "reuse", "maxReuseFailures", "keepValues", "historyPreview", "tools", "toolApproval", "egress", "purpose", "methods",
     ]);
   });
 

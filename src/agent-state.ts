@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { stringify } from "safe-stable-stringify";
 import { findUncloneable } from "./call/arguments.ts";
 import { normalizeHistory } from "./history/normalize.ts";
 import { AgentHistory } from "./history/agent-history.ts";
@@ -141,14 +142,15 @@ export class AgentState {
    * a durable agent's children are stored too, under an id derived from its own.
    */
   child(role: string, options?: AgentOptions): AgentState {
+    const key = options === undefined ? role : `${role}\u0000${optionsKey(options)}`;
+    let child = this.#children.get(key);
+    if (child !== undefined) return child;
     const resolved = resolveOptions(options, this.options);
-    const make = () => (this.link === undefined ? new AgentState(role, resolved, this.depth + 1) : AgentState.create(role, resolved, this.depth + 1, childId(this.link.id, role)));
-    if (options !== undefined) return make();
-    let child = this.#children.get(role);
-    if (!child) {
-      child = make();
-      this.#children.set(role, child);
-    }
+    // Children under another contract are other agents: in a store, under an id of their own.
+    const { fingerprint } = resolved.contract;
+    child = this.link === undefined ? new AgentState(role, resolved, this.depth + 1) : AgentState.create(role, resolved, this.depth + 1, childId(this.link.id, fingerprint === "" ? role : `${role}~${fingerprint}`));
+    // Bounded: past it, children with options of their own are made fresh for each call.
+    if (options === undefined || this.#children.size < MAX_KEPT_CHILDREN) this.#children.set(key, child);
     return child;
   }
 
@@ -225,4 +227,32 @@ export class AgentState {
     }
     this.link.replaceHistory([...normalizeHistory(value, this.options.debug)]);
   }
+}
+
+/** Children an agent keeps (by role, and by role and options for children with options of their own). */
+const MAX_KEPT_CHILDREN = 256;
+
+const identities = new WeakMap<object, number>();
+let nextIdentity = 1;
+
+/**
+ * Options as a key: plain data by its content (so the same contract from a program reaches the
+ * same child), anything else (a function, a schema object, a provider, a store) by identity.
+ */
+function optionsKey(options: AgentOptions): string {
+  return (
+    stringify(options, (_key, value: unknown) => {
+      if (typeof value === "function" || (typeof value === "object" && value !== null && !Array.isArray(value) && !isPlainObject(value))) {
+        let identity = identities.get(value as object);
+        if (identity === undefined) identities.set(value as object, (identity = nextIdentity++));
+        return `[object #${identity}]`;
+      }
+      return value;
+    }) ?? ""
+  );
+}
+
+function isPlainObject(value: object): boolean {
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
 }

@@ -1,7 +1,10 @@
 import { inspect } from "node:util";
 import { AgentState, agentsInProcess } from "./agent-state.ts";
 import { keptValue } from "./call/bridge/content.ts";
+import { handedBackChild } from "./call/bridge/delegate.ts";
+import { replaceAgentReferences, type AgentReference } from "./sandbox/agent-reference.ts";
 import { performCall } from "./call/lifecycle.ts";
+import { kw } from "./call/arguments.ts";
 import { validateHistoryQuery, type HistoryQuery } from "./history/history-index.ts";
 import type { HistoryRecord } from "./history/record.ts";
 import { buildTrace, type TraceEntry, type TraceNode } from "./history/trace.ts";
@@ -13,6 +16,21 @@ import { isSyncStore, type Store } from "./store/store.ts";
 /** A dynamic method: any arguments (plain data, with `kw()` last for named ones), an Outcome back. */
 export type DynamicMethod = (...args: unknown[]) => Promise<Outcome>;
 
+/** A declared method: its Outcome's value typed by the output of its `returns` Standard Schema. */
+export type TypedMethod<T> = (...args: unknown[]) => Promise<Outcome<T>>;
+
+/** The output type of a method contract's `returns`, when it is a Standard Schema; else `unknown`. */
+export type ReturnsOf<Contract> = Contract extends { readonly returns: { readonly "~standard": { readonly types?: infer Types } } }
+  ? NonNullable<Types> extends { readonly output: infer Output }
+    ? Output
+    : unknown
+  : unknown;
+
+/** The methods an options object declares in `methods`, typed by their `returns`. */
+export type DeclaredMethods<Options> = Options extends { readonly methods: infer Methods }
+  ? { readonly [Name in keyof Methods & string]: TypedMethod<ReturnsOf<Methods[Name]>> }
+  : {};
+
 /**
  * What an agent offers to TypeScript besides its dynamic methods: the reserved members.
  * `Values` types the entries the application writes (setters and `remember`).
@@ -22,8 +40,8 @@ export interface AgentMembers<Values extends object = {}> {
   remember(entries: Partial<Values> & Record<string, unknown>): AgentProxy<Values>;
   /** The live, mutable context object. */
   readonly runtimeContext: Record<string, unknown>;
-  /** A child agent of `role` that inherits this agent's options (depth + 1). */
-  delegate<ChildValues extends object = {}>(role: string, options?: AgentOptions): AgentProxy<ChildValues>;
+  /** A child agent of `role` that inherits this agent's options (depth + 1); one per role and contract, whose memory lasts. */
+  delegate<ChildValues extends object = {}, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): AgentProxy<ChildValues, never, DeclaredMethods<Options>>;
   /** Always `undefined`: an agent is never taken for a promise. */
   readonly then: undefined;
   toJSON(): { role: string };
@@ -45,9 +63,10 @@ export interface AgentMembers<Values extends object = {}> {
  * calc.value = 5;                  // typed: a number
  * const r = await calc.add(3);     // Outcome
  */
-export type AgentProxy<Values extends object = {}, Methods extends string = never> = Agent &
+export type AgentProxy<Values extends object = {}, Methods extends string = never, Declared extends object = {}> = Agent &
   AgentMembers<Values> &
-  Values & { readonly [Name in Methods]: DynamicMethod } & { readonly [name: string]: DynamicMethod };
+  Values &
+  Declared & { readonly [Name in Methods]: DynamicMethod } & { readonly [name: string]: DynamicMethod };
 
 const states = new WeakMap<object, AgentState>();
 const proxies = new WeakMap<AgentState, AgentProxy>();
@@ -91,12 +110,12 @@ export class Agent {
    * @example
    * const calc = Agent.for<{ value: number }>("calculator", { log: "logs/calls.jsonl" });
    */
-  static for<Values extends object = {}, Methods extends string = never>(role: string, options?: AgentOptions): AgentProxy<Values, Methods> {
+  static for<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): AgentProxy<Values, Methods, DeclaredMethods<Options>> {
     const resolved = resolveOptions(options);
     if (resolved.store !== undefined && !isSyncStore(resolved.store)) {
       throw new TypeError(`Agent.for() cannot load an agent from ${resolved.store.label} synchronously. Use await Agent.open(role, options) with this store.`);
     }
-    return proxyFor(AgentState.create(validateRole(role), resolved)) as AgentProxy<Values, Methods>;
+    return proxyFor(AgentState.create(validateRole(role), resolved)) as AgentProxy<Values, Methods, DeclaredMethods<Options>>;
   }
 
   /**
@@ -108,10 +127,10 @@ export class Agent {
    * @example
    * const calc = await Agent.open("calculator", { store: new SqliteStore("data/improv.db"), id: "calc-1" });
    */
-  static async open<Values extends object = {}, Methods extends string = never>(role: string, options?: AgentOptions): Promise<AgentProxy<Values, Methods>> {
+  static async open<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): Promise<AgentProxy<Values, Methods, DeclaredMethods<Options>>> {
     const state = AgentState.create(validateRole(role), resolveOptions(options));
     await state.pull();
-    return proxyFor(state) as AgentProxy<Values, Methods>;
+    return proxyFor(state) as AgentProxy<Values, Methods, DeclaredMethods<Options>>;
   }
 
   /**
@@ -138,6 +157,25 @@ export class Agent {
     await state.queue.run(() => state.forget());
   }
 
+  /**
+   * One dynamic call with limits and cancellation of its own: `kwargs` (as `kw()` would pass
+   * them), `signal` (aborting it cancels this call only), `callTimeoutMs` and
+   * `executionTimeoutMs` (instead of the agent's, for this call). Resolves to an Outcome, as a
+   * method call does; a bad argument here is a `TypeError`.
+   *
+   * @example
+   * const r = await Agent.call(calc, "convert", [100], { kwargs: { from: "c", to: "f" }, callTimeoutMs: 10_000 });
+   */
+  static call<T = unknown>(agent: unknown, method: string, args: readonly unknown[] = [], options: CallOptions = {}): Promise<Outcome<T>> {
+    const state = stateOf(agent, "Agent.call()");
+    if (typeof method !== "string" || method === "" || method.length > MAX_NAME_LENGTH || RESERVED_NAMES.has(method)) {
+      throw new TypeError(`Agent.call(agent, method, args, options) needs a method name: a string of 1 to ${MAX_NAME_LENGTH} characters that is not reserved.`);
+    }
+    if (!Array.isArray(args)) throw new TypeError("Agent.call(agent, method, args, options): args must be an array of the positional arguments.");
+    const { kwargs, signal, limits } = readCallOptions(options);
+    return performCall(state, method, kwargs === undefined ? args : [...args, kw(kwargs)], { speaker: "user", handOutAgent: handOutFrom(state), signal, limits }) as Promise<Outcome<T>>;
+  }
+
   /** The agent's role. */
   static role(agent: unknown): string {
     return stateOf(agent, "Agent.role()").role;
@@ -161,7 +199,7 @@ export class Agent {
   static async value(agent: unknown, ref: string): Promise<unknown> {
     const state = stateOf(agent, "Agent.value()");
     if (typeof ref !== "string") throw new TypeError("Agent.value(agent, ref) takes a record's content_ref (a string).");
-    return (await keptValue(state, ref)).value;
+    return replaceAgentReferences((await keptValue(state, ref)).value, handOutFrom(state));
   }
 
   /**
@@ -222,6 +260,45 @@ function respondsTo(state: AgentState, name: unknown): boolean {
   return RESERVED_NAMES.has(name) || state.isReader(name);
 }
 
+/** What `Agent.call` takes for one call. */
+export interface CallOptions {
+  /** Named arguments, as `kw()` passes them. */
+  readonly kwargs?: Readonly<Record<string, unknown>>;
+  /** Aborting it cancels this call (with a `cancelled` outcome), besides the agent's own `signal`. */
+  readonly signal?: AbortSignal;
+  /** This call's limit on the whole call, instead of the agent's. @unit ms */
+  readonly callTimeoutMs?: number;
+  /** This call's limit on its program's own running time, instead of the agent's. @unit ms */
+  readonly executionTimeoutMs?: number;
+}
+
+const CALL_OPTION_NAMES = ["kwargs", "signal", "callTimeoutMs", "executionTimeoutMs"] as const;
+
+function readCallOptions(options: unknown): { kwargs?: Record<string, unknown>; signal?: AbortSignal; limits: { callTimeoutMs?: number; executionTimeoutMs?: number } } {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) throw new TypeError("Agent.call(agent, method, args, options): options must be an object such as { signal, callTimeoutMs }.");
+  for (const name of Object.keys(options)) {
+    if (!(CALL_OPTION_NAMES as readonly string[]).includes(name)) throw new TypeError(`Unknown option "${name}" for Agent.call(). Valid options: ${CALL_OPTION_NAMES.join(", ")}.`);
+  }
+  const { kwargs, signal, callTimeoutMs, executionTimeoutMs } = options as CallOptions;
+  if (kwargs !== undefined && (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs))) throw new TypeError('Agent.call() option "kwargs" must be an object of named arguments.');
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('Agent.call() option "signal" must be an AbortSignal.');
+  const limit = (value: unknown, name: string) => {
+    if (value === undefined) return undefined;
+    if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > 2 ** 31 - 1) throw new TypeError(`Agent.call() option "${name}" must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}.`);
+    return value as number;
+  };
+  const limits = { callTimeoutMs: limit(callTimeoutMs, "callTimeoutMs"), executionTimeoutMs: limit(executionTimeoutMs, "executionTimeoutMs") };
+  return { ...(kwargs === undefined ? {} : { kwargs: kwargs as Record<string, unknown> }), ...(signal === undefined ? {} : { signal }), limits };
+}
+
+/** What the application receives for an agent a program of `state`'s handed back: the live child, or its text when it cannot be made. */
+function handOutFrom(state: AgentState): (reference: AgentReference) => unknown {
+  return (reference) => {
+    const child = handedBackChild(state, reference);
+    return child === undefined ? reference.text : proxyFor(child);
+  };
+}
+
 function proxyFor(state: AgentState): AgentProxy {
   const existing = proxies.get(state);
   if (existing) return existing;
@@ -261,7 +338,7 @@ function proxyFor(state: AgentState): AgentProxy {
       if (state.isReader(name)) return state.context[name];
       let method = methods.get(name);
       if (!method) {
-        method = (...args: unknown[]) => performCall(state, name, args, { speaker: "user" });
+        method = (...args: unknown[]) => performCall(state, name, args, { speaker: "user", handOutAgent: handOutFrom(state) });
         methods.set(name, method);
       }
       return method;

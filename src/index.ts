@@ -1,5 +1,7 @@
 export { Agent } from "./agent.ts";
-export type { AgentMembers, AgentProxy, DynamicMethod } from "./agent.ts";
+export type { AgentMembers, AgentProxy, CallOptions, DeclaredMethods, DynamicMethod, ReturnsOf, TypedMethod } from "./agent.ts";
+export type { MethodContract, StandardSchemaLike } from "./contracts/contract.ts";
+export type { EgressOptions } from "./egress/policy.ts";
 export { kw } from "./call/arguments.ts";
 export type { KeywordArguments } from "./call/arguments.ts";
 export { AGENT_OPTION_NAMES, DEFAULT_OPTIONS } from "./options.ts";
@@ -10,7 +12,7 @@ export type { ToolCallRecord } from "./tools/tool-calls.ts";
 export { McpConnectionError, mcpTools } from "./tools/mcp.ts";
 export type { McpClient, McpHttpServer, McpServer, McpStdioServer, McpToolSet, McpToolsOptions } from "./tools/mcp.ts";
 export { ERROR_TYPES, ImprovError, Outcome, isRetriable } from "./outcome.ts";
-export type { ErrorType, OutcomeFields, OutcomeStatus } from "./outcome.ts";
+export type { ErrorType, FailedOutcome, OkOutcome, OutcomeFields, OutcomeStatus } from "./outcome.ts";
 export { RESERVED_NAMES } from "./reserved-names.ts";
 export { ProviderError } from "./providers/provider.ts";
 export type { Generation, GenerationRequest, GenerationUsage, Provider } from "./providers/provider.ts";

@@ -3,6 +3,7 @@ import { readEnv, readEnvFlag } from "./env.ts";
 import { isProvider, type Provider } from "./providers/provider.ts";
 import { openStore } from "./store/open.ts";
 import { isStore, type Store } from "./store/store.ts";
+import { NO_CONTRACT, readContract, type Contract, type MethodContract } from "./contracts/contract.ts";
 import { readEgress, type EgressOptions, type EgressPolicy } from "./egress/policy.ts";
 import { grantTools, NO_TOOLS, type GrantedTools } from "./tools/grant.ts";
 import type { Tools } from "./tools/tool.ts";
@@ -91,6 +92,14 @@ export interface AgentOptions {
    * policy (DESIGN 14). Default: none (programs have no `fetch`).
    */
   egress?: EgressOptions;
+  /** What the agent is for, shown to the model (at most 2,000 characters). Not inherited by children. */
+  purpose?: string;
+  /**
+   * What each method does and returns, shown to the model: `{ add: { description?, returns? } }`,
+   * `returns` a Standard Schema (its output types the call's value) or a JSON Schema. The value
+   * is checked against it before the call ends. Not inherited by children.
+   */
+  methods?: Readonly<Record<string, MethodContract>>;
 }
 
 /** What `toolApproval` is asked about. */
@@ -150,6 +159,8 @@ export interface ResolvedOptions {
   readonly tools: GrantedTools;
   readonly toolApproval: AgentOptions["toolApproval"];
   readonly egress: EgressPolicy | undefined;
+  /** The agent's own purpose and method contracts (never a parent's). */
+  readonly contract: Contract;
 }
 
 /** Every default, in one place. */
@@ -192,6 +203,8 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   tools: true,
   toolApproval: true,
   egress: true,
+  purpose: true,
+  methods: true,
 };
 
 /** The names `Agent.for()` accepts, in documentation order. */
@@ -259,6 +272,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     tools: given.tools === undefined ? base.tools : grantTools(given.tools),
     toolApproval: toolApproval ?? base.toolApproval,
     egress: given.egress === undefined ? base.egress : readEgress(given.egress),
+    contract: readContract(given.purpose, given.methods),
   };
 }
 
@@ -330,6 +344,7 @@ function rootDefaults(): ResolvedOptions {
     tools: NO_TOOLS,
     toolApproval: undefined,
     egress: undefined,
+    contract: NO_CONTRACT,
   };
 }
 

@@ -16,6 +16,7 @@ export const ERROR_TYPES = [
   "invalid_input",
   "store",
   "tool",
+  "invalid_output",
 ] as const;
 
 /** One of {@link ERROR_TYPES}. */
@@ -24,7 +25,7 @@ export type ErrorType = (typeof ERROR_TYPES)[number];
 /** `ok` for a value, `error` for any failure. */
 export type OutcomeStatus = "ok" | "error";
 
-const RETRIABLE_TYPES: ReadonlySet<ErrorType> = new Set<ErrorType>(["provider", "invalid_code", "timeout", "store"]);
+const RETRIABLE_TYPES: ReadonlySet<ErrorType> = new Set<ErrorType>(["provider", "invalid_code", "timeout", "store", "invalid_output"]);
 
 /** Whether calling again may succeed where this error type failed. */
 export function isRetriable(errorType: ErrorType): boolean {
@@ -46,62 +47,66 @@ export interface OutcomeFields {
   readonly callId: string;
 }
 
+/** A call that succeeded: its value (typed by the method's `returns` schema, where one is declared). */
+export interface OkOutcome<T = unknown> {
+  readonly status: "ok";
+  readonly ok: true;
+  readonly value: T;
+  readonly errorType?: undefined;
+  readonly errorMessage?: undefined;
+  readonly retriable: false;
+  readonly callId: string;
+  /** The value. */
+  unwrap(): T;
+}
+
+/** A call that failed: why, and whether calling again may succeed. */
+export interface FailedOutcome<T = unknown> {
+  readonly status: "error";
+  readonly ok: false;
+  readonly value?: undefined;
+  readonly errorType: ErrorType;
+  readonly errorMessage: string;
+  readonly retriable: boolean;
+  readonly callId: string;
+  /** Throws an {@link ImprovError} carrying the outcome's fields. */
+  unwrap(): T;
+}
+
 /**
- * The envelope every dynamic call resolves to.
+ * The envelope every dynamic call resolves to: a union discriminated by `ok`, so `if (r.ok)`
+ * narrows `value` to the method's type and, otherwise, `errorType` and `errorMessage` to present.
  *
  * @example
  * const r = await calc.add(3);
  * if (r.ok) console.log(r.value);
  * else console.error(r.errorType, r.errorMessage);
  */
-export class Outcome<T = unknown> implements OutcomeFields {
-  readonly status: OutcomeStatus;
-  readonly ok: boolean;
+export type Outcome<T = unknown> = OkOutcome<T> | FailedOutcome<T>;
+
+/** The one class behind every outcome (frozen instances; `unwrap` on its prototype). */
+class OutcomeRecord<T> {
+  declare readonly status: OutcomeStatus;
+  declare readonly ok: boolean;
   // Declared, not initialised: an ok outcome has no errorType key and an error outcome no value key.
   declare readonly value?: T;
   declare readonly errorType?: ErrorType;
   declare readonly errorMessage?: string;
-  readonly retriable: boolean;
-  readonly callId: string;
+  declare readonly retriable: boolean;
+  declare readonly callId: string;
 
-  private constructor(fields: OutcomeFields & { value?: T }) {
-    this.status = fields.status;
-    this.ok = fields.ok;
-    const self = this as { -readonly [K in keyof Outcome<T>]: Outcome<T>[K] };
+  constructor(fields: OutcomeFields & { value?: T }) {
+    const self = this as { -readonly [K in keyof OutcomeRecord<T>]: OutcomeRecord<T>[K] };
+    self.status = fields.status;
+    self.ok = fields.ok;
     if (fields.ok) self.value = fields.value;
     if (fields.errorType !== undefined) self.errorType = fields.errorType;
     if (fields.errorMessage !== undefined) self.errorMessage = fields.errorMessage;
-    this.retriable = fields.retriable;
-    this.callId = fields.callId;
+    self.retriable = fields.retriable;
+    self.callId = fields.callId;
     Object.freeze(this);
   }
 
-  /** A successful outcome carrying `value`. */
-  static success<T>(callId: string, value: T): Outcome<T> {
-    return new Outcome<T>({ status: "ok", ok: true, value, retriable: false, callId });
-  }
-
-  /**
-   * A failed outcome of the given type. It is retriable when its type is, or when `retriable`
-   * says so of this failure (its sandbox process was lost; a tool's failure that may pass).
-   */
-  static failure<T = never>(callId: string, errorType: ErrorType, errorMessage: string, options: { retriable?: boolean } = {}): Outcome<T> {
-    return new Outcome<T>({
-      status: "error",
-      ok: false,
-      errorType,
-      errorMessage,
-      retriable: isRetriable(errorType) || options.retriable === true,
-      callId,
-    });
-  }
-
-  /**
-   * The value of a successful call, or a thrown {@link ImprovError} for a failed one.
-   *
-   * @example
-   * const sum = (await calc.add(3)).unwrap();
-   */
   unwrap(): T {
     if (this.ok) return this.value as T;
     throw new ImprovError(this.errorType ?? "execution", this.errorMessage ?? "The call failed.", {
@@ -110,6 +115,24 @@ export class Outcome<T = unknown> implements OutcomeFields {
     });
   }
 }
+
+/** Makes outcomes, and tells them apart (`x instanceof Outcome`). */
+export const Outcome = Object.freeze({
+  /** A successful outcome carrying `value`. */
+  success<T>(callId: string, value: T): OkOutcome<T> {
+    return new OutcomeRecord<T>({ status: "ok", ok: true, value, retriable: false, callId }) as unknown as OkOutcome<T>;
+  },
+  /**
+   * A failed outcome of the given type. It is retriable when its type is, or when `retriable`
+   * says so of this failure (its sandbox process was lost; a tool's failure that may pass).
+   */
+  failure<T = never>(callId: string, errorType: ErrorType, errorMessage: string, options: { retriable?: boolean } = {}): FailedOutcome<T> {
+    return new OutcomeRecord<T>({ status: "error", ok: false, errorType, errorMessage, retriable: isRetriable(errorType) || options.retriable === true, callId }) as unknown as FailedOutcome<T>;
+  },
+  [Symbol.hasInstance](value: unknown): value is Outcome {
+    return value instanceof OutcomeRecord;
+  },
+});
 
 /**
  * The error `Outcome.unwrap()` throws, and what construction-time misuse of the API throws

@@ -115,13 +115,15 @@ describe("improv demo", () => {
   });
 
   test("says it runs against a live model when OPENAI_API_KEY is set", async () => {
-    server = await OpenAITestServer.start([{ kind: "structured", code: "return 'from the server'" }]);
+    server = await OpenAITestServer.start([{ kind: "structured", code: "return 42" }]);
     const log = join(mkdtempSync(join(tmpdir(), "improv-demo-")), "demo.jsonl");
     const { code, stdout } = await runCli(["demo", "--log", log], { ...offlineEnv(), OPENAI_API_KEY: "test", OPENAI_BASE_URL: server.baseURL, IMPROV_MODEL: "served-model" });
     expect(code).toBe(0);
     expect(stdout).toContain("Mode: LIVE model (served-model) from OPENAI_API_KEY.");
-    expect(stdout).toContain('calc.add(3)                        ok → "from the server"');
-    // Fifteen application calls; the served program never delegates.
-    expect(server.requests).toHaveLength(15);
+    expect(stdout).toContain("calc.add(3)                        ok → 42");
+    // The calculator's contract checks what the served program returns: a number is not the summary's object.
+    expect(stdout).toMatch(/calc\.summary\(\) +\[reads history\] +error invalid_output: The value summary returned does not match its returns schema: must be object/);
+    // Fifteen application calls, the summary's tried twice; the served program never delegates.
+    expect(server.requests).toHaveLength(16);
   });
 });

@@ -191,7 +191,8 @@ describe("the bridge", () => {
 describe("reading a request in the sandbox process", () => {
   test("every declared kind has a reader, and anything else is refused", () => {
     expect(readBridgeRequest({ kind: "content", ref: "r" })).toEqual({ kind: "content", ref: "r" });
-    expect(readBridgeRequest({ kind: "delegate", role: "r", method: "m", args: "[]", options: null, optionsTooLarge: false })).toMatchObject({ kind: "delegate", role: "r" });
+    expect(readBridgeRequest({ kind: "delegate", role: "r", method: "m", args: "[]", kwargs: null, options: null, optionsTooLarge: false })).toMatchObject({ kind: "delegate", role: "r" });
+    expect(readBridgeRequest({ kind: "delegate", role: "r", method: "m", args: "[]", options: null, optionsTooLarge: false })).toBe("The delegate request is malformed.");
     for (const kind of Object.keys(BRIDGE_KINDS)) expect(readBridgeRequest({ kind })).toEqual(expect.any(String));
     expect(readBridgeRequest({ kind: "fetch", url: "http://x", method: "GET", headers: [["a", "b"]], body: null })).toEqual({ kind: "fetch", url: "http://x", method: "GET", headers: [["a", "b"]], body: null });
     expect(readBridgeRequest({ kind: "fetch", url: "http://x", method: "GET", headers: [["a", 1]], body: null })).toContain("each header is a name and a string value");

@@ -26,7 +26,8 @@ describe("the supervised sandbox process", () => {
     const startsBefore = supervisor.starts;
     const frozenPid = supervisor.pids[0] as number;
     const pending = agent.wait();
-    await waitFor(() => supervisor.activeRuns > 0);
+    // Started, not just sent: a process stopped before it reads the run would leave it queued, and resent elsewhere.
+    await waitFor(() => supervisor.startedRuns > 0);
     // A stopped process cannot dispose its isolate or answer: only the host's deadline helps.
     process.kill(frozenPid, "SIGSTOP");
     const r = await pending;
@@ -45,7 +46,8 @@ describe("the supervised sandbox process", () => {
     });
     await agent.count();
     const pending = agent.wait();
-    await waitFor(() => sandboxPool().activeRuns > 0);
+    // Started: a run the process had not read yet would be sent to the next process instead.
+    await waitFor(() => sandboxPool().startedRuns > 0);
     process.kill(sandboxPool().pids[0] as number, "SIGKILL");
     const r = await pending;
     expect(r).toMatchObject({ errorType: "execution", retriable: true, errorMessage: "The sandbox process stopped (SIGKILL) while this program ran, and was restarted. Call again." });

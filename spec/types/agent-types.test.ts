@@ -3,7 +3,8 @@
  * `@ts-expect-error` line is checked by `npm run typecheck`: it fails if the line compiles.
  */
 import { describe, expectTypeOf, test } from "vitest";
-import { Agent, ImprovError, Outcome, type AgentProxy, type DynamicMethod, type ErrorType } from "../../src/index.ts";
+import { z } from "zod";
+import { Agent, ImprovError, Outcome, type AgentProxy, type DynamicMethod, type ErrorType, type FailedOutcome, type OkOutcome } from "../../src/index.ts";
 
 // Never called: only type-checked.
 async function usage(): Promise<void> {
@@ -23,6 +24,35 @@ async function usage(): Promise<void> {
   calc.remember({ mode: "rounded" }).value;
 }
 
+// Never called: methods declared with a Standard Schema `returns` have typed values.
+async function contracts(): Promise<void> {
+  const calc = Agent.for("calculator", {
+    purpose: "A calculator.",
+    methods: { add: { description: "Adds.", returns: z.number() }, report: { returns: z.object({ count: z.number() }) }, raw: { returns: { type: "object" } } },
+  });
+  const sum = await calc.add(3);
+  if (sum.ok) {
+    sum.value.toFixed(2);
+    // @ts-expect-error the value of add is a number
+    sum.value.toUpperCase();
+  } else {
+    const type: ErrorType = sum.errorType;
+    sum.errorMessage.length;
+    void type;
+    // @ts-expect-error a failed outcome has no value
+    sum.value.toFixed(2);
+  }
+  const report = await calc.report();
+  if (report.ok) report.value.count.toFixed(0);
+  const raw = await calc.raw();
+  // @ts-expect-error a JSON Schema says nothing to the compiler: the value is unknown
+  if (raw.ok) raw.value.count;
+  const undeclared = await calc.anything();
+  if (undeclared.ok) expectTypeOf(undeclared.value).toBeUnknown();
+  const called = await Agent.call<number>(calc, "add", [1], { callTimeoutMs: 1_000 });
+  if (called.ok) called.value.toFixed(1);
+}
+
 describe("agent types", () => {
   test("a dynamic method returns Promise<Outcome>", () => {
     expectTypeOf<AgentProxy["add"]>().toEqualTypeOf<DynamicMethod>();
@@ -37,6 +67,13 @@ describe("agent types", () => {
     expectTypeOf<Calculator["runtimeContext"]>().toEqualTypeOf<Record<string, unknown>>();
     expectTypeOf<Calculator["then"]>().toEqualTypeOf<undefined>();
     expectTypeOf<ReturnType<Calculator["remember"]>>().toEqualTypeOf<Calculator>();
+  });
+
+  test("Outcome is a union discriminated by ok: narrowing gives the value, or the error's type and message", () => {
+    expectTypeOf<Outcome<number>>().toEqualTypeOf<OkOutcome<number> | FailedOutcome<number>>();
+    expectTypeOf<Extract<Outcome<number>, { ok: true }>["value"]>().toEqualTypeOf<number>();
+    expectTypeOf<Extract<Outcome<number>, { ok: false }>["errorType"]>().toEqualTypeOf<ErrorType>();
+    expectTypeOf(contracts).returns.resolves.toBeVoid();
   });
 
   test("unwrap() gives the value or throws an ImprovError", () => {

@@ -35,6 +35,7 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
     role: state.role,
     tools: state.options.tools,
     egress: state.options.egress,
+    contract: state.options.contract,
     method,
     args,
     kwargs,
@@ -91,7 +92,7 @@ async function askOnce(provider: Provider, request: GenerationRequest, state: Ag
   const { providerTimeoutMs } = state.options;
   // Within providerTimeoutMs, and within what is left of the call's callTimeoutMs.
   const limitMs = Math.min(providerTimeoutMs, callTimeLeftMs(draft));
-  const timeoutMessage = limitMs < providerTimeoutMs ? callTimeoutMessage(state) : `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
+  const timeoutMessage = limitMs < providerTimeoutMs ? callTimeoutMessage(draft) : `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
   const answer = await within(limitMs, draft.signal, () => new Error(timeoutMessage), (signal) => provider.generate(request, signal));
   if (!answer.ok) {
     if (answer.why === "timeout") return failed(draft, "timeout", timeoutMessage);

@@ -13,6 +13,7 @@ import type { Span } from "../tracing/tracing.ts";
 import { agentsWaitingNow, withAgents } from "../tools/reentry.ts";
 import { ToolCallLog } from "../tools/tool-calls.ts";
 import type { AttemptFailure } from "./repair.ts";
+import type { AgentReference } from "../sandbox/agent-reference.ts";
 
 /** Where a call came from. */
 export interface CallOrigin {
@@ -31,6 +32,14 @@ export interface CallOrigin {
   readonly parentTools?: ToolCallLog | undefined;
   /** For a delegated call: runs code in the async context of the application's call at the root of the tree. */
   readonly inCaller?: InCaller | undefined;
+  /**
+   * For a call of the application's: the live agent for an agent the program handed back in its
+   * value (see `AgentReference`). Without it (a delegated call, whose caller is a program),
+   * such an agent is its text.
+   */
+  readonly handOutAgent?: ((reference: AgentReference) => unknown) | undefined;
+  /** For a call of the application's: its own limits and cancellation (`Agent.call`). */
+  readonly limits?: { readonly callTimeoutMs?: number; readonly executionTimeoutMs?: number } | undefined;
 }
 
 /** Runs `work` in the async context a call was made in (the application's `AsyncLocalStorage` stores). */
@@ -62,6 +71,9 @@ export interface CallDraft {
   readonly startedMs: number;
   /** When the call must have ended (`callTimeoutMs` after its start, or its caller's end if sooner; on `performance.now()`'s clock). */
   readonly endsAtMs: number;
+  /** The call's own `callTimeoutMs` and `executionTimeoutMs`: the agent's, or what `Agent.call` gave this call. @unit ms */
+  readonly callTimeoutMs: number;
+  readonly executionTimeoutMs: number;
   /** Aborts when the call is cancelled: the agent's `signal`, or for a delegated call its calling program's run ending. */
   readonly signal: AbortSignal | undefined;
   args: readonly unknown[];
@@ -93,6 +105,8 @@ export interface CallDraft {
   readonly tools: ToolCallLog;
   /** The fetches the call's programs asked for, against `egress.maxRequests`. */
   egressRequests: number;
+  /** The value the call ends with may hold agents its program handed back (see `AgentReference`). */
+  agentsInValue: boolean;
   /** The agents whose programs wait for this call (through delegate chains and tools): a call of one of them would wait for itself. */
   readonly waitingAgents: ReadonlySet<string>;
   /** Runs application code of this call (a tool, its approval) in the async context the call was made in, not the bridge's. */
@@ -115,7 +129,9 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     depth: state.depth,
     startedAt: new Date(),
     startedMs,
-    endsAtMs: Math.min(startedMs + state.options.callTimeoutMs, origin.endsAtMs ?? Number.POSITIVE_INFINITY),
+    endsAtMs: Math.min(startedMs + (origin.limits?.callTimeoutMs ?? state.options.callTimeoutMs), origin.endsAtMs ?? Number.POSITIVE_INFINITY),
+    callTimeoutMs: origin.limits?.callTimeoutMs ?? state.options.callTimeoutMs,
+    executionTimeoutMs: origin.limits?.executionTimeoutMs ?? state.options.executionTimeoutMs,
     signal: origin.signal === undefined ? state.options.signal : state.options.signal === undefined ? origin.signal : AbortSignal.any([state.options.signal, origin.signal]),
     args: rawArgs,
     kwargs: {},
@@ -134,6 +150,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     tokens: null,
     tools: new ToolCallLog(origin.parentTools),
     egressRequests: 0,
+    agentsInValue: false,
     // Taken only where a tool may run: its code sees the stores the application's call set.
     inCaller: origin.inCaller ?? (state.options.tools.names.length > 0 || state.options.egress !== undefined ? (AsyncLocalStorage.snapshot() as InCaller) : runHere),
     waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
@@ -150,12 +167,12 @@ export function callTimeLeftMs(draft: CallDraft): number {
 }
 
 /** The call's `timeout` outcome once its `callTimeoutMs` has passed; undefined before. */
-export function callOverdue(state: AgentState, draft: CallDraft): Outcome | undefined {
-  return callTimeLeftMs(draft) > 0 ? undefined : failed(draft, "timeout", callTimeoutMessage(state));
+export function callOverdue(_state: AgentState, draft: CallDraft): Outcome | undefined {
+  return callTimeLeftMs(draft) > 0 ? undefined : failed(draft, "timeout", callTimeoutMessage(draft));
 }
 
-export function callTimeoutMessage(state: AgentState): string {
-  return `The call took longer than callTimeoutMs (${state.options.callTimeoutMs} ms).`;
+export function callTimeoutMessage(draft: CallDraft): string {
+  return `The call took longer than callTimeoutMs (${draft.callTimeoutMs} ms).`;
 }
 
 /**

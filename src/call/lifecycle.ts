@@ -5,6 +5,7 @@
  */
 import type { AgentState } from "../agent-state.ts";
 import { Outcome } from "../outcome.ts";
+import { replaceAgentReferences, type AgentReference } from "../sandbox/agent-reference.ts";
 import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
 import { askProvider, renderCallPrompts } from "./ask.ts";
@@ -43,6 +44,11 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     // Refused because its agent's program waits for it: that program holds the queue, so the record is committed after it, and the caller is answered now.
     else if (draft.waitingAgents.has(state.id)) void state.queue.run(() => finalize(state, draft, outcome)).catch(() => undefined);
     else outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
+  }
+  // Agents the program handed back: live ones for the application, their text for a program.
+  if (outcome.ok && draft.agentsInValue) {
+    const handOut = origin.handOutAgent ?? ((reference: AgentReference) => reference.text);
+    outcome = Outcome.success(outcome.callId, replaceAgentReferences(outcome.value, handOut));
   }
   endSpan(
     draft.span,

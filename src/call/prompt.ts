@@ -6,6 +6,7 @@ import { toJsonSafe, truncateString } from "../history/json-safe.ts";
 import { declareTools } from "../tools/declarations.ts";
 import type { GrantedTools } from "../tools/grant.ts";
 import { allowedOrigins, type EgressPolicy } from "../egress/policy.ts";
+import type { Contract } from "../contracts/contract.ts";
 
 /** The folder of prompt templates, beside `src/` and `dist/` alike. */
 const PROMPTS_DIR = new URL("../../prompts/", import.meta.url);
@@ -33,6 +34,8 @@ export interface PromptInput {
   readonly tools?: GrantedTools;
   /** The agent's egress policy: what its programs may fetch. */
   readonly egress?: EgressPolicy | undefined;
+  /** The agent's purpose and method contracts. */
+  readonly contract?: Contract;
   readonly method: string;
   readonly args: readonly unknown[];
   readonly kwargs: Readonly<Record<string, unknown>>;
@@ -111,11 +114,12 @@ const systemPrompts = new Map<string, string>();
 const MAX_CACHED_ROLES = 1_000;
 const NO_TOOLS_LINE = "- `tools`: none are granted to this object (an empty object).";
 
-function systemPrompt(role: string, tools: GrantedTools | undefined, egress: EgressPolicy | undefined): string {
-  const key = `${role}\u0000${tools?.fingerprint ?? ""}\u0000${egress?.fingerprint ?? ""}`;
+function systemPrompt(role: string, tools: GrantedTools | undefined, egress: EgressPolicy | undefined, contract: Contract | undefined): string {
+  const key = `${role}\u0000${tools?.fingerprint ?? ""}\u0000${egress?.fingerprint ?? ""}\u0000${contract?.fingerprint ?? ""}`;
   let prompt = systemPrompts.get(key);
   if (prompt === undefined) {
-    prompt = render(templates.system, { role, tools: toolsBullet(tools), network: networkBullet(egress) });
+    const purpose = contract?.purpose === undefined ? "" : `What this object is for: ${contract.purpose}\n`;
+    prompt = render(templates.system, { role, purpose, tools: toolsBullet(tools), network: networkBullet(egress) });
     if (systemPrompts.size >= MAX_CACHED_ROLES) systemPrompts.clear();
     systemPrompts.set(key, prompt);
   }
@@ -167,6 +171,16 @@ function networkBullet(egress: EgressPolicy | undefined): string {
   ].join("\n");
 }
 
+/** The user prompt's lines on what the method does and must return, when the agent declares it. */
+function methodContractLines(contract: Contract | undefined, method: string): string {
+  const declared = contract?.methods.get(method);
+  if (declared === undefined) return "";
+  const lines: string[] = [];
+  if (declared.description !== undefined) lines.push(`What it does: ${declared.description}`);
+  if (declared.returnsType !== undefined) lines.push(`It must return a value of this type (checked; a value that does not match is an error): ${declared.returnsType}`);
+  return lines.length === 0 ? "" : `${lines.join("\n")}\n`;
+}
+
 /** The system and user prompts for one call. Their size does not grow with history. */
 export function renderPrompts(input: PromptInput): { system: string; user: string } {
   const keys = input.contextKeys.slice(0, MAX_CONTEXT_KEYS).map((key) => truncateString(key, 80));
@@ -181,6 +195,7 @@ export function renderPrompts(input: PromptInput): { system: string; user: strin
     history_count: String(input.historyCount),
     history_preview: preview,
     feedback: input.feedback ?? "",
+    method_contract: methodContractLines(input.contract, input.method),
   };
-  return { system: systemPrompt(input.role, input.tools, input.egress), user: render(templates.user, values) };
+  return { system: systemPrompt(input.role, input.tools, input.egress, input.contract), user: render(templates.user, values) };
 }

@@ -26,7 +26,8 @@ export function reuseFor(state: AgentState, draft: CallDraft, provider: Provider
   // fingerprints of the grant and the policy are part of the key.
   const { fingerprint } = state.options.tools;
   const egress = state.options.egress?.fingerprint;
-  const version = `${PROMPT_VERSION}${fingerprint === "" ? "" : `+tools.${fingerprint}`}${egress === undefined ? "" : `+egress.${egress}`}`;
+  const contract = state.options.contract.fingerprint;
+  const version = `${PROMPT_VERSION}${fingerprint === "" ? "" : `+tools.${fingerprint}`}${egress === undefined ? "" : `+egress.${egress}`}${contract === "" ? "" : `+contract.${contract}`}`;
   return shelf === undefined ? undefined : { shelf, key: programKey(state.role, draft.method, draft.args, draft.kwargs, version) };
 }
 

@@ -9,6 +9,8 @@ import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { findUncloneable } from "./arguments.ts";
 import { answerBridge } from "./bridge/handlers.ts";
 import { callOverdue, failed, type Call } from "./draft.ts";
+import { checkReturns } from "../contracts/check.ts";
+import { mayHoldAgents } from "../sandbox/agent-reference.ts";
 
 /** How a run ended: its outcome; why it failed (for the mistake rule), or the context it left. */
 export interface RunEnd {
@@ -40,7 +42,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     maxDelegationDepth: state.options.maxDelegationDepth,
     tools: state.options.tools.names,
     fetch: state.options.egress !== undefined,
-    timeoutMs: state.options.executionTimeoutMs,
+    timeoutMs: draft.executionTimeoutMs,
     callEndsAt: draft.endsAtMs,
     memoryLimitMb: state.options.memoryLimitMb,
     history: state.history,
@@ -58,9 +60,29 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     const outcome = Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
     end = { outcome, failure: { errorType: result.errorType, ...(result.thrownName === undefined ? {} : { thrownName: result.thrownName }), ...(result.location ? { location: result.location } : {}) } };
   } else {
-    draft.valueText = result.valueText;
-    end = { outcome: Outcome.success(draft.callId, result.value), context: result.context };
+    end = await checkedEnd(call, result.value, result.valueText, result.context);
   }
   draft.runOutcome = end.outcome;
   return end;
+}
+
+/**
+ * A run that succeeded, its value checked against the method's `returns` (where declared): the
+ * schema's output for the caller; a mismatch is the program's mistake (`invalid_output`,
+ * repaired with the problems as feedback); a schema that could not check ends the call
+ * `invalid_output` as it is. The value kept for `content(ref)` is the program's own.
+ */
+async function checkedEnd(call: Call, value: unknown, valueText: string, context: Record<string, unknown>): Promise<RunEnd> {
+  const { draft } = call;
+  const checked = await checkReturns(call, value);
+  if (checked === undefined || checked.ok) {
+    draft.valueText = valueText;
+    draft.agentsInValue = mayHoldAgents(valueText);
+    return { outcome: Outcome.success(draft.callId, checked === undefined ? value : checked.value), context };
+  }
+  if (checked.mismatch) {
+    const outcome = failed(draft, "invalid_output", `The value ${draft.method} returned does not match its returns schema: ${checked.problems}`);
+    return { outcome, failure: { errorType: "invalid_output" } };
+  }
+  return { outcome: failed(draft, "invalid_output", `The returns schema of ${draft.method} could not check the value: ${checked.problem}.`) };
 }

@@ -113,8 +113,8 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   const common = { provider, log: options.log, store: options.store };
   const show = async (label: string, call: Promise<Outcome>) => write(`  ${label.padEnd(34)} ${describeOutcome(await call)}`);
 
-  write("1. A calculator");
-  const calc = await Agent.open<{ value: number }, "add" | "multiply" | "convert" | "divide" | "summary">("calculator", common);
+  write("1. A calculator, with a contract: its purpose, and what each method returns (checked)");
+  const calc = await Agent.open<{ value: number }, "add" | "multiply" | "convert" | "divide" | "summary">("calculator", { ...common, ...CALCULATOR_CONTRACT });
   calc.value = 5;
   write(`  calc.value = 5; calc.value          → ${calc.value} (a setter: no model call)`);
   await show("calc.add(3)", calc.add(3));
@@ -167,6 +167,21 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   }
   return { calc, assistant, builder, stats, ...(news === undefined ? {} : { news }), ...(agents.shopper === undefined ? {} : { shopper: agents.shopper }) };
 }
+
+/** The demo calculator's contract: shown to the model, and each value checked against its `returns`. */
+const CALCULATOR_CONTRACT = {
+  purpose: "A calculator that keeps a running total in context.value.",
+  methods: {
+    add: { description: "Adds args[0] to the running total and returns the new total.", returns: { type: "number" } },
+    multiply: { description: "Multiplies the running total by args[0] and returns the new total.", returns: { type: "number" } },
+    convert: { description: "Converts a temperature (args[0]) between Celsius and Fahrenheit (kwargs from and to: 'c' or 'f').", returns: { type: "number" } },
+    divide: { description: "Divides the running total by args[0]; division by zero is an error.", returns: { type: "number" } },
+    summary: {
+      description: "What was computed so far, read from the history: the calls that worked, those that failed, the total.",
+      returns: { type: "object", properties: { computed: { type: "array", items: { type: "string" } }, failed: { type: "array", items: { type: "string" } } }, required: ["computed", "failed"] },
+    },
+  },
+} as const;
 
 /** Exchange rates from US dollars: the application's own table, granted as a tool. */
 const RATES_FROM_USD: Readonly<Record<string, number>> = { USD: 1, EUR: 0.92, GBP: 0.79, JPY: 151 };

@@ -38,7 +38,8 @@ export function positionInProgram(prepared: Extract<PreparedProgram, { ok: true 
 
 /** Whether a failed run was the program's own mistake (see the module comment). */
 export function isOwnMistake(prepared: Extract<PreparedProgram, { ok: true }>, failure: RunFailure): boolean {
-  if (failure.errorType === "invalid_code") return true;
+  // A program that does not parse, or whose value its method's contract refuses.
+  if (failure.errorType === "invalid_code" || failure.errorType === "invalid_output") return true;
   if (failure.errorType !== "execution" || failure.thrownName === undefined || !MISTAKE_NAMES.has(failure.thrownName)) return false;
   if (failure.location === undefined || !prepared.parsed.ok) return true;
   const offset = offsetOf(prepared.source, failure.location);

@@ -198,6 +198,8 @@ export interface DelegateRequest {
   readonly optionsTooLarge: boolean;
   /** Serialised positional arguments, or null when they were too large to serialise within their limit. */
   readonly args: string | null;
+  /** Serialised named arguments (the program's `kw()`), or null when none were given. */
+  readonly kwargs: string | null;
 }
 
 /** The Outcome a delegated call returns to the program, in the program's field names. */

@@ -4,6 +4,7 @@
  * before any value is built (`value-size.ts`), every ref is range-checked, and anything
  * malformed is a {@link MalformedValueError}, never a crash or a prototype change.
  */
+import { AgentReference } from "./agent-reference.ts";
 import { maxEncodedChars } from "./limits.ts";
 import { measureExpandedChars, ValueTooLargeError } from "./value-size.ts";
 
@@ -167,6 +168,9 @@ export function decodeValue(text: string, maxChars: number): unknown {
       }
       case "Bytes":
         return remember(index, bytes(String(rest[0]), String(rest[1] ?? "")));
+      case "Agent":
+        if (typeof rest[0] !== "string" || (typeof rest[1] !== "string" && rest[1] !== null)) throw new MalformedValueError("Malformed agent.");
+        return remember(index, new AgentReference(rest[0], rest[1]));
       default:
         throw new MalformedValueError(`Unknown tag ${JSON.stringify(tag)}.`);
     }

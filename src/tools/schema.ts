@@ -136,9 +136,16 @@ function readStandard(standard: unknown): ReadSchema {
     jsonSchema,
     ownCheck: false,
     async check(value) {
-      const result = await props.validate(value);
-      if (result.issues === undefined) return { ok: true, value: result.value };
-      return { ok: false, problems: describeProblems(result.issues.map((issue) => `${pathText(issue.path)}${issue.message}`)) };
+      const result: unknown = await props.validate(value);
+      // A schema's answer is checked too: one that answers with something else fails, it does not pass.
+      if (typeof result !== "object" || result === null) throw new Error("its validate answered with something that is not a result");
+      const { issues } = result as { issues?: unknown };
+      if (issues === undefined) {
+        if (!("value" in result)) throw new Error("its validate answered with neither a value nor issues");
+        return { ok: true, value: (result as { value: unknown }).value };
+      }
+      if (!Array.isArray(issues)) throw new Error("its validate answered with issues that are not a list");
+      return { ok: false, problems: describeProblems(issues.map((issue: { message?: unknown; path?: readonly unknown[] }) => `${pathText(Array.isArray(issue?.path) ? issue.path : undefined)}${String(issue?.message ?? "is not valid")}`)) };
     },
   };
 }

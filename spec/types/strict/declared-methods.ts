@@ -14,3 +14,12 @@ export async function strictUsage(): Promise<number | undefined> {
   await calc.divide(2);
   return sum.ok ? (sum.value as number) : undefined;
 }
+
+/** Methods declared in `methods` are present too, and typed by their `returns`. */
+export async function strictContracts(): Promise<string | undefined> {
+  const calc = Agent.for("calculator", { methods: { label: { returns: { "~standard": { version: 1, vendor: "x", validate: (value: unknown) => ({ value }), types: { input: "", output: "" } } } } } });
+  const label = await calc.label();
+  // @ts-expect-error an undeclared method is possibly undefined under noUncheckedIndexedAccess
+  await calc.other();
+  return label.ok ? label.value.toUpperCase() : undefined;
+}

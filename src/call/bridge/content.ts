@@ -1,5 +1,6 @@
 import type { AgentState } from "../../agent-state.ts";
 import { readKeptValue } from "../../sandbox/host/inbound.ts";
+import { replaceAgentReferences } from "../../sandbox/agent-reference.ts";
 import { bridgeFailure, type BridgeAnswer, type ContentRequest } from "../../sandbox/protocol.ts";
 import type { Call } from "../draft.ts";
 
@@ -10,8 +11,8 @@ import type { Call } from "../draft.ts";
  */
 export async function answerContent(request: ContentRequest, call: Call): Promise<BridgeAnswer<"content">> {
   const found = await keptValue(call.state, request.ref);
-  // A kept value is decoded from its text against the result limit: measured already.
-  return found.kept ? { ok: true, value: found.value, measured: true } : bridgeFailure("invalid_input", `No value is kept under "${request.ref}".`);
+  // A kept value is decoded from its text against the result limit: measured already. An agent in it is its text for a program.
+  return found.kept ? { ok: true, value: replaceAgentReferences(found.value, (reference) => reference.text), measured: true } : bridgeFailure("invalid_input", `No value is kept under "${request.ref}".`);
 }
 
 /** The value `ref` names, from this process's copy or the agent's store; a value that no longer decodes counts as not kept. */

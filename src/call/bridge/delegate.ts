@@ -2,14 +2,16 @@ import type { AgentState } from "../../agent-state.ts";
 import type { AgentOptions } from "../../options.ts";
 import type { Outcome } from "../../outcome.ts";
 import { MAX_NAME_LENGTH, RESERVED_NAMES } from "../../reserved-names.ts";
-import { readDelegateInput } from "../../sandbox/host/inbound.ts";
+import { readDelegateInput, readHandedBackOptions } from "../../sandbox/host/inbound.ts";
 import { bridgeFailure, type BridgeAnswer, type BridgeOutcome, type DelegateRequest } from "../../sandbox/protocol.ts";
 import type { AskingRun } from "../../sandbox/host/pending-run.ts";
 import type { Call } from "../draft.ts";
+import { kw } from "../arguments.ts";
+import type { AgentReference } from "../../sandbox/agent-reference.ts";
 import { withAgents } from "../../tools/reentry.ts";
 
 /** Options generated code may pass to `delegate(role, options)`; limits can only be lowered. */
-const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "memoryLimitMb"]);
+const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "memoryLimitMb", "purpose", "methods"]);
 const LOWER_ONLY = ["maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "memoryLimitMb"] as const;
 
 /**
@@ -49,9 +51,27 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
     parentTools: draft.tools,
     inCaller: draft.inCaller,
   } as const;
-  const outcome = await call.perform(child, method, input.args, origin);
+  const outcome = await call.perform(child, method, input.kwargs === undefined ? input.args : [...input.args, kw(input.kwargs)], origin);
   // Its value was decoded from the child's run against the result limit: measured already.
   return { ok: true, value: toBridgeOutcome(outcome), measured: true };
+}
+
+/**
+ * The child a program's `delegate(role, options)` made and handed back in its value, as the
+ * agent it is on the host (the same one the program's calls reached); undefined when it cannot
+ * be (its options no longer pass, or it would be too deep).
+ */
+export function handedBackChild(state: AgentState, reference: AgentReference): AgentState | undefined {
+  if (state.depth + 1 > state.options.maxDelegationDepth || reference.role.trim() === "" || reference.role.length > MAX_NAME_LENGTH) return undefined;
+  const options = readHandedBackOptions(reference.options);
+  if (options === null) return undefined;
+  const checked = programOptions(state, options);
+  if (typeof checked === "string") return undefined;
+  try {
+    return state.child(reference.role, checked);
+  } catch {
+    return undefined;
+  }
 }
 
 /** An Outcome in the field names generated code sees. */

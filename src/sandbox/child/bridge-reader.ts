@@ -56,11 +56,13 @@ function readFetch({ url, method, headers, body }: Record<string, unknown>): Fet
   return { kind: "fetch", url, method, headers: read, body };
 }
 
-function readDelegate({ role, method, args, options, optionsTooLarge }: Record<string, unknown>): DelegateRequest | string {
+function readDelegate({ role, method, args, kwargs, options, optionsTooLarge }: Record<string, unknown>): DelegateRequest | string {
   if (typeof role !== "string" || typeof method !== "string" || role.length > 1_000 || method.length > 1_000) return "The delegate request is malformed.";
-  if ((typeof args !== "string" && args !== null) || (typeof options !== "string" && options !== null)) return "The delegate request is malformed.";
+  if ((typeof args !== "string" && args !== null) || (typeof kwargs !== "string" && kwargs !== null) || (typeof options !== "string" && options !== null)) return "The delegate request is malformed.";
   // Longer text than the encoder writes for a value within the limit: too large, as the host would say.
-  const argsFit = args === null || args.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateArgumentChars);
+  const argumentsFit = (text: string | null) => text === null || text.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateArgumentChars);
   const optionsFit = options === null || options.length <= maxEncodedChars(SANDBOX_LIMITS.maxDelegateOptionChars);
-  return { kind: "delegate", role, method, args: argsFit ? args : null, options: optionsFit ? options : null, optionsTooLarge: optionsTooLarge === true || !optionsFit };
+  // Named arguments too large to read make the whole argument list too large.
+  const fit = argumentsFit(args) && argumentsFit(kwargs);
+  return { kind: "delegate", role, method, args: fit ? args : null, kwargs: fit ? kwargs : null, options: optionsFit ? options : null, optionsTooLarge: optionsTooLarge === true || !optionsFit };
 }

@@ -113,7 +113,7 @@ function unreadable(error: unknown, tooLarge: string, what: string, console: str
 
 /** A delegate request's arguments and options, or the reason they are refused (an `invalid_input` outcome). */
 export type DelegateInput =
-  | { readonly ok: true; readonly args: unknown[]; readonly options: Record<string, unknown> | undefined }
+  | { readonly ok: true; readonly args: unknown[]; readonly kwargs: Record<string, unknown> | undefined; readonly options: Record<string, unknown> | undefined }
   | { readonly ok: false; readonly message: string };
 
 /** Reads the arguments and options of a program's `delegate(role, options).method(...args)`. */
@@ -127,8 +127,18 @@ export function readDelegateInput(request: DelegateRequest): DelegateInput {
     return { ok: false, message: error instanceof ValueTooLargeError ? LIMIT_MESSAGES.delegateArguments(role, method) : `The arguments to ${role}.${method}() could not be read.` };
   }
   if (!Array.isArray(args)) return { ok: false, message: `The arguments to ${role}.${method}() must be a list.` };
+  let kwargs: unknown;
+  if (request.kwargs !== null) {
+    try {
+      kwargs = decodeValue(request.kwargs, SANDBOX_LIMITS.maxDelegateArgumentChars);
+    } catch (error) {
+      return { ok: false, message: error instanceof ValueTooLargeError ? LIMIT_MESSAGES.delegateArguments(role, method) : `The named arguments to ${role}.${method}() could not be read.` };
+    }
+    if (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs)) return { ok: false, message: `The named arguments to ${role}.${method}() must be an object.` };
+  }
+  const named = kwargs as Record<string, unknown> | undefined;
   if (request.optionsTooLarge) return { ok: false, message: LIMIT_MESSAGES.delegateOptions };
-  if (request.options === null) return { ok: true, args, options: undefined };
+  if (request.options === null) return { ok: true, args, kwargs: named, options: undefined };
   let options: unknown;
   try {
     options = decodeValue(request.options, SANDBOX_LIMITS.maxDelegateOptionChars);
@@ -136,7 +146,18 @@ export function readDelegateInput(request: DelegateRequest): DelegateInput {
     return { ok: false, message: error instanceof ValueTooLargeError ? LIMIT_MESSAGES.delegateOptions : "delegate options could not be read." };
   }
   if (typeof options !== "object" || options === null || Array.isArray(options)) return { ok: false, message: "delegate options must be an object." };
-  return { ok: true, args, options: options as Record<string, unknown> };
+  return { ok: true, args, kwargs: named, options: options as Record<string, unknown> };
+}
+
+/** The options of an agent a program handed back (as its `delegate` encoded them): undefined for none, null when they cannot be read. */
+export function readHandedBackOptions(text: string | null): Record<string, unknown> | undefined | null {
+  if (text === null) return undefined;
+  try {
+    const options = decodeValue(text, SANDBOX_LIMITS.maxDelegateOptionChars);
+    return typeof options === "object" && options !== null && !Array.isArray(options) ? (options as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** A tool call's input from a program: decoded within its limit, or why it cannot be read. */

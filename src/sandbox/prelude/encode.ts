@@ -9,7 +9,9 @@
  * -3 NaN, -4 Infinity, -5 -Infinity, -6 -0. A node is a JSON primitive; an array of refs (a
  * plain array); an object of refs (a plain object); or a tagged array whose first item is a
  * string: ["Date", iso|null], ["BigInt", digits], ["Map", k, v, ...], ["Set", v, ...],
- * ["RegExp", source, flags], ["Error", name, message], ["Bytes", kind, hex].
+ * ["RegExp", source, flags], ["Error", name, message], ["Bytes", kind, hex], and, from an
+ * encoder given `agentOf`, ["Agent", role, options|null] for an agent the runtime made with
+ * `delegate` (only the runtime can say so: no data a program makes is written as this tag).
  *
  * Every object is visited once, so cycles and shared references cost nothing extra (no
  * "billion laughs" blow-up). Functions, symbols, promises and weak collections become
@@ -22,7 +24,7 @@
  * prototype and data properties only (the runtime's snapshot of `context`): when its values
  * are all plain primitives it is written at once, as the graph walk would write it.
  */
-export function createEncoder(): (value: unknown, maxChars: number, ownData?: boolean) => string {
+export function createEncoder(agentOf?: (object: object) => readonly [role: string, options: string | null] | undefined): (value: unknown, maxChars: number, ownData?: boolean) => string {
   "use strict";
   const { keys, getOwnPropertyDescriptor, getPrototypeOf, create } = Object;
   const apply = Reflect.apply;
@@ -220,6 +222,12 @@ export function createEncoder(): (value: unknown, maxChars: number, ownData?: bo
       }
     }
     function describe(object: object): unknown {
+      // An agent of the runtime's, looked up by identity (no trap of the proxy runs).
+      const agent = agentOf?.(object);
+      if (agent !== undefined) {
+        charge(jsonChars(agent[0]) + (agent[1] === null ? 4 : jsonChars(agent[1])) + 12);
+        return ["Agent", agent[0], agent[1]];
+      }
       // Arrays and plain objects first: they are most values, and brand checks cost a throw each.
       let arrayLike = false;
       let prototype: object | null = null;

@@ -38,6 +38,10 @@ export interface HostCallParts {
 export interface HostCalls {
   /** The `delegate` a call's program gets. */
   delegateFor(call: HostCallState): (role: unknown, options?: unknown) => object;
+  /** The role and options of an agent `delegate` made, or undefined for anything else (looked up by identity). */
+  agentOf(object: object): readonly [string, string | null] | undefined;
+  /** The global `kw(values)`: named arguments for a delegated method. */
+  readonly kw: (values: unknown) => object;
   /** The global `content(ref)`. */
   readonly content: (ref: unknown) => Promise<unknown>;
   /** The `tools` a call's program gets: a frozen object of the granted tools, tool sets one level down. */
@@ -189,14 +193,17 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
   }
 
   async function callDelegate(call: HostCallState, role: string, options: DelegateOptions, method: string, args: unknown[]): Promise<object> {
-    const answer = await ask<"delegate">(call, IN_FLIGHT, () => ({
-      kind: "delegate",
-      role,
-      method,
-      args: encodeArgument(args, limits.maxDelegateArgumentChars, `The arguments to ${capText(role, 200)}.${capText(method, 200)}()`),
-      options: options.text,
-      optionsTooLarge: options.tooLarge,
-    }));
+    // Named arguments come last, marked by kw(): they go as the child's kwargs.
+    const last = args.length > 0 ? args[args.length - 1] : undefined;
+    const kwargs = typeof last === "object" && last !== null && apply(weakMapGet, named, [last]) === true ? last : undefined;
+    const positional = kwargs === undefined ? args : args.slice(0, -1);
+    const what = `The arguments to ${capText(role, 200)}.${capText(method, 200)}()`;
+    const answer = await ask<"delegate">(call, IN_FLIGHT, () => {
+      const kwargsText = kwargs === undefined ? null : encodeArgument(kwargs, limits.maxDelegateArgumentChars, what);
+      // Named arguments too large to send make the whole argument list too large (args null).
+      const argsText = kwargs !== undefined && kwargsText === null ? null : encodeArgument(positional, limits.maxDelegateArgumentChars, what);
+      return { kind: "delegate", role, method, args: argsText, kwargs: kwargsText, options: options.text, optionsTooLarge: options.tooLarge };
+    });
     return toOutcome(answer);
   }
 
@@ -217,7 +224,7 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
       }
       const methods = new MapCtor<string, (...args: unknown[]) => Promise<object>>();
       const label = `[Agent ${role}]`;
-      return new ProxyCtor(create(null), {
+      const agent = new ProxyCtor(create(null), {
         get(_target, name) {
           if (name === toPrimitive) return () => label;
           if (typeof name !== "string" || name === "then" || name === "constructor") return undefined;
@@ -234,7 +241,26 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
         defineProperty: refuse,
         deleteProperty: refuse,
       });
+      apply(weakMapSet, agents, [agent, freeze([role, encodedOptions.tooLarge ? null : encodedOptions.text])]);
+      return agent;
     };
+  }
+
+  /** The agents `delegate` made, with their role and encoded options: a program's result may hand one to its caller. */
+  const agents = new WeakMapCtor<object, readonly [string, string | null]>();
+
+  function agentOf(object: object): readonly [string, string | null] | undefined {
+    return apply(weakMapGet, agents, [object]) as readonly [string, string | null] | undefined;
+  }
+
+  /** Named arguments marked by `kw()`, told apart by identity: a plain object with the same keys is positional. */
+  const named = new WeakMapCtor<object, true>();
+
+  function kw(values: unknown): object {
+    if (typeof values !== "object" || values === null || ArrayIsArray(values)) throw new TypeErrorCtor("kw(values) takes an object of named arguments, such as kw({ from: \"c\", to: \"f\" }).");
+    const marked = freeze(Object.assign(create(null), values) as object);
+    apply(weakMapSet, named, [marked, true]);
+    return marked;
   }
 
   /** `content(ref)`: a copy of the value an earlier call returned, when the agent keeps it; else undefined. */
@@ -392,6 +418,8 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
 
   return freeze({
     delegateFor,
+    agentOf,
+    kw: freeze(kw),
     content: freeze(content),
     toolsFor,
     ToolError,

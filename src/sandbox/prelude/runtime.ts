@@ -64,7 +64,7 @@ export interface IsolateRuntime {
 
 /** What the runtime is made from: pieces sent as source, and the host's callbacks and limits. */
 export interface RuntimeParts {
-  readonly createEncoder: () => (value: unknown, maxChars: number, ownData?: boolean) => string;
+  readonly createEncoder: (agentOf?: (object: object) => readonly [string, string | null] | undefined) => (value: unknown, maxChars: number, ownData?: boolean) => string;
   readonly createPrinter: () => (value: unknown, maxChars: number) => string;
   readonly createMirror: () => HistoryMirror;
   readonly createConsole: (parts: ConsoleParts) => ProgramText;
@@ -96,6 +96,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     ...args: unknown[]
   ) => Promise<unknown>;
   const encode = parts.createEncoder();
+  // A program's result may hand its caller an agent it made with `delegate` (see `encode.ts`).
+  const encodeResult = parts.createEncoder((object) => hostCalls.agentOf(object));
   const { capText, describeThrown, consoleFor } = parts.createConsole({ print: parts.createPrinter(), limits });
   // The encoder counts its own compact text (a shared part once, a reference by index), which
   // is rarely more than a few times the value's JSON; stopping at `encodedCharsPerJsonChar`
@@ -154,6 +156,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   defineProperty(global, "content", { value: hostCalls.content, writable: false, enumerable: false, configurable: false });
   defineProperty(global, "ToolError", { value: hostCalls.ToolError, writable: false, enumerable: false, configurable: false });
   defineProperty(global, "EgressError", { value: hostCalls.EgressError, writable: false, enumerable: false, configurable: false });
+  defineProperty(global, "kw", { value: hostCalls.kw, writable: false, enumerable: false, configurable: false });
   const baselineGlobals = new SetCtor(ownKeys(global));
 
   function settle(call: CallState, result: IsolateResult): void {
@@ -185,7 +188,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     let valueText: string;
     let contextText: string;
     try {
-      valueText = encodeWithin(value, limits.maxResultChars);
+      valueText = encodeResult(value, limits.maxResultChars * limits.encodedCharsPerJsonChar);
     } catch (error) {
       const { name, message } = describeThrown(error);
       return name === "ResultTooLarge" ? tooLarge(call, "result") : failure(call, "execution", name, `The program's return value could not be read: ${message}`);

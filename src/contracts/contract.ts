@@ -1,0 +1,90 @@
+/**
+ * Contracts (DESIGN 15): what an agent is for (`purpose`) and what each of its methods does and
+ * returns (`methods`), read once at construction. A method's `returns` is a Standard Schema or
+ * a JSON Schema (checked with ajv); its output type is what the caller's value is typed as, and
+ * its declaration is what the model is shown.
+ */
+import { createHash } from "node:crypto";
+import { stringify } from "safe-stable-stringify";
+import { RESERVED_NAMES } from "../reserved-names.ts";
+import { readSchema, SchemaProblem, type ReadSchema } from "../tools/schema.ts";
+import { schemaToType } from "../tools/schema-type.ts";
+
+/** A Standard Schema (zod 4, valibot, arktype…), typed by what it outputs. */
+export interface StandardSchemaLike<Output = unknown> {
+  readonly "~standard": { readonly validate: (value: unknown) => unknown; readonly types?: { readonly output: Output } | undefined };
+}
+
+/** What one method is for: a description for the model, and the schema its value must match. */
+export interface MethodContract {
+  /** What the method does, shown to the model. */
+  readonly description?: string;
+  /** The value's schema: a Standard Schema (its output types the call's value) or a JSON Schema object. */
+  readonly returns?: StandardSchemaLike | object;
+}
+
+/** A method's contract as calls use it. */
+export interface ReadMethodContract {
+  readonly description: string | undefined;
+  readonly returns: ReadSchema | undefined;
+  /** The return type as a TypeScript declaration for the prompt (`unknown` where the schema cannot say). */
+  readonly returnsType: string | undefined;
+}
+
+/** An agent's contract: its purpose and its declared methods. */
+export interface Contract {
+  readonly purpose: string | undefined;
+  readonly methods: ReadonlyMap<string, ReadMethodContract>;
+  /** A hash of the purpose, the descriptions and the return schemas: part of a kept program's key. Empty without a contract. */
+  readonly fingerprint: string;
+}
+
+export const NO_CONTRACT: Contract = Object.freeze({ purpose: undefined, methods: new Map(), fingerprint: "" });
+
+export const MAX_PURPOSE_CHARS = 2_000;
+export const MAX_DESCRIPTION_CHARS = 2_000;
+const MAX_METHODS = 200;
+const MAX_RETURNS_TYPE_CHARS = 2_000;
+const METHOD_NAME = /^[A-Za-z_$][\w$]{0,199}$/;
+
+/** Reads `purpose` and `methods` (options of `Agent.for`, or of `delegate` from a program); throws a `TypeError` saying what is wrong. */
+export function readContract(purpose: unknown, methods: unknown, where = "Option"): Contract {
+  if (purpose === undefined && methods === undefined) return NO_CONTRACT;
+  if (purpose !== undefined && (typeof purpose !== "string" || purpose.trim() === "" || purpose.length > MAX_PURPOSE_CHARS)) {
+    throw new TypeError(`${where} "purpose" must be a non-empty string of at most ${MAX_PURPOSE_CHARS} characters.`);
+  }
+  const read = new Map<string, ReadMethodContract>();
+  if (methods !== undefined) {
+    if (typeof methods !== "object" || methods === null || Array.isArray(methods)) throw new TypeError(`${where} "methods" must be an object of method contracts by name, such as { add: { description: "…", returns: z.number() } }.`);
+    const entries = Object.entries(methods);
+    if (entries.length > MAX_METHODS) throw new TypeError(`${where} "methods" declares ${entries.length} methods; at most ${MAX_METHODS} are allowed.`);
+    for (const [name, contract] of entries) read.set(name, readMethod(name, contract, where));
+  }
+  const fingerprint = createHash("sha256")
+    .update(stringify([purpose ?? null, [...read].map(([name, method]) => [name, method.description ?? null, method.returns?.jsonSchema ?? (method.returns === undefined ? null : "schema"), method.returnsType ?? null])]) ?? "")
+    .digest("hex")
+    .slice(0, 12);
+  return Object.freeze({ purpose: purpose as string | undefined, methods: read, fingerprint });
+}
+
+function readMethod(name: string, contract: unknown, where: string): ReadMethodContract {
+  if (!METHOD_NAME.test(name) || RESERVED_NAMES.has(name)) throw new TypeError(`${where} "methods": "${name.slice(0, 100)}" is not a method name agents can have (an identifier, not a reserved name).`);
+  if (typeof contract !== "object" || contract === null || Array.isArray(contract)) throw new TypeError(`${where} "methods.${name}" must be an object: { description?, returns? }.`);
+  const { description, returns, ...rest } = contract as Record<string, unknown>;
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) throw new TypeError(`${where} "methods.${name}" has "${unknown[0]}", which is not description or returns.`);
+  if (description !== undefined && (typeof description !== "string" || description.length > MAX_DESCRIPTION_CHARS)) {
+    throw new TypeError(`${where} "methods.${name}.description" must be a string of at most ${MAX_DESCRIPTION_CHARS} characters.`);
+  }
+  let schema: ReadSchema | undefined;
+  if (returns !== undefined) {
+    try {
+      schema = readSchema(returns);
+    } catch (error) {
+      if (error instanceof SchemaProblem) throw new TypeError(`${where} "methods.${name}.returns" ${error.message}.`);
+      throw error;
+    }
+  }
+  const returnsType = schema === undefined ? undefined : schema.jsonSchema === undefined ? "unknown" : schemaToType(schema.jsonSchema, { maxChars: MAX_RETURNS_TYPE_CHARS });
+  return Object.freeze({ description, returns: schema, returnsType });
+}
