@@ -39,6 +39,25 @@ describe("the package as users get it", () => {
     const cli = spawnSync(join(app, "node_modules/.bin/improv"), ["--version"], { encoding: "utf8" });
     expect(cli.stdout.trim()).toBe(version);
 
+    // The published types, in an application compiled with exactOptionalPropertyTypes: an option
+    // may be passed straight from a variable that may be undefined.
+    writeFileSync(
+      join(app, "check.ts"),
+      `import { Agent, OpenAIProvider, ScriptedProvider, SqliteStore, type AgentOptions } from "improv";
+       const model: string | undefined = process.env.IMPROV_MODEL;
+       const limit: number | undefined = process.env.LIMIT === undefined ? undefined : Number(process.env.LIMIT);
+       const options: AgentOptions = { model, executionTimeoutMs: limit, log: undefined, store: undefined, egress: undefined, purpose: undefined, methods: { add: { description: undefined, returns: undefined } } };
+       const calc = Agent.for("calculator", options);
+       new OpenAIProvider({ apiKey: process.env.OPENAI_API_KEY, baseURL: process.env.OPENAI_BASE_URL, model });
+       new ScriptedProvider({ programs: {}, model });
+       new SqliteStore(":memory:", { busyTimeoutMs: limit, durability: undefined, closeTimeoutMs: undefined });
+       void Agent.call(calc, "add", [], { signal: undefined, callTimeoutMs: limit });
+       void Agent.close(calc, { timeoutMs: limit });\n`,
+    );
+    writeFileSync(join(app, "tsconfig.json"), JSON.stringify({ compilerOptions: { strict: true, exactOptionalPropertyTypes: true, module: "nodenext", moduleResolution: "nodenext", target: "es2023", types: ["node"], noEmit: true, typeRoots: [join(root, "node_modules/@types")] }, files: ["check.ts"] }));
+    const typed = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(app, "tsconfig.json")], { cwd: app, encoding: "utf8", timeout: 120_000 });
+    expect(typed.stdout + typed.stderr).toBe("");
+
     const dist = join(app, "node_modules/improv/dist");
     const maps = (readdirSync(dist, { recursive: true, encoding: "utf8" }) as string[]).filter((file) => file.endsWith(".map"));
     expect(maps.length).toBeGreaterThan(10);

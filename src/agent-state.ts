@@ -9,6 +9,7 @@ import type { Provider } from "./providers/provider.ts";
 import { readEnv } from "./env.ts";
 import { sandboxPool } from "./sandbox/host/pool.ts";
 import { KeptValues } from "./history/kept-values.ts";
+import { Drain } from "./drain.ts";
 import { DurableLink, forgetOpened, openedAgent, rememberOpened, type ValueChange } from "./store/durable.ts";
 import { childId, isSyncStore, RoleMismatchError, type Store, type StoredContext } from "./store/store.ts";
 
@@ -90,6 +91,8 @@ export class AgentState {
   readonly values = new KeptValues();
   /** Programs of one agent run and commit one at a time. */
   readonly queue = new SerialQueue();
+  /** The calls the application started on this agent: `Agent.close` waits for them, then refuses new ones. */
+  readonly calls = new Drain();
   /** Where the agent is kept, when it is durable. */
   readonly link: DurableLink | undefined;
   readonly #children = new Map<string, AgentState>();
@@ -198,6 +201,17 @@ export class AgentState {
   }
 
   /** Deletes the agent (and its children) from its store and empties this copy. */
+  /**
+   * Refuses the application's new calls on this agent and its children, waits for those in
+   * flight (at most `timeoutMs`), and frees the agent's isolate. True when every call ended in time.
+   */
+  async close(timeoutMs: number): Promise<boolean> {
+    const ended = await this.calls.close(timeoutMs);
+    for (const child of this.#children.values()) await child.close(0);
+    sandboxPool().forget(this.id);
+    return ended;
+  }
+
   async forget(): Promise<void> {
     if (this.link !== undefined) {
       await this.link.forget();

@@ -4,6 +4,9 @@ import { keptValue } from "./call/bridge/content.ts";
 import { handedBackChild } from "./call/bridge/delegate.ts";
 import { replaceAgentReferences, type AgentReference } from "./sandbox/agent-reference.ts";
 import { performCall } from "./call/lifecycle.ts";
+import { closeTimeout } from "./drain.ts";
+import { checkOptionNames } from "./option-check.ts";
+import { sandboxPool } from "./sandbox/host/pool.ts";
 import { kw } from "./call/arguments.ts";
 import { validateHistoryQuery, type HistoryQuery } from "./history/history-index.ts";
 import type { HistoryRecord } from "./history/record.ts";
@@ -128,7 +131,7 @@ export class Agent {
    * const calc = await Agent.open("calculator", { store: new SqliteStore("data/improv.db"), id: "calc-1" });
    */
   static async open<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): Promise<AgentProxy<Values, Methods, DeclaredMethods<Options>>> {
-    const state = AgentState.create(validateRole(role), resolveOptions(options));
+    const state = AgentState.create(validateRole(role), resolveOptions(options, undefined, "Agent.open()"));
     await state.pull();
     return proxyFor(state) as AgentProxy<Values, Methods, DeclaredMethods<Options>>;
   }
@@ -140,6 +143,24 @@ export class Agent {
    */
   static async save(agent: unknown): Promise<void> {
     await stateOf(agent, "Agent.save()").link?.saved();
+  }
+
+  /**
+   * Closes an agent: the application's new calls on it (and on its children) are refused at
+   * once with a `cancelled` outcome that says so, calls in flight finish (for at most
+   * `timeoutMs`, default 10000), values written on a durable agent reach its store, and its
+   * isolate is freed. When no open agent is left in the process, the sandbox processes end too
+   * (a later call starts them again). Resolves true when every call in flight ended in time.
+   */
+  static async close(agent: unknown, options: { readonly timeoutMs?: number | undefined } = {}): Promise<boolean> {
+    const state = stateOf(agent, "Agent.close()");
+    const { timeoutMs } = checkOptionNames<{ timeoutMs: number }>(options, ["timeoutMs"], "Agent.close()");
+    const ended = await state.close(closeTimeout(timeoutMs, "Agent.close()", "timeoutMs"));
+    await state.link?.saved();
+    let open = false;
+    for (const other of agentsInProcess()) if (!other.calls.closing) open = true;
+    if (!open) sandboxPool().shutdown();
+    return ended;
   }
 
   /** Brings a durable agent up to date with what other processes committed. Rejects with a `StoreError`. */
@@ -263,13 +284,13 @@ function respondsTo(state: AgentState, name: unknown): boolean {
 /** What `Agent.call` takes for one call. */
 export interface CallOptions {
   /** Named arguments, as `kw()` passes them. */
-  readonly kwargs?: Readonly<Record<string, unknown>>;
+  readonly kwargs?: Readonly<Record<string, unknown>> | undefined;
   /** Aborting it cancels this call (with a `cancelled` outcome), besides the agent's own `signal`. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /** This call's limit on the whole call, instead of the agent's. @unit ms */
-  readonly callTimeoutMs?: number;
+  readonly callTimeoutMs?: number | undefined;
   /** This call's limit on its program's own running time, instead of the agent's. @unit ms */
-  readonly executionTimeoutMs?: number;
+  readonly executionTimeoutMs?: number | undefined;
 }
 
 const CALL_OPTION_NAMES = ["kwargs", "signal", "callTimeoutMs", "executionTimeoutMs"] as const;

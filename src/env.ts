@@ -1,7 +1,7 @@
 /** Environment variables, read in one place: trimmed, and blank counts as unset. */
 
 /** The environment variables improv reads. */
-export const ENV_NAMES = ["OPENAI_API_KEY", "OPENAI_BASE_URL", "IMPROV_MODEL", "IMPROV_LOG", "IMPROV_DEBUG", "IMPROV_STORE", "IMPROV_SANDBOX_PROCESSES"] as const;
+export const ENV_NAMES = ["OPENAI_API_KEY", "OPENAI_BASE_URL", "IMPROV_MODEL", "IMPROV_LOG", "IMPROV_DEBUG", "IMPROV_VERBOSE", "IMPROV_STORE", "IMPROV_SANDBOX_PROCESSES"] as const;
 
 export type EnvName = (typeof ENV_NAMES)[number];
 

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { readEnv, readEnvFlag } from "./env.ts";
+import { checkOptionNames, describeType } from "./option-check.ts";
 import { isProvider, type Provider } from "./providers/provider.ts";
 import { openStore } from "./store/open.ts";
 import { isStore, type Store } from "./store/store.ts";
@@ -20,86 +21,88 @@ export interface AgentOptions {
    * Writes method bodies. Default: an `OpenAIProvider` configured from `OPENAI_API_KEY`,
    * `OPENAI_BASE_URL` and `IMPROV_MODEL`; with no key set, calls end with a `provider` outcome.
    */
-  provider?: Provider;
+  provider?: Provider | undefined;
   /** Model name passed to the provider. Default: the provider's own. */
-  model?: string;
+  model?: string | undefined;
   /**
    * Where call logs go: a JSONL file path (directories are created), a pino logger, or
    * `false`. Default: the file named by `IMPROV_LOG`, else off.
    */
-  log?: string | Logger | false;
+  log?: string | Logger | false | undefined;
   /** Adds prompts and a context snapshot to log lines. Default: `IMPROV_DEBUG`, else false. */
-  debug?: boolean;
+  debug?: boolean | undefined;
+  /** Prints each program as it runs, and each call's outcome, to stderr. Default: `IMPROV_VERBOSE`, else false. */
+  verbose?: boolean | undefined;
   /** Provider attempts per call, retries included. Default: 2. */
-  maxGenerationAttempts?: number;
+  maxGenerationAttempts?: number | undefined;
   /** Longest wait for one provider attempt. Default: 60000. @unit milliseconds */
-  providerTimeoutMs?: number;
+  providerTimeoutMs?: number | undefined;
   /** Limit on the program's own running time; its waits for the host (a delegated call, `content`) do not count. Default: 5000. @unit milliseconds */
-  executionTimeoutMs?: number;
+  executionTimeoutMs?: number | undefined;
   /** Limit on the whole call, from its start to its outcome: provider attempts, runs and their waits. Default: 300000. @unit milliseconds */
-  callTimeoutMs?: number;
+  callTimeoutMs?: number | undefined;
   /** Heap limit of the isolate that runs the agent's programs. Default: 64, minimum 8. @unit MiB */
-  memoryLimitMb?: number;
+  memoryLimitMb?: number | undefined;
   /** Deepest `delegate` chain below the agent the application called. Default: 8. */
-  maxDelegationDepth?: number;
+  maxDelegationDepth?: number | undefined;
   /** Records summarised in the user prompt's history block. Default: 3. */
-  historyPreviewLimit?: number;
+  historyPreviewLimit?: number | undefined;
   /** Trace id stamped on every call of this agent and its children. Default: one per call tree. */
-  traceId?: string;
+  traceId?: string | undefined;
   /** Aborting it cancels pending calls with a `cancelled` outcome. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Where the agent is kept, so it outlives the process: a `Store`, or a string (a file path or
    * `sqlite:` URL for a `SqliteStore`, a `postgres://` URL for a `PostgresStore`). Default:
    * `IMPROV_STORE`, else none (memory only). Children made by `delegate` are kept there too.
    */
-  store?: Store | string;
+  store?: Store | string | undefined;
   /** The agent's durable identity in its store, 1 to 200 characters. Default: the role. */
-  id?: string;
+  id?: string | undefined;
   /**
    * Run a program that worked again, without asking the provider, for later calls of the same
    * method and shape: `true` (default), `false`, `{ except: [methods] }`, or `{ only: [methods] }`.
    * Methods that take free-form requests (`ask`, `chat`, `discuss`, `answer`, `respond`) are
    * kept only when named in `only`.
    */
-  reuse?: boolean | { readonly except?: readonly string[]; readonly only?: readonly string[] };
+  reuse?: boolean | { readonly except?: readonly string[]; readonly only?: readonly string[] } | undefined;
   /** Calls in a row a kept program may fail by its own mistake before it is dropped. Default: 2. */
-  maxReuseFailures?: number;
+  maxReuseFailures?: number | undefined;
   /**
    * Keep the values of ok calls for follow-ups (`content(ref)` in programs, `Agent.value()`):
    * `false`, or the latest `count` values within `maxBytes` of encoded text. Default:
    * `{ count: 100, maxBytes: 16 MiB }`.
    */
-  keepValues?: false | { readonly count?: number; readonly maxBytes?: number };
+  keepValues?: false | { readonly count?: number; readonly maxBytes?: number } | undefined;
   /**
    * The prompt's history block: at most `limit` records (default `historyPreviewLimit`), chosen
    * by `strategy` (`"latest"`, the default, or `"relevant"`), within `maxChars` (default 2000).
    */
-  historyPreview?: { readonly limit?: number; readonly strategy?: "latest" | "relevant"; readonly maxChars?: number };
+  historyPreview?: { readonly limit?: number; readonly strategy?: "latest" | "relevant"; readonly maxChars?: number } | undefined;
   /**
    * Functions the agent's programs may call, as `await tools.name(input)`: tools shaped like the
    * AI SDK's `tool()`, and tool sets (such as what `mcpTools()` returns) one level down.
    * Default: none.
    */
-  tools?: Tools;
+  tools?: Tools | undefined;
   /**
    * Asked before every call of a tool that may change the world (one without `readOnlyHint` or
    * `idempotentHint`); `false` refuses it (the program gets a `ToolError`). Default: none (allowed).
    */
-  toolApproval?: (request: ToolApprovalRequest) => boolean | Promise<boolean>;
+  toolApproval?: (request: ToolApprovalRequest) => boolean | Promise<boolean> | undefined;
   /**
    * Lets programs `fetch` from the origins in `allow`, the requests made by the host under this
    * policy (DESIGN 14). Default: none (programs have no `fetch`).
    */
-  egress?: EgressOptions;
+  egress?: EgressOptions | undefined;
   /** What the agent is for, shown to the model (at most 2,000 characters). Not inherited by children. */
-  purpose?: string;
+  purpose?: string | undefined;
   /**
    * What each method does and returns, shown to the model: `{ add: { description?, returns? } }`,
    * `returns` a Standard Schema (its output types the call's value) or a JSON Schema. The value
    * is checked against it before the call ends. Not inherited by children.
    */
-  methods?: Readonly<Record<string, MethodContract>>;
+  methods?: Readonly<Record<string, MethodContract>> | undefined;
 }
 
 /** What `toolApproval` is asked about. */
@@ -140,6 +143,7 @@ export interface ResolvedOptions {
   readonly model: string | undefined;
   readonly log: string | Logger | false;
   readonly debug: boolean;
+  readonly verbose: boolean;
   readonly maxGenerationAttempts: number;
   readonly providerTimeoutMs: number;
   readonly executionTimeoutMs: number;
@@ -185,6 +189,7 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   model: true,
   log: true,
   debug: true,
+  verbose: true,
   maxGenerationAttempts: true,
   providerTimeoutMs: true,
   executionTimeoutMs: true,
@@ -214,16 +219,8 @@ export const AGENT_OPTION_NAMES = Object.keys(OPTION_NAMES) as (keyof AgentOptio
  * Validates `options` and fills in defaults, from `parent` when given (children inherit),
  * else from the environment and {@link DEFAULT_OPTIONS}. Throws `TypeError` / `RangeError`.
  */
-export function resolveOptions(options: AgentOptions | undefined, parent?: ResolvedOptions): ResolvedOptions {
-  if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
-    throw new TypeError(`Agent options must be an object, got ${describeType(options)}.`);
-  }
-  const given: AgentOptions = options ?? {};
-  for (const name of Object.keys(given)) {
-    if (!Object.hasOwn(OPTION_NAMES, name)) {
-      throw new TypeError(`Unknown option "${name}" for Agent.for(). Valid options: ${AGENT_OPTION_NAMES.join(", ")}.`);
-    }
-  }
+export function resolveOptions(options: AgentOptions | undefined, parent?: ResolvedOptions, caller = parent === undefined ? "Agent.for()" : "delegate()"): ResolvedOptions {
+  const given = checkOptionNames<AgentOptions>(options, AGENT_OPTION_NAMES, caller) as AgentOptions;
   const base = parent ?? rootDefaults();
   const pick = <K extends keyof AgentOptions>(name: K): AgentOptions[K] | undefined =>
     given[name] === undefined ? undefined : given[name];
@@ -254,6 +251,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     model: optionalString(given, "model") ?? base.model,
     log: log ?? base.log,
     debug: optionalBoolean(given, "debug") ?? base.debug,
+    verbose: optionalBoolean(given, "verbose") ?? base.verbose,
     maxGenerationAttempts: integer(given, "maxGenerationAttempts", 1) ?? base.maxGenerationAttempts,
     providerTimeoutMs: integer(given, "providerTimeoutMs", 1, MAX_TIMEOUT_MS) ?? base.providerTimeoutMs,
     executionTimeoutMs: integer(given, "executionTimeoutMs", 1, MAX_TIMEOUT_MS) ?? base.executionTimeoutMs,
@@ -335,6 +333,7 @@ function rootDefaults(): ResolvedOptions {
     model: undefined,
     log: readEnv("IMPROV_LOG") ?? false,
     debug: readEnvFlag("IMPROV_DEBUG") ?? false,
+    verbose: readEnvFlag("IMPROV_VERBOSE") ?? false,
     ...DEFAULT_OPTIONS,
     traceId: undefined,
     signal: undefined,
@@ -376,7 +375,7 @@ function optionalString(options: AgentOptions, name: "model" | "traceId" | "id")
   return value;
 }
 
-function optionalBoolean(options: AgentOptions, name: "debug"): boolean | undefined {
+function optionalBoolean(options: AgentOptions, name: "debug" | "verbose"): boolean | undefined {
   const value = options[name];
   if (value === undefined) return undefined;
   if (typeof value !== "boolean") throw new TypeError(`Option "${name}" must be true or false, got ${describeType(value)}.`);
@@ -387,11 +386,4 @@ function isLogger(value: unknown): value is Logger {
   return typeof value === "object" && value !== null && typeof (value as { info?: unknown }).info === "function";
 }
 
-/** A short, human description of a value's type for error messages. */
-export function describeType(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  if (typeof value === "number") return `the number ${value}`;
-  return `a ${typeof value}`;
-}
+

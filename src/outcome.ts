@@ -123,11 +123,12 @@ export const Outcome = Object.freeze({
     return new OutcomeRecord<T>({ status: "ok", ok: true, value, retriable: false, callId }) as unknown as OkOutcome<T>;
   },
   /**
-   * A failed outcome of the given type. It is retriable when its type is, or when `retriable`
-   * says so of this failure (its sandbox process was lost; a tool's failure that may pass).
+   * A failed outcome of the given type. It is retriable when its type is, unless `retriable`
+   * says otherwise of this failure (its sandbox process was lost; a tool's failure that may
+   * pass; a provider that refused the key).
    */
-  failure<T = never>(callId: string, errorType: ErrorType, errorMessage: string, options: { retriable?: boolean } = {}): FailedOutcome<T> {
-    return new OutcomeRecord<T>({ status: "error", ok: false, errorType, errorMessage, retriable: isRetriable(errorType) || options.retriable === true, callId }) as unknown as FailedOutcome<T>;
+  failure<T = never>(callId: string, errorType: ErrorType, errorMessage: string, options: { retriable?: boolean | undefined } = {}): FailedOutcome<T> {
+    return new OutcomeRecord<T>({ status: "error", ok: false, errorType, errorMessage, retriable: options.retriable ?? isRetriable(errorType), callId }) as unknown as FailedOutcome<T>;
   },
   [Symbol.hasInstance](value: unknown): value is Outcome {
     return value instanceof OutcomeRecord;

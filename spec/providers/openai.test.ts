@@ -58,6 +58,17 @@ describe("OpenAIProvider over HTTP", () => {
     expect(server!.requests).toHaveLength(3);
   });
 
+  test.each([401, 403])("HTTP %i (the key refused) is not asked again, and the outcome is not retriable: it says to check the key", async (status) => {
+    const calc = await agentAgainst([{ kind: "status", status, body: { error: { message: "Incorrect API key provided", type: "invalid_request_error" } } }], { maxGenerationAttempts: 3 });
+    const r = await calc.greet();
+    expect(r).toMatchObject({ ok: false, errorType: "provider", retriable: false });
+    expect(r.errorMessage).toContain(`refused the API key (HTTP ${status})`);
+    expect(r.errorMessage).toContain("Check the key (apiKey / OPENAI_API_KEY)");
+    // Neither improv's attempts nor the SDK's retries ask again.
+    expect(server!.requests).toHaveLength(1);
+    expect(Agent.history(calc).at(-1)?.outcome_summary).toMatchObject({ error_type: "provider", retriable: false });
+  });
+
   test("a hung server ends as a timeout after providerTimeoutMs", async () => {
     const calc = await agentAgainst([{ kind: "hang" }], { providerTimeoutMs: 200, maxGenerationAttempts: 1 });
     const started = performance.now();
@@ -65,6 +76,17 @@ describe("OpenAIProvider over HTTP", () => {
     expect(r.errorType).toBe("timeout");
     expect(r.errorMessage).toBe("The provider did not answer within providerTimeoutMs (200 ms).");
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  test("with several attempts a hung server holds the call for attempts × providerTimeoutMs at most, each attempt one request", async () => {
+    const calc = await agentAgainst([{ kind: "hang" }, { kind: "hang" }], { providerTimeoutMs: 300, maxGenerationAttempts: 2 });
+    const started = performance.now();
+    const r = await calc.greet();
+    const elapsed = performance.now() - started;
+    expect(r).toMatchObject({ ok: false, errorType: "timeout", retriable: true });
+    expect(server!.requests).toHaveLength(2);
+    expect(elapsed).toBeGreaterThanOrEqual(2 * 300 - 20);
+    expect(elapsed).toBeLessThan(10_000);
   });
 
   test("a malformed JSON body is a provider outcome", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { Agent, kw, ScriptedProvider } from "../../src/index.ts";
 import type { GenerationRequest } from "../../src/index.ts";
 
 const signal = new AbortController().signal;
@@ -74,5 +74,26 @@ describe("ScriptedProvider", () => {
 
   test("bad construction is a TypeError", () => {
     expect(() => new ScriptedProvider({} as never)).toThrow(TypeError);
+  });
+
+  test("bad entries are a TypeError at construction naming the key, not a provider failure at every call", () => {
+    expect(() => new ScriptedProvider({ programs: { add: 42 as never } })).toThrow('ScriptedProvider program "add" must be a program string, null, "", { error }, { delayMs, code }, a list of these, or a function (request) => entry; got the number 42.');
+    expect(() => new ScriptedProvider({ programs: { add: ["return 1", { delayMs: -1, code: "x" }] as never } })).toThrow('ScriptedProvider program "add"');
+    expect(() => new ScriptedProvider({ programs: { add: { code: "return 1" } as never } })).toThrow('ScriptedProvider program "add"');
+  });
+
+  test("one method's program may be a function of the request; requests carry the call's args, kwargs, attempt and feedback", async () => {
+    const provider = new ScriptedProvider({
+      programs: {
+        scale: (r) => (r.attempt === 1 ? "return notDefined" : `return args[0] * ${JSON.stringify(r.kwargs?.by ?? 1)}`),
+        other: "return 'other'",
+      },
+    });
+    const calc = Agent.for("calculator", { provider });
+    expect((await calc.scale(3, kw({ by: 4 }))).value).toBe(12);
+    expect((await calc.other()).value).toBe("other");
+    const [first, second] = provider.calls;
+    expect(first).toMatchObject({ method: "scale", attempt: 1, args: [3], kwargs: { by: 4 }, feedback: undefined });
+    expect(second).toMatchObject({ method: "scale", attempt: 2, args: [3], kwargs: { by: 4 }, feedback: { code: "return notDefined", error: expect.stringContaining("notDefined is not defined") } });
   });
 });

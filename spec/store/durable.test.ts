@@ -1,6 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { describe, expect, test } from "vitest";
 import { Agent, SqliteStore } from "../../src/index.ts";
 import { durableAgentContract, provider } from "./agents-contract.ts";
@@ -21,17 +22,40 @@ describe("durable agents on SqliteStore only", () => {
   });
 
   test("a call whose store fails ends with a store outcome and leaves nothing behind", async () => {
-    const store = new SqliteStore(freshPath());
+    const path = freshPath();
+    const store = new SqliteStore(path, { busyTimeoutMs: 20 });
     const counter = await Agent.open("counter", { store, id: "c3", provider: provider() });
+    await counter.inc();
+    const other = new DatabaseSync(path);
+    other.exec("BEGIN EXCLUSIVE");
+    try {
+      const r = await counter.inc();
+      expect(r).toMatchObject({ errorType: "store", retriable: true });
+      expect(r.errorMessage).toMatch(/^The store failed, so nothing of this call was kept \(sqlite:.*\)\. Call again\.$/);
+      expect(Agent.history(counter)).toHaveLength(1);
+      expect(counter.runtimeContext).toEqual({ n: 1 });
+    } finally {
+      other.exec("ROLLBACK");
+      other.close();
+    }
+    await counter.inc();
+    expect(Agent.history(counter)).toHaveLength(2);
+    expect(counter.runtimeContext).toEqual({ n: 2 });
+    await store.close();
+  });
+
+  test("a closed store refuses calls without writing anything", async () => {
+    const path = freshPath();
+    const store = new SqliteStore(path);
+    const counter = await Agent.open("counter", { store, id: "c4", provider: provider() });
     await counter.inc();
     await store.close();
     const r = await counter.inc();
-    expect(r).toMatchObject({ errorType: "store", retriable: true });
-    expect(r.errorMessage).toMatch(/^The store failed, so nothing of this call was kept \(sqlite:.*: cannot (read|write) .*: the store was closed\.\)\. Call again\.$/);
+    expect(r).toMatchObject({ errorType: "store", retriable: false });
+    expect(r.errorMessage).toContain(`The store sqlite:${path} was closed (store.close())`);
     expect(Agent.history(counter)).toHaveLength(1);
     expect(counter.runtimeContext).toEqual({ n: 1 });
   });
-
 
   test("IMPROV_STORE gives agents a store when the option is absent", async () => {
     const path = freshPath();

@@ -6,7 +6,7 @@
  */
 import type { AgentState } from "../agent-state.ts";
 import { Outcome } from "../outcome.ts";
-import type { Generation, GenerationRequest, Provider } from "../providers/provider.ts";
+import { ProviderError, type Generation, type GenerationRequest, type Provider } from "../providers/provider.ts";
 import { OpenAIProvider } from "../providers/openai.ts";
 import { ScriptedProvider } from "../providers/scripted.ts";
 import { endSpan, startSpan } from "../tracing/tracing.ts";
@@ -54,7 +54,17 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
       const feedback = latest === undefined ? "" : feedbackBlock(latest);
       const user = feedback === "" ? prompts.user : renderPrompts({ ...input, feedback }).user;
       draft.user = user;
-      return { role: state.role, method, attempt, system: prompts.system, user, ...(state.options.model === undefined ? {} : { model: state.options.model }) };
+      return {
+        role: state.role,
+        method,
+        attempt,
+        system: prompts.system,
+        user,
+        args,
+        kwargs,
+        ...(latest?.code === undefined ? {} : { feedback: { code: latest.code, error: latest.message } }),
+        ...(state.options.model === undefined ? {} : { model: state.options.model }),
+      };
     },
   };
 }
@@ -93,11 +103,15 @@ async function askOnce(provider: Provider, request: GenerationRequest, state: Ag
   // Within providerTimeoutMs, and within what is left of the call's callTimeoutMs.
   const limitMs = Math.min(providerTimeoutMs, callTimeLeftMs(draft));
   const timeoutMessage = limitMs < providerTimeoutMs ? callTimeoutMessage(draft) : `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
+  const began = performance.now();
   const answer = await within(limitMs, draft.signal, () => new Error(timeoutMessage), (signal) => provider.generate(request, signal));
+  draft.providerMs += performance.now() - began;
   if (!answer.ok) {
-    if (answer.why === "timeout") return failed(draft, "timeout", timeoutMessage);
+    if (answer.why === "timeout") return failed(draft, "timeout", limitMs < providerTimeoutMs ? callTimeoutMessage(draft) : timeoutMessage);
     if (answer.why === "aborted") return failed(draft, "cancelled", "The call was cancelled while waiting for the provider.");
-    return failed(draft, "provider", `The provider failed: ${answer.error instanceof Error ? answer.error.message : String(answer.error)}`);
+    // A failure the provider says cannot pass (a refused key) is not asked again.
+    const final = answer.error instanceof ProviderError && !answer.error.retriable;
+    return failed(draft, "provider", `The provider failed: ${answer.error instanceof Error ? answer.error.message : String(answer.error)}`, final ? { retriable: false } : {});
   }
   try {
     return readGeneration(answer.value as Generation | undefined, draft, request.attempt);

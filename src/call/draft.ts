@@ -107,6 +107,10 @@ export interface CallDraft {
   egressRequests: number;
   /** The value the call ends with may hold agents its program handed back (see `AgentReference`). */
   agentsInValue: boolean;
+  /** Where the call's time went, for its time-out messages: waiting for the provider, in runs, and waiting for delegated calls within runs. @unit ms */
+  providerMs: number;
+  runMs: number;
+  delegatedMs: number;
   /** The agents whose programs wait for this call (through delegate chains and tools): a call of one of them would wait for itself. */
   readonly waitingAgents: ReadonlySet<string>;
   /** Runs application code of this call (a tool, its approval) in the async context the call was made in, not the bridge's. */
@@ -151,6 +155,9 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     tools: new ToolCallLog(origin.parentTools),
     egressRequests: 0,
     agentsInValue: false,
+    providerMs: 0,
+    runMs: 0,
+    delegatedMs: 0,
     // Taken only where a tool may run: its code sees the stores the application's call set.
     inCaller: origin.inCaller ?? (state.options.tools.names.length > 0 || state.options.egress !== undefined ? (AsyncLocalStorage.snapshot() as InCaller) : runHere),
     waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
@@ -172,7 +179,15 @@ export function callOverdue(_state: AgentState, draft: CallDraft): Outcome | und
 }
 
 export function callTimeoutMessage(draft: CallDraft): string {
-  return `The call took longer than callTimeoutMs (${draft.callTimeoutMs} ms).`;
+  return `The call took longer than callTimeoutMs (${draft.callTimeoutMs} ms)${timeSpent(draft)}.`;
+}
+
+/** Where a call's time went, for a time-out message: `: 1200 ms waiting for the provider, …`. */
+export function timeSpent(draft: CallDraft): string {
+  const waits = draft.tools.logFields().tool_ms + draft.delegatedMs;
+  const parts = [`${Math.round(draft.providerMs)} ms waiting for the provider`, `${Math.round(draft.runMs)} ms in its programs' runs`];
+  if (waits > 0) parts.push(`${Math.round(waits)} ms of them waiting for tools, fetches and delegated calls`);
+  return `: ${parts.join(", ")}`;
 }
 
 /**
@@ -189,8 +204,8 @@ export function waitsForItself(state: AgentState, draft: CallDraft): Outcome | u
 }
 
 /** The call's error outcome. */
-export function failed(draft: CallDraft, errorType: ErrorType, message: string): Outcome {
-  return Outcome.failure(draft.callId, errorType, message);
+export function failed(draft: CallDraft, errorType: ErrorType, message: string, options: { retriable?: boolean } = {}): Outcome {
+  return Outcome.failure(draft.callId, errorType, message, options);
 }
 
 /**

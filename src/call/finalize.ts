@@ -6,6 +6,7 @@ import { Outcome } from "../outcome.ts";
 import type { WriteResult } from "../store/store.ts";
 import type { ReuseDecision } from "../programs/keep-decision.ts";
 import { attemptErrors } from "./repair.ts";
+import { showOutcome } from "../log/verbose.ts";
 import { KeptValues } from "../history/kept-values.ts";
 import { spanIds } from "../tracing/tracing.ts";
 import { endedByKeptProgram, type CallDraft } from "./draft.ts";
@@ -67,6 +68,7 @@ export async function finalize(
   }
   draft.finalized = true;
   if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, final, durationMs, appended));
+  if (target.options.verbose) showOutcome(draft.role, draft.method, draft.callId, final, durationMs);
   return final;
 }
 

@@ -3,6 +3,7 @@
  * the call's draft (`draft.ts`), reuse of a kept program (`reuse.ts`), asking the provider with
  * repair (`ask.ts`), running and committing a program (`commit.ts`, `run.ts`, `finalize.ts`).
  */
+import { randomUUID } from "node:crypto";
 import type { AgentState } from "../agent-state.ts";
 import { Outcome } from "../outcome.ts";
 import { replaceAgentReferences, type AgentReference } from "../sandbox/agent-reference.ts";
@@ -23,6 +24,28 @@ export type { CallOrigin } from "./draft.ts";
  * {@link Outcome}.
  */
 export async function performCall(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): Promise<Outcome> {
+  // Closing waits for the application's calls in flight (their delegated calls included) and refuses new ones.
+  if (origin.speaker !== "user") return performOpenCall(state, method, rawArgs, origin);
+  const store = state.link?.store;
+  if (!state.calls.enter()) return closedOutcome("cancelled", "This agent was closed (Agent.close()): it takes no more calls. Make a new one with Agent.for() or Agent.open().");
+  if (store?.beginCall?.() === false) {
+    state.calls.leave();
+    return closedOutcome("store", `The store ${store.label} was closed (store.close()): its agents take no more calls. Open the store and the agent again (Agent.open()) to go on.`);
+  }
+  try {
+    return await performOpenCall(state, method, rawArgs, origin);
+  } finally {
+    store?.endCall?.();
+    state.calls.leave();
+  }
+}
+
+/** A call refused before it began, because its agent or store was closed: no record (there is no agent to keep one), not retriable. */
+function closedOutcome(errorType: "cancelled" | "store", message: string): Outcome {
+  return Outcome.failure(randomUUID(), errorType, message, { retriable: false });
+}
+
+async function performOpenCall(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): Promise<Outcome> {
   const draft = newDraft(state, method, rawArgs, origin);
   draft.span = startSpan(
     `invoke_agent ${state.role}`,
@@ -103,7 +126,8 @@ async function tellCall(call: Call): Promise<Outcome> {
     draft.attempts = attempt;
     const written = await askProvider(provider, prompts.request(attempt), state, draft);
     if (written instanceof Outcome) {
-      if (written.errorType === "cancelled") return written;
+      // Cancelled, or a failure the provider says asking again cannot help with.
+      if (written.errorType === "cancelled" || (written.errorType === "provider" && !written.retriable)) return written;
       draft.failures.push({ attempt, errorType: written.errorType ?? "provider", message: written.errorMessage ?? "" });
       last = written;
       continue;

@@ -8,8 +8,9 @@ import { runProgram } from "../sandbox/host/run-program.ts";
 import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { findUncloneable } from "./arguments.ts";
 import { answerBridge } from "./bridge/handlers.ts";
-import { callOverdue, failed, type Call } from "./draft.ts";
+import { callOverdue, failed, timeSpent, type Call } from "./draft.ts";
 import { checkReturns } from "../contracts/check.ts";
+import { showProgram } from "../log/verbose.ts";
 import { mayHoldAgents } from "../sandbox/agent-reference.ts";
 
 /** How a run ended: its outcome; why it failed (for the mistake rule), or the context it left. */
@@ -29,8 +30,10 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   if (contextProblem !== undefined) {
     return { outcome: failed(draft, "invalid_input", `The agent's ${contextProblem} and cannot enter the sandbox. Keep plain data in context.`) };
   }
+  if (state.options.verbose) showProgram(state.role, draft.method, draft.callId, draft.attempts, draft.programSource, code);
   // Named for what it is: `execute_tool` is the conventions' name for tool calls, which are its children.
   draft.runSpan = startSpan(`run_program ${draft.method}`, "internal", { "improv.operation": "run_program", "improv.method": draft.method, "improv.call_id": draft.callId, "improv.program_source": draft.programSource }, draft.span);
+  const runBegan = performance.now();
   const result = await runProgram({
     agentId: state.id,
     callId: draft.callId,
@@ -49,6 +52,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     onBridge: (request, run) => answerBridge(request, call, run),
     signal,
   });
+  draft.runMs += performance.now() - runBegan;
   draft.console = result.console;
   endSpan(draft.runSpan, {}, result.status === "error" ? result.errorType : undefined, result.status === "error" ? result.message : undefined);
   let end: RunEnd;
@@ -57,7 +61,9 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   if (endedLate !== undefined) {
     end = { outcome: endedLate };
   } else if (result.status === "error") {
-    const outcome = Outcome.failure(draft.callId, result.errorType, result.message, { retriable: result.retriable });
+    // A run stopped at the call's time limit says where the call's time went.
+    const message = result.errorType === "timeout" && result.message.includes("callTimeoutMs") ? `${result.message.replace(/\.$/, "")}${timeSpent(draft)}.` : result.message;
+    const outcome = Outcome.failure(draft.callId, result.errorType, message, { retriable: result.retriable });
     end = { outcome, failure: { errorType: result.errorType, ...(result.thrownName === undefined ? {} : { thrownName: result.thrownName }), ...(result.location ? { location: result.location } : {}) } };
   } else {
     end = await checkedEnd(call, result.value, result.valueText, result.context);

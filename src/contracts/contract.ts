@@ -18,9 +18,9 @@ export interface StandardSchemaLike<Output = unknown> {
 /** What one method is for: a description for the model, and the schema its value must match. */
 export interface MethodContract {
   /** What the method does, shown to the model. */
-  readonly description?: string;
+  readonly description?: string | undefined;
   /** The value's schema: a Standard Schema (its output types the call's value) or a JSON Schema object. */
-  readonly returns?: StandardSchemaLike | object;
+  readonly returns?: StandardSchemaLike | object | undefined;
 }
 
 /** A method's contract as calls use it. */

@@ -18,17 +18,17 @@ export interface EgressOptions {
    */
   readonly allow: readonly string[];
   /** Headers the host adds to requests for an origin of `allow` (keyed as written there). Programs never see them. */
-  readonly headers?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly headers?: Readonly<Record<string, Readonly<Record<string, string>>>> | undefined;
   /** Longest body read, after decompression. Default 5,000,000; at most 8,000,000. @unit bytes */
-  readonly maxResponseBytes?: number;
+  readonly maxResponseBytes?: number | undefined;
   /** Longest wait for one request, redirects, headers and body included. Default 10,000. @unit ms */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /** Requests one call's programs may make. Default 32; at most 256. */
-  readonly maxRequests?: number;
+  readonly maxRequests?: number | undefined;
   /** Methods programs may use. Default `["GET", "HEAD"]`. */
-  readonly methods?: readonly string[];
+  readonly methods?: readonly string[] | undefined;
   /** How host names are resolved; default: the system's resolver. Every address it gives is checked. */
-  readonly resolve?: (hostname: string) => readonly string[] | Promise<readonly string[]>;
+  readonly resolve?: (hostname: string) => readonly string[] | Promise<readonly string[]> | undefined;
 }
 
 /** One origin of `allow`. */

@@ -1,6 +1,6 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import { readEnv } from "../env.ts";
-import { describeType } from "../options.ts";
+import { checkOptionNames, describeType } from "../option-check.ts";
 import { extractProgram } from "../programs/extract.ts";
 import { ProviderError, type Generation, type GenerationRequest, type Provider } from "./provider.ts";
 
@@ -10,20 +10,20 @@ export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
 /** Options of {@link OpenAIProvider}. Anything left out is read from the environment. */
 export interface OpenAIProviderOptions {
   /** API key. Default: `OPENAI_API_KEY`. */
-  readonly apiKey?: string;
+  readonly apiKey?: string | undefined;
   /** Base URL of any OpenAI-compatible server. Default: `OPENAI_BASE_URL`, else OpenAI's. */
-  readonly baseURL?: string;
+  readonly baseURL?: string | undefined;
   /** Model name. Default: `IMPROV_MODEL`, else {@link DEFAULT_OPENAI_MODEL}. */
-  readonly model?: string;
+  readonly model?: string | undefined;
   /** HTTP retries inside one generation attempt (429, 5xx, connection errors). Default: 2. */
-  readonly maxRetries?: number;
+  readonly maxRetries?: number | undefined;
   /**
    * Ask for structured output (`{ code }`). Default: true. A server that rejects
    * `response_format` (HTTP 400 naming it) is asked plainly from then on.
    */
-  readonly structuredOutput?: boolean;
+  readonly structuredOutput?: boolean | undefined;
   /** A ready client, for full control over the SDK. */
-  readonly client?: OpenAI;
+  readonly client?: OpenAI | undefined;
 }
 
 const OPTION_NAMES: { readonly [K in keyof OpenAIProviderOptions]-?: true } = {
@@ -40,17 +40,7 @@ export const OPENAI_PROVIDER_OPTION_NAMES = Object.keys(OPTION_NAMES) as (keyof 
 
 /** Checks options as `Agent.for()` does: unknown names and wrong types are a `TypeError` / `RangeError` at once. */
 function validateOptions(options: unknown): OpenAIProviderOptions {
-  if (options === undefined) return {};
-  if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new TypeError(`OpenAIProvider options must be an object, got ${describeType(options)}.`);
-  }
-  for (const name of Object.keys(options)) {
-    if (!Object.hasOwn(OPTION_NAMES, name)) {
-      const hint = name.toLowerCase() === "baseurl" ? ' (it is spelled "baseURL")' : "";
-      throw new TypeError(`Unknown option "${name}" for new OpenAIProvider()${hint}. Valid options: ${OPENAI_PROVIDER_OPTION_NAMES.join(", ")}.`);
-    }
-  }
-  const given = options as Record<string, unknown>;
+  const given = checkOptionNames<OpenAIProviderOptions>(options, OPENAI_PROVIDER_OPTION_NAMES, "new OpenAIProvider()", { baseurl: ' (it is spelled "baseURL")' }) as Record<string, unknown>;
   for (const name of ["apiKey", "baseURL", "model"] as const) {
     if (given[name] !== undefined && typeof given[name] !== "string") {
       throw new TypeError(`OpenAIProvider option "${name}" must be a string, got ${describeType(given[name])}.`);
@@ -143,7 +133,9 @@ export class OpenAIProvider implements Provider {
       completion = await this.#complete(request, model, signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw new ProviderError(describeFailure(error, this.#client.baseURL), { cause: error });
+      // A key the server refuses stays refused: asking again cannot help until it changes.
+      const refused = error instanceof APIError && (error.status === 401 || error.status === 403);
+      throw new ProviderError(describeFailure(error, this.#client.baseURL), { cause: error, retriable: !refused });
     }
     if (!completion || !Array.isArray(completion.choices)) {
       throw new ProviderError("The server's reply has no choices; it does not look like an OpenAI chat completion.");
@@ -175,6 +167,9 @@ function describeFailure(error: unknown, baseURL: string): string {
     return `The model server at ${withoutCredentials(baseURL)} could not be reached${detail}. Check that it runs and that baseURL / OPENAI_BASE_URL points to it.`;
   }
   if (error instanceof APIError) {
+    if (error.status === 401 || error.status === 403) {
+      return `The model server at ${withoutCredentials(baseURL)} refused the API key (HTTP ${error.status}): ${error.message}. Check the key (apiKey / OPENAI_API_KEY) and that it has access to the model; calling again will not help until it changes.`;
+    }
     const status = error.status === undefined ? "" : ` (HTTP ${error.status})`;
     return `The model server failed${status}: ${error.message}`;
   }

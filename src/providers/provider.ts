@@ -13,7 +13,12 @@ export interface GenerationRequest {
   /** The rendered user prompt. */
   readonly user: string;
   /** The model named in the agent's options, if any. */
-  readonly model?: string;
+  readonly model?: string | undefined;
+  /** The call's positional and named arguments (for providers that script by them; a model gets them in `user`). */
+  readonly args?: readonly unknown[] | undefined;
+  readonly kwargs?: Readonly<Record<string, unknown>> | undefined;
+  /** For a retry after a failed program: that program and how it failed (also in `user`'s feedback block). */
+  readonly feedback?: { readonly code: string; readonly error: string } | undefined;
 }
 
 /** Token counts, when the provider reports them. */
@@ -53,6 +58,17 @@ export function isProvider(value: unknown): value is Provider {
 /** A failure a provider reports on purpose (as opposed to a bug in it). */
 export class ProviderError extends Error {
   override readonly name = "ProviderError";
+  /**
+   * False when asking again cannot help until something outside changes (an authentication
+   * failure: the key is wrong or lacks access): improv then makes no further attempt, and the
+   * call's outcome is not retriable. Default true.
+   */
+  readonly retriable: boolean;
+
+  constructor(message: string, options: { cause?: unknown; retriable?: boolean } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.retriable = options.retriable ?? true;
+  }
 }
 
 /** Settles after `ms` milliseconds, or rejects with the signal's reason when it aborts first. */

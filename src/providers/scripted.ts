@@ -1,3 +1,4 @@
+import { describeType } from "../option-check.ts";
 import { delay, ProviderError, type Generation, type GenerationRequest, type Provider } from "./provider.ts";
 
 /**
@@ -9,8 +10,8 @@ import { delay, ProviderError, type Generation, type GenerationRequest, type Pro
  */
 export type ScriptedEntry = string | null | { readonly error: string } | { readonly delayMs: number; readonly code: string | null };
 
-/** A key's answer: one entry, or a list consumed one entry per request (the last repeats). */
-export type ScriptedProgram = ScriptedEntry | readonly ScriptedEntry[];
+/** A key's answer: one entry, a list consumed one entry per request (the last repeats), or a function that picks the entry for each request. */
+export type ScriptedProgram = ScriptedEntry | readonly ScriptedEntry[] | ((request: GenerationRequest) => ScriptedEntry);
 
 /** Options of {@link ScriptedProvider}. */
 export interface ScriptedProviderOptions {
@@ -20,7 +21,7 @@ export interface ScriptedProviderOptions {
    */
   readonly programs: Readonly<Record<string, ScriptedProgram>> | ((request: GenerationRequest) => ScriptedEntry);
   /** The model name reported in generations. Default: `"scripted"`. */
-  readonly model?: string;
+  readonly model?: string | undefined;
 }
 
 /** A request as {@link ScriptedProvider} recorded it. */
@@ -30,6 +31,10 @@ export interface ScriptedCall {
   readonly attempt: number;
   readonly system: string;
   readonly user: string;
+  readonly args: readonly unknown[];
+  readonly kwargs: Readonly<Record<string, unknown>>;
+  /** For a retry after a failed program: that program and how it failed. */
+  readonly feedback: { readonly code: string; readonly error: string } | undefined;
 }
 
 /**
@@ -53,8 +58,17 @@ export class ScriptedProvider implements Provider {
       throw new TypeError("ScriptedProvider needs an options object: new ScriptedProvider({ programs: { add: \"return args[0] + args[1]\" } }).");
     }
     const { programs } = options;
-    if (typeof programs !== "function" && (typeof programs !== "object" || programs === null)) {
+    if (typeof programs !== "function" && (typeof programs !== "object" || programs === null || Array.isArray(programs))) {
       throw new TypeError("ScriptedProvider option \"programs\" must be an object of programs by method name, or a function (request) => entry.");
+    }
+    if (typeof programs === "object") {
+      for (const [key, program] of Object.entries(programs)) {
+        const entries: unknown[] = Array.isArray(program) ? program : [program];
+        if (typeof program === "function") continue;
+        for (const entry of entries) {
+          if (!isEntry(entry)) throw new TypeError(`ScriptedProvider program "${key}" must be a program string, null, "", { error }, { delayMs, code }, a list of these, or a function (request) => entry; got ${describeType(entry)}.`);
+        }
+      }
     }
     this.#programs = programs;
     this.#model = options.model ?? "scripted";
@@ -67,6 +81,9 @@ export class ScriptedProvider implements Provider {
       attempt: request.attempt,
       system: request.system,
       user: request.user,
+      args: request.args ?? [],
+      kwargs: request.kwargs ?? {},
+      feedback: request.feedback,
     });
     signal.throwIfAborted();
     const entry = this.#entryFor(request);
@@ -82,6 +99,7 @@ export class ScriptedProvider implements Provider {
       throw new ProviderError(`ScriptedProvider has no program for "${qualified}" or "${request.method}". Add one of these keys to its programs.`);
     }
     const program = programs[key] as ScriptedProgram;
+    if (typeof program === "function") return program(request);
     if (!Array.isArray(program)) return program as ScriptedEntry;
     if (program.length === 0) return null;
     const index = this.#consumed.get(key) ?? 0;
@@ -98,4 +116,16 @@ export class ScriptedProvider implements Provider {
     }
     throw new ProviderError("ScriptedProvider entry must be a program string, null, \"\", { error } or { delayMs, code }.");
   }
+}
+
+/** Whether `entry` is one scripted answer (see {@link ScriptedEntry}). */
+function isEntry(entry: unknown): boolean {
+  if (entry === null || typeof entry === "string") return true;
+  if (typeof entry !== "object" || Array.isArray(entry)) return false;
+  if ("error" in entry) return typeof (entry as { error: unknown }).error === "string";
+  if ("delayMs" in entry) {
+    const { delayMs, code } = entry as { delayMs: unknown; code?: unknown };
+    return typeof delayMs === "number" && Number.isFinite(delayMs) && delayMs >= 0 && (code === null || typeof code === "string");
+  }
+  return false;
 }

@@ -1,6 +1,6 @@
 import { PostgresStore } from "./postgres-store.ts";
 import { SqliteStore } from "./sqlite-store.ts";
-import type { Store } from "./store.ts";
+import { refuseOtherUrls, type Store } from "./store.ts";
 
 /** Stores opened from strings, one per location per process, so agents opened by name share a connection. */
 const opened = new Map<string, Store>();
@@ -12,6 +12,7 @@ const opened = new Map<string, Store>();
 export function openStore(location: string): Store {
   const key = location.trim();
   if (key === "") throw new TypeError('Option "store" must not be blank: give a file path, a sqlite: URL or a postgres:// URL.');
+  refuseOtherUrls(key);
   let store = opened.get(key);
   if (store === undefined || (store as { closed?: boolean }).closed === true) {
     store = /^postgres(ql)?:\/\//i.test(key) ? new PostgresStore(key) : new SqliteStore(key);

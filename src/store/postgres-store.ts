@@ -1,14 +1,21 @@
 import pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+import { closeTimeout, Drain } from "../drain.ts";
+import { checkOptionNames } from "../option-check.ts";
 import type { KeptProgram, ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link PostgresStore}. */
+/** The options `new PostgresStore()` takes. */
+export const POSTGRES_STORE_OPTION_NAMES = ["maxConnections", "closeTimeoutMs"] as const;
+
 export interface PostgresStoreOptions {
   /** Most connections the store opens at once. Default: 10. */
-  readonly maxConnections?: number;
+  readonly maxConnections?: number | undefined;
+  /** How long `close()` waits for calls in flight before it ends connections anyway. Default: 10000. @unit milliseconds */
+  readonly closeTimeoutMs?: number | undefined;
 }
 
 /**
@@ -42,11 +49,17 @@ export class PostgresStore implements Store {
   readonly #url: string;
   #ready: Promise<void> | undefined;
   #closed = false;
+  /** Calls the application started on this store's agents: closing waits for them. */
+  readonly #calls = new Drain();
+  readonly #closeTimeoutMs: number;
+  #closedAt: Promise<void> = Promise.resolve();
 
-  constructor(url: string, options: PostgresStoreOptions = {}) {
+  constructor(url: string, given: PostgresStoreOptions = {}) {
     if (typeof url !== "string" || !/^postgres(ql)?:\/\//i.test(url)) {
       throw new TypeError('PostgresStore needs a postgres:// URL, e.g. new PostgresStore("postgres://app@127.0.0.1:5432/app").');
     }
+    const options = checkOptionNames<PostgresStoreOptions>(given, POSTGRES_STORE_OPTION_NAMES, "new PostgresStore()");
+    this.#closeTimeoutMs = closeTimeout(options.closeTimeoutMs, "PostgresStore");
     const maxConnections = options.maxConnections ?? 10;
     if (!Number.isInteger(maxConnections) || maxConnections < 1) throw new RangeError(`PostgresStore option "maxConnections" must be a positive integer, got ${String(maxConnections)}.`);
     this.label = withoutCredentials(url);
@@ -237,8 +250,21 @@ export class PostgresStore implements Store {
     return this.#closed;
   }
 
+  beginCall(): boolean {
+    return this.#calls.enter();
+  }
+
+  endCall(): void {
+    this.#calls.leave();
+  }
+
   async close(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#calls.closing) return this.#closedAt;
+    this.#closedAt = this.#calls.close(this.#closeTimeoutMs).then(() => this.#end());
+    return this.#closedAt;
+  }
+
+  async #end(): Promise<void> {
     this.#closed = true;
     const locks = this.#locks;
     this.#locks = undefined;

@@ -4,20 +4,27 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
-import type { KeptProgram, ProgramToKeep } from "./store.ts";
+import { refuseOtherUrls, type KeptProgram, type ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
+import { closeTimeout, Drain } from "../drain.ts";
+import { checkOptionNames } from "../option-check.ts";
 import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link SqliteStore}. */
+/** The options `new SqliteStore()` takes. */
+export const SQLITE_STORE_OPTION_NAMES = ["durability", "busyTimeoutMs", "closeTimeoutMs"] as const;
+
 export interface SqliteStoreOptions {
   /**
    * `"normal"` (default): `synchronous=NORMAL` in WAL mode; a killed process loses nothing
    * committed, a power cut may lose the latest commits. `"full"`: `synchronous=FULL`, every
    * commit reaches the disk before it returns, at a measured cost (docs/performance.md).
    */
-  readonly durability?: "normal" | "full";
+  readonly durability?: "normal" | "full" | undefined;
   /** How long a writer waits for another's write lock before failing. Default: 5000. @unit milliseconds */
-  readonly busyTimeoutMs?: number;
+  readonly busyTimeoutMs?: number | undefined;
+  /** How long `close()` waits for calls in flight before it closes the database anyway. Default: 10000. @unit milliseconds */
+  readonly closeTimeoutMs?: number | undefined;
 }
 
 /** WAL file size kept after a checkpoint; SQLite checkpoints on its own every 1,000 pages. @unit bytes */
@@ -50,13 +57,20 @@ export class SqliteStore implements SyncStore {
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, StatementSync>();
   #closed = false;
+  /** Calls the application started on this store's agents: closing waits for them. */
+  readonly #calls = new Drain();
+  readonly #closeTimeoutMs: number;
+  #closedAt: Promise<void> = Promise.resolve();
 
-  constructor(location: string, options: SqliteStoreOptions = {}) {
+  constructor(location: string, given: SqliteStoreOptions = {}) {
     if (typeof location !== "string" || location.trim() === "") {
       throw new TypeError('SqliteStore needs a file path or sqlite: URL, e.g. new SqliteStore("data/improv.db").');
     }
+    refuseOtherUrls(location);
+    const options = checkOptionNames<SqliteStoreOptions>(given, SQLITE_STORE_OPTION_NAMES, "new SqliteStore()");
     const durability = options.durability ?? "normal";
     if (durability !== "normal" && durability !== "full") throw new TypeError(`SqliteStore option "durability" must be "normal" or "full", got ${JSON.stringify(durability)}.`);
+    this.#closeTimeoutMs = closeTimeout(options.closeTimeoutMs, "SqliteStore");
     const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
     if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 1) throw new RangeError(`SqliteStore option "busyTimeoutMs" must be a positive integer, got ${String(busyTimeoutMs)}.`);
     this.path = sqlitePath(location);
@@ -301,11 +315,22 @@ export class SqliteStore implements SyncStore {
     return this.#closed;
   }
 
+  beginCall(): boolean {
+    return this.#calls.enter();
+  }
+
+  endCall(): void {
+    this.#calls.leave();
+  }
+
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#statements.clear();
-    this.#db.close();
+    if (this.#calls.closing) return this.#closedAt;
+    this.#closedAt = this.#calls.close(this.#closeTimeoutMs).then(() => {
+      this.#closed = true;
+      this.#statements.clear();
+      this.#db.close();
+    });
+    return this.#closedAt;
   }
 
   #row(id: string): AgentRow | undefined {

@@ -139,8 +139,15 @@ export interface Store {
   forget(id: string): Promise<void>;
   /** Keeps only the latest `keepLast` records of agent `id`; returns how many were deleted. */
   prune(options: { readonly id: string; readonly keepLast: number }): Promise<number>;
-  /** Ends connections; the store cannot be used afterwards. */
+  /**
+   * Refuses calls of its agents that the application starts from now on, lets those in flight
+   * finish (for at most the store's `closeTimeoutMs`), then ends connections; the store cannot
+   * be used afterwards.
+   */
   close(): Promise<void>;
+  /** Optional: a call of one of its agents begins (false: the store is closing, and refuses it) / ends. */
+  beginCall?(): boolean;
+  endCall?(): void;
   /**
    * Optional: takes agent `id`'s lock for one run and commit, so processes sharing the agent
    * take turns instead of re-running on conflicts; resolves with the release. Waits at most
@@ -242,4 +249,19 @@ export function evictValuesSql(placeholder: (index: number) => string): string {
       SELECT ref, ROW_NUMBER() OVER (ORDER BY seq DESC) AS n, SUM(bytes) OVER (ORDER BY seq DESC) AS total
       FROM improv_values WHERE agent_id = ${agent}
     ) AS ranked WHERE n > ${count} OR total > ${bytes})`;
+}
+
+/** The URL schemes a store location may have: anything else that looks like a URL is refused, never taken for a file name. */
+const STORE_SCHEMES = /^(?:postgres|postgresql|sqlite|file):/i;
+
+/**
+ * Throws a `TypeError` for a location that looks like a URL (a scheme, then `//`) of a kind no
+ * store opens (`postgress://…`, `pg://…`, `mysql://…`), which would otherwise be taken for a
+ * file path and quietly make a SQLite file of that name.
+ */
+export function refuseOtherUrls(location: string): void {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(location.trim())?.[1];
+  if (scheme !== undefined && !STORE_SCHEMES.test(`${scheme}:`)) {
+    throw new TypeError(`The store location "${scheme}://…" is not one improv opens. Use a postgres:// or postgresql:// URL (PostgresStore), a sqlite: URL or a file path (SqliteStore).`);
+  }
 }

@@ -16,11 +16,11 @@ export interface McpToolsOptions {
    * Overrides of the server's annotations, which are only hints, field by field. Keyed by the
    * server's name for the tool or by its name in the set (the latter wins).
    */
-  readonly annotations?: Readonly<Record<string, ToolAnnotations>>;
+  readonly annotations?: Readonly<Record<string, ToolAnnotations>> | undefined;
   /** Every tool's `timeoutMs`; also the SDK's own limit for the request, 60 s when not given. @unit milliseconds */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /** Longest wait to connect (or reconnect) and for each page of the tool list. Default: 30000. @unit milliseconds */
-  readonly connectTimeoutMs?: number;
+  readonly connectTimeoutMs?: number | undefined;
 }
 
 /**

@@ -51,7 +51,9 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
     parentTools: draft.tools,
     inCaller: draft.inCaller,
   } as const;
+  const began = performance.now();
   const outcome = await call.perform(child, method, input.kwargs === undefined ? input.args : [...input.args, kw(input.kwargs)], origin);
+  draft.delegatedMs += performance.now() - began;
   // Its value was decoded from the child's run against the result limit: measured already.
   return { ok: true, value: toBridgeOutcome(outcome), measured: true };
 }

@@ -1,0 +1,115 @@
+import { mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test, vi } from "vitest";
+import { Agent, PostgresStore, ScriptedProvider, SqliteStore } from "../src/index.ts";
+import { sandboxPool } from "../src/sandbox/host/pool.ts";
+
+const provider = () =>
+  new ScriptedProvider({ programs: { slow: [{ delayMs: 300, code: "context.n = (context.n ?? 0) + 1; return context.n" }], quick: "return 'quick'", long: [{ delayMs: 2_000, code: "return 1" }] } });
+
+describe("Agent.close", () => {
+  // First in this file, so no other open agent keeps the sandbox processes.
+  test("lets calls in flight finish, then refuses new ones (not retriable, saying why), frees the agent and ends the sandbox processes when none is open", async () => {
+    const agent = Agent.for("closing", { provider: provider() });
+    await agent.quick();
+    expect(sandboxPool().pids.length).toBeGreaterThan(0);
+    const inFlight = agent.slow();
+    const closed = Agent.close(agent);
+    const refused = await agent.quick();
+    expect(refused).toMatchObject({ ok: false, errorType: "cancelled", retriable: false, errorMessage: "This agent was closed (Agent.close()): it takes no more calls. Make a new one with Agent.for() or Agent.open()." });
+    expect((await inFlight).value).toBe(1);
+    expect(await closed).toBe(true);
+    // The refused call left no record: there is no agent to keep one.
+    expect(Agent.history(agent).map((record) => record.method_name)).toEqual(["quick", "slow"]);
+    expect(sandboxPool().pids).toEqual([]);
+    // A new agent starts them again.
+    expect((await Agent.for("after", { provider: provider() }).quick()).value).toBe("quick");
+  });
+
+  test("waits at most timeoutMs for calls in flight, and closes the agent's children too", async () => {
+    const agent = Agent.for("impatient", { provider: provider() });
+    const child = agent.delegate("helper");
+    const long = agent.long();
+    expect(await Agent.close(agent, { timeoutMs: 50 })).toBe(false);
+    expect((await child.quick()).errorType).toBe("cancelled");
+    await long;
+    await expect(Agent.close(agent, { timeout: 5 } as never)).rejects.toThrow('Unknown option "timeout" for Agent.close(). Valid options: timeoutMs.');
+  });
+});
+
+describe("store.close", () => {
+  test("lets calls in flight finish and commit, then refuses its agents' new calls (not retriable, naming the store)", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "improv-close-")), "improv.db");
+    const store = new SqliteStore(path);
+    const agent = await Agent.open("durable", { provider: provider(), store });
+    const inFlight = agent.slow();
+    const closing = store.close();
+    const refused = await Promise.all(Array.from({ length: 200 }, () => agent.quick()));
+    for (const outcome of refused) expect(outcome).toMatchObject({ ok: false, errorType: "store", retriable: false, errorMessage: expect.stringContaining(`The store sqlite:${path} was closed (store.close())`) });
+    expect((await inFlight).value).toBe(1);
+    await closing;
+    const reopened = new SqliteStore(path);
+    try {
+      const again = await Agent.open("durable", { provider: provider(), store: reopened });
+      expect(Agent.history(again).map((record) => record.method_name)).toEqual(["slow"]);
+      expect(again.runtimeContext.n).toBe(1);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
+
+describe("store locations and options", () => {
+  test("a URL of another kind is a TypeError naming the accepted forms, never a SQLite file of that name", () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-url-"));
+    const cwd = process.cwd();
+    process.chdir(directory);
+    try {
+      for (const location of ["postgress://app@db:5432/app", "pg://app@db/app", "mysql://root@db/app", "redis://cache:6379"]) {
+        expect(() => new SqliteStore(location)).toThrow(/is not one improv opens\. Use a postgres:\/\/ or postgresql:\/\/ URL \(PostgresStore\), a sqlite: URL or a file path \(SqliteStore\)\./);
+        expect(() => Agent.for("x", { store: location })).toThrow("is not one improv opens");
+      }
+      expect(readdirSync(directory)).toEqual([]);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  test("misspelled store options are a TypeError listing the valid ones", () => {
+    expect(() => new SqliteStore(":memory:", { busyTimeout: 10 } as never)).toThrow('Unknown option "busyTimeout" for new SqliteStore(). Valid options: durability, busyTimeoutMs, closeTimeoutMs.');
+    expect(() => new SqliteStore(":memory:", { durabilty: "full" } as never)).toThrow('Unknown option "durabilty" for new SqliteStore().');
+    expect(() => new PostgresStore("postgres://app@127.0.0.1:1/app", { maxConnection: 3 } as never)).toThrow('Unknown option "maxConnection" for new PostgresStore(). Valid options: maxConnections, closeTimeoutMs.');
+    expect(() => new SqliteStore(":memory:", { closeTimeoutMs: -1 })).toThrow('SqliteStore option "closeTimeoutMs" must be a whole number of milliseconds');
+  });
+});
+
+describe("messages name the function that was called", () => {
+  test("an unknown option given to delegate() or Agent.open() says so", async () => {
+    const agent = Agent.for("namer", { provider: provider() });
+    expect(() => agent.delegate("helper", { bogus: 1 } as never)).toThrow('Unknown option "bogus" for delegate(). Valid options:');
+    await expect(Agent.open("namer", { bogus: 1 } as never)).rejects.toThrow('Unknown option "bogus" for Agent.open(). Valid options:');
+    expect(() => Agent.for("namer", { bogus: 1 } as never)).toThrow('Unknown option "bogus" for Agent.for(). Valid options:');
+  });
+});
+
+describe("verbose", () => {
+  test("prints each program as it runs and each call's outcome to stderr", async () => {
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      const agent = Agent.for("talker", { provider: new ScriptedProvider({ programs: { add: ["return notDefined", "return args[0] + 1"] } }), verbose: true });
+      const outcome = await agent.add(1);
+      expect(outcome.value).toBe(2);
+      const text = written.join("");
+      expect(text).toContain(`improv ▸ talker.add #${outcome.callId.slice(0, 8)} runs a generated program (attempt 1):\n  │ return notDefined\n`);
+      expect(text).toContain(`improv ▸ talker.add #${outcome.callId.slice(0, 8)} runs a repaired program (attempt 2):\n  │ return args[0] + 1\n`);
+      expect(text).toMatch(new RegExp(`improv ◂ talker\\.add #${outcome.callId.slice(0, 8)} ok → 2 \\(\\d+ ms\\)\\n`));
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
