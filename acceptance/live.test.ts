@@ -1,24 +1,29 @@
 /**
- * The acceptance scenarios against a live model. They run only when OPENAI_API_KEY is set
- * (with OPENAI_BASE_URL / IMPROV_MODEL as needed) and assert only what a live model can be
- * held to: typed outcomes, one record per call, valid records and log lines.
+ * The acceptance scenarios against a live model, once per provider whose key is set:
+ * OPENAI_API_KEY (with OPENAI_BASE_URL / IMPROV_MODEL as needed), ANTHROPIC_API_KEY (with
+ * ANTHROPIC_BASE_URL). They assert only what a live model can be held to: typed outcomes, one
+ * record per call, valid records and log lines.
  */
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, test } from "vitest";
-import { Agent, ERROR_TYPES, OpenAIProvider, kw } from "../src/index.ts";
+import { Agent, AnthropicProvider, ERROR_TYPES, OpenAIProvider, kw, type Provider } from "../src/index.ts";
 
-const live = (process.env.OPENAI_API_KEY ?? "").trim() !== "";
+const keySet = (name: string) => (process.env[name] ?? "").trim() !== "";
+const providers: { name: string; live: boolean; make: () => Provider }[] = [
+  { name: "OpenAIProvider", live: keySet("OPENAI_API_KEY"), make: () => new OpenAIProvider() },
+  { name: "AnthropicProvider", live: keySet("ANTHROPIC_API_KEY"), make: () => new AnthropicProvider() },
+];
 const validateRecord = new Ajv2020({ strict: true }).compile(
   JSON.parse(readFileSync(new URL("../schema/history-record.schema.json", import.meta.url), "utf8")) as object,
 );
 
-describe.skipIf(!live)("acceptance against a live model", () => {
-  test("calls, a follow-up from history, and a delegation give typed outcomes, one record each, and valid logs", async () => {
+describe.each(providers)("acceptance against a live model through $name", ({ live, make }) => {
+  test.skipIf(!live)("calls, a follow-up from history, and a delegation give typed outcomes, one record each, and valid logs", async () => {
     const log = join(mkdtempSync(join(tmpdir(), "improv-live-")), "calls.jsonl");
-    const calc = Agent.for<{ value: number }>("calculator", { provider: new OpenAIProvider(), log, providerTimeoutMs: 60_000, maxGenerationAttempts: 3 });
+    const calc = Agent.for<{ value: number }>("calculator", { provider: make(), log, providerTimeoutMs: 60_000, maxGenerationAttempts: 3 });
     calc.value = 5;
     const outcomes = [
       await calc.add(3),

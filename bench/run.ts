@@ -22,6 +22,7 @@ import { storeFigures } from "./stores.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 import { toolFigures } from "./tools.ts";
 import { egressFigures } from "./egress.ts";
+import { promptPrefixFigures } from "./prompt-prefix.ts";
 
 // isolated-vm needs --no-node-snapshot in the process that loads it (baseline (a) does), and
 // the memory figures want --expose-gc: re-run with both, so nobody has to remember them.
@@ -128,6 +129,7 @@ const results = {
   tracing: await tracingFigures({ count: quick ? 300 : 2_000, warmup }),
   tools: await toolFigures({ count, warmup, slowCount: quick ? 5 : 30, slowWarmup: quick ? 1 : 3 }),
   egress: await egressFigures({ count: quick ? 300 : 2_000, warmup }),
+  promptPrefix: await promptPrefixFigures({ calls: quick ? 20 : 60 }),
   pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
 };
 
@@ -257,6 +259,10 @@ row("the same call without the fetch", egress.withoutFetch);
 row("the host fetching the same URL itself", egress.hostFetch);
 console.log(`  a program's fetch adds ${egress.overheadP50.toFixed(0)} µs beyond the request itself (with − without − host) = ×${(egress.overheadP50 / toolFloor).toFixed(2)} of (d) sandbox round trip`);
 console.log("  target: at most one bare sandbox round trip ((d), figure 8)");
+console.log("\n14. stable prompt prefix (what a server's prompt cache can reuse: the share of each request an earlier one of its agent began with)");
+for (const figure of results.promptPrefix.agents) {
+  console.log(`  ${figure.agent.padEnd(40)} ${(100 * figure.medianShare).toFixed(1).padStart(5)}% of ${figure.medianChars} chars (system prompt ${(100 * figure.systemShare).toFixed(1)}%), median of ${figure.calls - 1} calls`);
+}
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);

@@ -27,8 +27,8 @@ export async function telemetryThroughput(count: number): Promise<{ lines: numbe
   const samples = LABELED_PROGRAMS.slice(0, 20).map((program, i) =>
     JSON.stringify(
       buildLogLine({
-        role: i % 2 ? "calculator" : "assistant", model: "gpt-4.1-mini", method: `m${i % 7}`, args: [i, "x"], kwargs: {}, code: program.code,
-        parsed: undefined, durationMs: 0.5, attempts: 1, tokens: { prompt: 900 + i, completion: 40 + i }, attemptErrors: [], status: i % 9 === 0 ? "error" : "ok", errorType: i % 9 === 0 ? "execution" : null,
+        role: i % 2 ? "calculator" : "assistant", model: "gpt-4.1-mini", provider: "openai", method: `m${i % 7}`, args: [i, "x"], kwargs: {}, code: program.code,
+        parsed: undefined, durationMs: 0.5, attempts: 1, tokens: { prompt: 900 + i, completion: 40 + i, cached: i % 2 ? 768 : 0, cacheWrite: null }, attemptErrors: [], status: i % 9 === 0 ? "error" : "ok", errorType: i % 9 === 0 ? "execution" : null,
         traceId: `t${i}`, callId: `c${i}`, parentCallId: undefined, depth: 0, historySize: i,
       }),
     ),

@@ -15,7 +15,7 @@ describe("Agent.for", () => {
       new TypeError(`Unknown option "timeout" for Agent.for(). Valid options: ${AGENT_OPTION_NAMES.join(", ")}.`),
     );
     expect(AGENT_OPTION_NAMES).toEqual([
-      "provider", "model", "log", "debug", "verbose", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs",
+      "provider", "model", "log", "debug", "verbose", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "maxTokens",
       "memoryLimitMb", "maxDelegationDepth", "historyPreviewLimit", "traceId", "signal", "store", "id", "reuse", "maxReuseFailures", "keepValues", "historyPreview", "tools", "toolApproval", "egress", "purpose", "methods",
     ]);
   });
@@ -214,14 +214,17 @@ describe("dynamic calls", () => {
 
   test("with no provider configured, a call is a provider outcome that says what to do", async () => {
     const saved = process.env.OPENAI_API_KEY;
+    const savedAnthropic = process.env.ANTHROPIC_API_KEY;
     delete process.env.OPENAI_API_KEY;
+    delete process.env.ANTHROPIC_API_KEY;
     try {
       const r = await Agent.for("calculator").add(1);
       expect(r.errorType).toBe("provider");
-      expect(r.errorMessage).toBe("No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
+      expect(r.errorMessage).toBe("No provider configured. Pass { provider } to Agent.for(), or set OPENAI_API_KEY or ANTHROPIC_API_KEY.");
       expect(r.retriable).toBe(true);
     } finally {
       if (saved !== undefined) process.env.OPENAI_API_KEY = saved;
+      if (savedAnthropic !== undefined) process.env.ANTHROPIC_API_KEY = savedAnthropic;
     }
   });
 });

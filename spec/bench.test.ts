@@ -16,7 +16,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
   expect(code, output).toBe(0);
-  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "11. Tracing", "12. Tool calls", "Targets"]) {
+  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "11. Tracing", "12. Tool calls", "13. fetch", "14. stable prompt prefix", "Targets"]) {
     expect(output).toContain(heading);
   }
   expect(output).toMatch(/\(a\) isolated-vm evalClosure, persistent context +p50 +\d+ µs/);
@@ -28,6 +28,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
   expect(results.targets).toHaveLength(18);
   expect(results.reuse.generatedCall.count).toBeGreaterThan(0);
+  for (const figure of results.promptPrefix.agents) expect(figure.medianShare).toBeGreaterThan(0);
   expect(results.reuse.slowProvider.withReuse.requests).toBe(1);
   expect(results.reuse.slowProvider.withoutReuse.requests).toBe(results.reuse.slowProvider.calls);
   expect(output).toMatch(/\(d\) sandbox round trip: IPC \+ isolated-vm body +p50 +\d+ µs/);

@@ -43,13 +43,17 @@ describe("the package as users get it", () => {
     // may be passed straight from a variable that may be undefined.
     writeFileSync(
       join(app, "check.ts"),
-      `import { Agent, OpenAIProvider, ScriptedProvider, SqliteStore, type AgentOptions } from "improv";
+      `import { Agent, AISDKProvider, AnthropicProvider, OpenAIProvider, ScriptedProvider, SqliteStore, TokenBudget, type AgentOptions, type AISDKLanguageModel } from "improv";
        const model: string | undefined = process.env.IMPROV_MODEL;
        const limit: number | undefined = process.env.LIMIT === undefined ? undefined : Number(process.env.LIMIT);
        const options: AgentOptions = { model, executionTimeoutMs: limit, log: undefined, store: undefined, egress: undefined, purpose: undefined, methods: { add: { description: undefined, returns: undefined } } };
        const calc = Agent.for("calculator", options);
        new OpenAIProvider({ apiKey: process.env.OPENAI_API_KEY, baseURL: process.env.OPENAI_BASE_URL, model });
        new ScriptedProvider({ programs: {}, model });
+       const claude = new AnthropicProvider({ apiKey: process.env.ANTHROPIC_API_KEY, baseURL: undefined, model, maxTokens: limit, replyMode: undefined, maxConcurrentRequests: limit });
+       declare const languageModel: AISDKLanguageModel;
+       new AISDKProvider({ model: languageModel, structuredOutput: undefined, name: model });
+       Agent.for("writer", { provider: [claude, new OpenAIProvider()], maxTokens: limit ?? new TokenBudget(1000) });
        new SqliteStore(":memory:", { busyTimeoutMs: limit, durability: undefined, closeTimeoutMs: undefined });
        void Agent.call(calc, "add", [], { signal: undefined, callTimeoutMs: limit });
        void Agent.close(calc, { timeoutMs: limit });\n`,

@@ -4,6 +4,7 @@ import { findUncloneable } from "./call/arguments.ts";
 import { normalizeHistory } from "./history/normalize.ts";
 import { AgentHistory } from "./history/agent-history.ts";
 import { resolveOptions, type AgentOptions, type ResolvedOptions } from "./options.ts";
+import { AnthropicProvider } from "./providers/anthropic.ts";
 import { OpenAIProvider } from "./providers/openai.ts";
 import type { Provider } from "./providers/provider.ts";
 import { readEnv } from "./env.ts";
@@ -52,7 +53,18 @@ function startNow<T>(task: () => Promise<T>): Promise<T> {
   }
 }
 
-let defaultProvider: Provider | undefined;
+const fromEnvironment: { openai?: readonly Provider[]; anthropic?: readonly Provider[] } = {};
+
+/** With no `provider` option: an `OpenAIProvider` when `OPENAI_API_KEY` is set, else an `AnthropicProvider` when `ANTHROPIC_API_KEY` is. */
+function providersFromEnvironment(): readonly Provider[] | { readonly missing: string } {
+  try {
+    if (readEnv("OPENAI_API_KEY") !== undefined) return (fromEnvironment.openai ??= [new OpenAIProvider()]);
+    if (readEnv("ANTHROPIC_API_KEY") !== undefined) return (fromEnvironment.anthropic ??= [new AnthropicProvider()]);
+  } catch (error) {
+    return { missing: `The provider the environment names cannot be made: ${(error as Error).message}` };
+  }
+  return { missing: "No provider configured. Pass { provider } to Agent.for(), or set OPENAI_API_KEY or ANTHROPIC_API_KEY." };
+}
 
 /** Frees an agent's isolate once the agent itself is garbage. */
 const isolateReleaser = new FinalizationRegistry<string>((agentId) => {
@@ -131,12 +143,9 @@ export class AgentState {
     return state;
   }
 
-  /** The provider to ask, or `undefined` when none is configured. */
-  provider(): Provider | undefined {
-    if (this.options.provider) return this.options.provider;
-    if (readEnv("OPENAI_API_KEY") === undefined) return undefined;
-    defaultProvider ??= new OpenAIProvider();
-    return defaultProvider;
+  /** The providers to ask, in order, or why there are none. */
+  providers(): readonly Provider[] | { readonly missing: string } {
+    return this.options.providers ?? providersFromEnvironment();
   }
 
   /**

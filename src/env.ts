@@ -1,9 +1,23 @@
 /** Environment variables, read in one place: trimmed, and blank counts as unset. */
 
-/** The environment variables improv reads. */
-export const ENV_NAMES = ["OPENAI_API_KEY", "OPENAI_BASE_URL", "IMPROV_MODEL", "IMPROV_LOG", "IMPROV_DEBUG", "IMPROV_VERBOSE", "IMPROV_STORE", "IMPROV_SANDBOX_PROCESSES"] as const;
+/** The environment variables improv reads, each with what it is for (`improv --help` lists them). */
+export const ENV_VARIABLES = {
+  OPENAI_API_KEY: "key of OpenAIProvider; when set, the default provider (and the demo runs live)",
+  OPENAI_BASE_URL: "server of OpenAIProvider (any OpenAI-compatible API); default OpenAI's",
+  ANTHROPIC_API_KEY: "key of AnthropicProvider; the default provider when OPENAI_API_KEY is unset",
+  ANTHROPIC_BASE_URL: "server of AnthropicProvider; default Anthropic's",
+  IMPROV_MODEL: "model of the provider the environment chooses (default gpt-4.1-mini for OpenAI, claude-sonnet-4-5 for Anthropic)",
+  IMPROV_LOG: "call log file when the log option is absent",
+  IMPROV_DEBUG: "debug when the option is absent (1/0)",
+  IMPROV_VERBOSE: "verbose when the option is absent (1/0): print each program and outcome to stderr",
+  IMPROV_STORE: "store when the option is absent: a file path, sqlite: URL or postgres:// URL",
+  IMPROV_SANDBOX_PROCESSES: "sandbox processes kept (1 to 64)",
+} as const;
 
-export type EnvName = (typeof ENV_NAMES)[number];
+/** The environment variables improv reads. */
+export const ENV_NAMES = Object.keys(ENV_VARIABLES) as (keyof typeof ENV_VARIABLES)[];
+
+export type EnvName = keyof typeof ENV_VARIABLES;
 
 /** The trimmed value of `name`, or `undefined` when it is unset or blank. */
 export function readEnv(name: EnvName): string | undefined {

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { readEnv, readEnvFlag } from "./env.ts";
 import { checkOptionNames, describeType } from "./option-check.ts";
 import { isProvider, type Provider } from "./providers/provider.ts";
+import { TokenBudget } from "./token-budget.ts";
 import { openStore } from "./store/open.ts";
 import { isStore, type Store } from "./store/store.ts";
 import { NO_CONTRACT, readContract, type Contract, type MethodContract } from "./contracts/contract.ts";
@@ -19,9 +20,17 @@ const MAX_ID_LENGTH = 200;
 export interface AgentOptions {
   /**
    * Writes method bodies. Default: an `OpenAIProvider` configured from `OPENAI_API_KEY`,
-   * `OPENAI_BASE_URL` and `IMPROV_MODEL`; with no key set, calls end with a `provider` outcome.
+   * `OPENAI_BASE_URL` and `IMPROV_MODEL`, else an `AnthropicProvider` from `ANTHROPIC_API_KEY`;
+   * with no key set, calls end with a `provider` outcome. A list is asked in order: the next
+   * provider when one cannot be reached, fails itself (HTTP 5xx) or asks to wait long (HTTP 429).
    */
-  provider?: Provider | undefined;
+  provider?: Provider | readonly Provider[] | undefined;
+  /**
+   * Most tokens (input and output, as the providers report them) this agent and the helpers it
+   * delegates to may spend: a number, or a `TokenBudget` shared with other agents. Once spent,
+   * calls that would ask a provider end `budget_exceeded`. Default: no limit.
+   */
+  maxTokens?: number | TokenBudget | undefined;
   /** Model name passed to the provider. Default: the provider's own. */
   model?: string | undefined;
   /**
@@ -139,7 +148,9 @@ export interface ReuseRule {
 
 /** Options after defaults and environment variables are applied. */
 export interface ResolvedOptions {
-  readonly provider: Provider | undefined;
+  /** The providers to ask, in order (at least one), or undefined for the environment's. */
+  readonly providers: readonly Provider[] | undefined;
+  readonly budget: TokenBudget | undefined;
   readonly model: string | undefined;
   readonly log: string | Logger | false;
   readonly debug: boolean;
@@ -194,6 +205,7 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   providerTimeoutMs: true,
   executionTimeoutMs: true,
   callTimeoutMs: true,
+  maxTokens: true,
   memoryLimitMb: true,
   maxDelegationDepth: true,
   historyPreviewLimit: true,
@@ -225,9 +237,10 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   const pick = <K extends keyof AgentOptions>(name: K): AgentOptions[K] | undefined =>
     given[name] === undefined ? undefined : given[name];
 
-  const provider = pick("provider");
-  if (provider !== undefined && !isProvider(provider)) {
-    throw new TypeError('Option "provider" must be an object with a generate(request, signal) method, such as a ScriptedProvider or OpenAIProvider.');
+  const providers = readProviders(pick("provider"));
+  const maxTokens = pick("maxTokens");
+  if (maxTokens !== undefined && !(maxTokens instanceof TokenBudget) && (typeof maxTokens !== "number" || !Number.isSafeInteger(maxTokens) || maxTokens < 1)) {
+    throw new RangeError(`Option "maxTokens" must be a whole number of tokens (at least 1) or a TokenBudget, got ${describeType(maxTokens)}.`);
   }
   const log = pick("log");
   if (log !== undefined && log !== false && typeof log !== "string" && !isLogger(log)) {
@@ -247,7 +260,8 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   const toolApproval = pick("toolApproval");
   if (toolApproval !== undefined && typeof toolApproval !== "function") throw new TypeError('Option "toolApproval" must be a function (request) => boolean | Promise<boolean>.');
   return {
-    provider: provider ?? base.provider,
+    providers: providers ?? base.providers,
+    budget: maxTokens === undefined ? base.budget : maxTokens instanceof TokenBudget ? maxTokens : new TokenBudget(maxTokens),
     model: optionalString(given, "model") ?? base.model,
     log: log ?? base.log,
     debug: optionalBoolean(given, "debug") ?? base.debug,
@@ -327,9 +341,26 @@ function reuseRule(value: AgentOptions["reuse"]): ReuseRule | undefined {
   return { enabled: true, except: names(value.except, "except") ?? new Set(), only: names(value.only, "only") };
 }
 
+const PROVIDER_SHAPE = 'Option "provider" must be an object with a generate(request, signal) method (an OpenAIProvider, AnthropicProvider, AISDKProvider, ScriptedProvider or your own), or a non-empty list of them';
+
+/** The `provider` option as a list. */
+function readProviders(given: AgentOptions["provider"]): readonly Provider[] | undefined {
+  if (given === undefined) return undefined;
+  if (!Array.isArray(given)) {
+    if (!isProvider(given)) throw new TypeError(`${PROVIDER_SHAPE}, got ${describeType(given)}.`);
+    return [given];
+  }
+  if (given.length === 0) throw new TypeError(`${PROVIDER_SHAPE}; the list is empty.`);
+  given.forEach((provider, index) => {
+    if (!isProvider(provider)) throw new TypeError(`${PROVIDER_SHAPE}; entry ${index} is ${describeType(provider)}.`);
+  });
+  return Object.freeze([...given]);
+}
+
 function rootDefaults(): ResolvedOptions {
   return {
-    provider: undefined,
+    providers: undefined,
+    budget: undefined,
     model: undefined,
     log: readEnv("IMPROV_LOG") ?? false,
     debug: readEnvFlag("IMPROV_DEBUG") ?? false,

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, test } from "vitest";
 import { OpenAITestServer } from "../helpers/openai-server.ts";
+import { ENV_NAMES } from "../../src/env.ts";
 
 const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -21,7 +22,7 @@ function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number 
 
 function offlineEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "IMPROV_MODEL", "IMPROV_LOG", "IMPROV_DEBUG", "IMPROV_STORE"]) delete env[name];
+  for (const name of ENV_NAMES) delete env[name];
   return env;
 }
 
@@ -112,6 +113,22 @@ describe("improv demo", () => {
     expect(unnamed).toMatchObject({ code: 2, stderr: "improv: Name the agent with --agent. Agents in this store: assistant, calculator, news, shopper, toolbuilder, toolbuilder/statistician.\n" });
     const missing = await runCli(["agents", join(directory, "nothing.db")], offlineEnv());
     expect(missing).toMatchObject({ code: 2, stderr: `improv: No store at ${join(directory, "nothing.db")}: the file does not exist.\n` });
+  });
+
+  test("runs live through AnthropicProvider when only ANTHROPIC_API_KEY is set", async () => {
+    server = await OpenAITestServer.start([{ kind: "structured", code: "return 42" }]);
+    const log = join(mkdtempSync(join(tmpdir(), "improv-demo-")), "demo.jsonl");
+    const { code, stdout } = await runCli(["demo", "--log", log], { ...offlineEnv(), ANTHROPIC_API_KEY: "test", ANTHROPIC_BASE_URL: server.origin, IMPROV_MODEL: "claude-served" });
+    expect(code).toBe(0);
+    expect(stdout).toContain("Mode: LIVE model (claude-served) from ANTHROPIC_API_KEY.");
+    expect(stdout).toContain("calc.add(3)                        ok → 42");
+    expect(server.requests.every((request) => request.path === "/v1/messages")).toBe(true);
+  });
+
+  test("--help lists the environment variables of every provider", async () => {
+    const { code, stdout } = await runCli(["--help"], offlineEnv());
+    expect(code).toBe(0);
+    for (const name of ENV_NAMES) expect(stdout).toMatch(new RegExp(`^  ${name} +\\S`, "m"));
   });
 
   test("says it runs against a live model when OPENAI_API_KEY is set", async () => {

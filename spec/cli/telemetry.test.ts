@@ -85,9 +85,9 @@ describe("improv telemetry", () => {
 
   test("tokens the provider reports are summed per call over its attempts, a reused program costs none, and the report adds them up", async () => {
     const server = await OpenAITestServer.start([
-      { kind: "structured", code: "return args[0] * 2" },
+      { kind: "structured", code: "return args[0] * 2", usage: { prompt: 10, completion: 5, cached: 6 } },
       { kind: "content", content: null },
-      { kind: "structured", code: "return args[0] + 1" },
+      { kind: "structured", code: "return args[0] + 1", usage: { prompt: 10, completion: 5, cached: 8 } },
     ]);
     try {
       const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
@@ -98,17 +98,17 @@ describe("improv telemetry", () => {
       await agent.next(1); // a blank reply, then a program: two requests
       await new Promise((resolve) => setTimeout(resolve, 200));
       const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
-      expect(lines.map((line) => [line.method, line.generation_attempt, line.prompt_tokens, line.completion_tokens])).toEqual([
-        ["double", 1, 10, 5],
-        ["double", 0, 0, 0],
-        ["next", 2, 20, 10],
+      expect(lines.map((line) => [line.method, line.generation_attempt, line.prompt_tokens, line.completion_tokens, line.cached_tokens])).toEqual([
+        ["double", 1, 10, 5, 6],
+        ["double", 0, 0, 0, null],
+        ["next", 2, 20, 10, 8],
       ]);
       const report = await run({ inputs: [log], json: true }).promise;
-      expect(report.overall).toMatchObject({ requests: 3, promptTokens: 30, completionTokens: 15, callsWithoutTokens: 0, reused: 1 });
+      expect(report.overall).toMatchObject({ requests: 3, promptTokens: 30, completionTokens: 15, cachedTokens: 14, callsWithoutTokens: 0, reused: 1 });
       expect(report.byMethod["pricing.double"]).toMatchObject({ calls: 2, requests: 1, promptTokens: 10, completionTokens: 5 });
       const text = await run({ inputs: [log] });
       await text.promise;
-      expect(text.stdout.text).toContain("  tokens                30 prompt + 15 completion");
+      expect(text.stdout.text).toContain("  tokens                30 prompt (14 of them read from the prompt cache, 46.7%) + 15 completion");
       expect(text.stdout.text).toMatch(/pricing\.next +1 +0\.0% +0\.0% +2 +30 /);
     } finally {
       await server.close();

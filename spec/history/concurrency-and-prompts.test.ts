@@ -28,6 +28,22 @@ describe("prompts", () => {
     expect(system).toContain("Optional fields may be absent");
   });
 
+  test("what is the same for every call of a role comes first: the system prompt does not change from call to call, whatever the method, arguments, context or history", async () => {
+    const provider = new ScriptedProvider({ programs: (request) => `context[${JSON.stringify(request.method)}] = args; return args.length` });
+    const tools = { weather: { description: "Weather for a city.", inputSchema: { type: "object", properties: { city: { type: "string" } } }, execute: async () => 21 } };
+    const agent = Agent.for("assistant", { provider, tools, purpose: "Helps a shop's customers.", reuse: false });
+    await agent.quokkaCount(1);
+    await agent.narwhalSort("two", kw({ three: 3 }));
+    await agent.axolotlSum([1, 2, 3]);
+    const systems = new Set(provider.calls.map((call) => call.system));
+    expect(systems.size).toBe(1);
+    const [system] = systems;
+    for (const call of provider.calls) {
+      expect(system).not.toContain(call.method);
+      expect(call.user).toContain(`Method: ${call.method}`);
+    }
+  });
+
   test("the user prompt previews the latest records, bounded by historyPreviewLimit", async () => {
     const provider = new ScriptedProvider({ programs: { m: "return 1", bad: "throw new Error('x')" } });
     // Every call asks the provider (no reuse), so the last request is the fourth call's.

@@ -77,9 +77,12 @@ describe("ScriptedProvider", () => {
   });
 
   test("bad entries are a TypeError at construction naming the key, not a provider failure at every call", () => {
-    expect(() => new ScriptedProvider({ programs: { add: 42 as never } })).toThrow('ScriptedProvider program "add" must be a program string, null, "", { error }, { delayMs, code }, a list of these, or a function (request) => entry; got the number 42.');
+    expect(() => new ScriptedProvider({ programs: { add: 42 as never } })).toThrow('ScriptedProvider program "add" must be a program string, null, "", { error }, { code, delayMs?, usage? }, a list of these, or a function (request) => entry; got the number 42.');
     expect(() => new ScriptedProvider({ programs: { add: ["return 1", { delayMs: -1, code: "x" }] as never } })).toThrow('ScriptedProvider program "add"');
-    expect(() => new ScriptedProvider({ programs: { add: { code: "return 1" } as never } })).toThrow('ScriptedProvider program "add"');
+    expect(() => new ScriptedProvider({ programs: { add: { program: "return 1" } as never } })).toThrow('ScriptedProvider program "add"');
+    expect(() => new ScriptedProvider({ programs: { add: { error: "busy", kind: "overloaded" } as never } })).toThrow('ScriptedProvider program "add"');
+    expect(() => new ScriptedProvider({ programs: { add: { code: "return 1", usage: 5 } as never } })).toThrow('ScriptedProvider program "add"');
+    expect(() => new ScriptedProvider({ programs: {}, nmae: "x" } as never)).toThrow('Unknown option "nmae" for new ScriptedProvider(). Valid options: programs, model, name, maxConcurrentRequests.');
   });
 
   test("one method's program may be a function of the request; requests carry the call's args, kwargs, attempt and feedback", async () => {

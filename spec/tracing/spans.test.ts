@@ -72,6 +72,21 @@ describe("OpenTelemetry spans", () => {
     expect(named("run_program div")[0]?.attributes["error.type"]).toBe("execution");
   });
 
+  test("a chat span carries the tokens the provider reported, prompt-cache reads and writes included; a fallback makes one chat span per provider asked", async () => {
+    const failing = new ScriptedProvider({ name: "primary", programs: { add: { error: "overloaded", kind: "server" } } });
+    const answering = new ScriptedProvider({ name: "backup", programs: { add: { code: "return args[0] + args[1]", usage: { promptTokens: 1200, completionTokens: 20, cachedTokens: 1024, cacheWriteTokens: 64 } } } });
+    await Agent.for("calculator", { provider: [failing, answering] }).add(2, 3);
+    const chats = exporter.getFinishedSpans().filter((span) => span.name.startsWith("chat"));
+    expect(chats.map((span) => span.attributes["gen_ai.provider.name"])).toEqual(["primary", "backup"]);
+    expect(chats[0]?.attributes["error.type"]).toBe("provider");
+    expect(chats[1]?.attributes).toMatchObject({
+      "gen_ai.usage.input_tokens": 1200,
+      "gen_ai.usage.output_tokens": 20,
+      "gen_ai.usage.cache_read.input_tokens": 1024,
+      "gen_ai.usage.cache_creation.input_tokens": 64,
+    });
+  });
+
   test("a reused program: no chat span, artifact_hit on invoke_agent", async () => {
     const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } }) });
     await calc.add(1, 2);

@@ -5,10 +5,9 @@
  * counted.
  */
 import type { AgentState } from "../agent-state.ts";
-import { Outcome } from "../outcome.ts";
-import { ProviderError, type Generation, type GenerationRequest, type Provider } from "../providers/provider.ts";
-import { OpenAIProvider } from "../providers/openai.ts";
-import { ScriptedProvider } from "../providers/scripted.ts";
+import { Outcome, type ErrorType } from "../outcome.ts";
+import { delay, ProviderError, type Generation, type GenerationRequest, type Provider } from "../providers/provider.ts";
+import { gateOf } from "../providers/request-gate.ts";
 import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
 import { choosePreview } from "./preview.ts";
@@ -16,10 +15,12 @@ import { renderPrompts, type PromptInput } from "./prompt.ts";
 import { within } from "./within.ts";
 import { feedbackBlock } from "./repair.ts";
 
-/** A program the provider wrote for one attempt. */
+/** A program a provider wrote for one attempt. */
 export interface WrittenProgram {
   readonly code: string;
   readonly model: string;
+  /** The name of the provider that wrote it (`openai`, `anthropic`, …). */
+  readonly provider: string;
 }
 
 /** The call's prompts, rendered once; each attempt's request from them. */
@@ -69,62 +70,152 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
   };
 }
 
-/** One attempt: the program the provider wrote, or the attempt's error outcome. */
-export async function askProvider(provider: Provider, request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<Outcome | WrittenProgram> {
+/**
+ * A rate limit that asks to wait longer than this sends the request to the next provider, when
+ * there is one. @unit ms
+ */
+export const LONG_RATE_LIMIT_WAIT_MS = 10_000;
+/** The wait after a rate limit that did not say how long. @unit ms */
+const UNSAID_RATE_LIMIT_WAIT_MS = 1_000;
+const NEVER_ABORTED = new AbortController().signal;
+/** Rate limits one attempt waits out before it ends `provider` (each already after the SDK's own retries). */
+const MAX_RATE_LIMIT_WAITS = 5;
+
+/**
+ * One attempt: the program a provider wrote, or the attempt's error outcome. The providers are
+ * asked in order: the next one when a provider could not be reached, failed itself (5xx) or
+ * asked to wait long; a rate limit is otherwise waited out as the server says, within the call's
+ * limit. Before each request, the token budget is checked.
+ */
+export async function askProvider(providers: readonly Provider[], request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<Outcome | WrittenProgram> {
+  let index = 0;
+  let waits = 0;
+  for (;;) {
+    const { budget } = state.options;
+    if (budget?.spent) return failed(draft, "budget_exceeded", budget.refusal(), { retriable: false });
+    const provider = providers[index]!;
+    const answer = await askOnSpan(provider, request, state, draft);
+    if (!("failure" in answer)) return answer;
+    const { failure } = answer;
+    const error = failure.cause;
+    const another = index + 1 < providers.length;
+    if (error?.kind === "rate_limit") {
+      const waitMs = Math.max(error.retryAfterMs ?? UNSAID_RATE_LIMIT_WAIT_MS, 1);
+      gateOf(provider).pauseFor(waitMs);
+      if (another && waitMs > LONG_RATE_LIMIT_WAIT_MS) {
+        index += 1;
+        continue;
+      }
+      if (waits < MAX_RATE_LIMIT_WAITS && waitMs < callTimeLeftMs(draft)) {
+        waits += 1;
+        const began = performance.now();
+        const waited = await delay(waitMs, draft.signal ?? NEVER_ABORTED).then(() => true, () => false);
+        draft.providerMs += performance.now() - began;
+        if (!waited) return failed(draft, "cancelled", "The call was cancelled while waiting out the provider's rate limit.");
+        continue;
+      }
+      if (another) {
+        index += 1;
+        continue;
+      }
+      const why = waits >= MAX_RATE_LIMIT_WAITS ? `It was waited out ${waits} times in this attempt already.` : `That is longer than the call has left (${Math.round(callTimeLeftMs(draft))} ms of callTimeoutMs).`;
+      return failed(draft, "provider", `${failure.outcome.errorMessage ?? ""} ${why} Call again later.`);
+    }
+    if (another && (error?.kind === "connection" || error?.kind === "server")) {
+      index += 1;
+      continue;
+    }
+    return failure.outcome;
+  }
+}
+
+/** An attempt's failure, with the provider's own error when it reported one. */
+interface AskFailure {
+  readonly failure: { readonly outcome: Outcome; readonly cause: ProviderError | undefined };
+}
+
+/** One request to one provider, on its `chat` span. */
+async function askOnSpan(provider: Provider, request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<AskFailure | WrittenProgram> {
   const configured = (provider as { model?: unknown }).model;
   const requestModel = request.model ?? (typeof configured === "string" ? configured : undefined);
+  const name = providerName(provider);
   const span = startSpan(
     requestModel === undefined ? "chat" : `chat ${requestModel}`,
     "client",
-    { "gen_ai.operation.name": "chat", "gen_ai.provider.name": providerName(provider), "gen_ai.request.model": requestModel, "improv.call_id": draft.callId, "improv.attempt": request.attempt },
+    { "gen_ai.operation.name": "chat", "gen_ai.provider.name": name, "gen_ai.request.model": requestModel, "improv.call_id": draft.callId, "improv.attempt": request.attempt },
     draft.span,
   );
   const answer = await askOnce(provider, request, state, draft);
-  endSpan(
-    span,
-    answer instanceof Outcome ? {} : { "gen_ai.response.model": answer.model, "gen_ai.usage.input_tokens": answer.usage?.promptTokens, "gen_ai.usage.output_tokens": answer.usage?.completionTokens },
-    answer instanceof Outcome ? answer.errorType : undefined,
-    answer instanceof Outcome ? answer.errorMessage : undefined,
-  );
-  return answer instanceof Outcome ? answer : { code: answer.code, model: answer.model };
+  if ("failure" in answer) {
+    endSpan(span, {}, answer.failure.outcome.errorType, answer.failure.outcome.errorMessage);
+    return answer;
+  }
+  const { usage } = answer;
+  endSpan(span, {
+    "gen_ai.response.model": answer.model,
+    "gen_ai.usage.input_tokens": usage?.promptTokens,
+    "gen_ai.usage.output_tokens": usage?.completionTokens,
+    "gen_ai.usage.cache_read.input_tokens": usage?.cachedTokens,
+    "gen_ai.usage.cache_creation.input_tokens": usage?.cacheWriteTokens,
+  });
+  return { code: answer.code, model: answer.model, provider: name };
 }
 
-/** How a provider is named on spans (`gen_ai.provider.name`). */
-function providerName(provider: Provider): string {
-  if (provider instanceof OpenAIProvider) return "openai";
-  if (provider instanceof ScriptedProvider) return "improv.scripted";
+/** How a provider is named on spans (`gen_ai.provider.name`), log lines and records: its `name`, else `custom`. */
+export function providerName(provider: Provider): string {
   const named = (provider as { name?: unknown }).name;
   return typeof named === "string" && named !== "" ? named : "custom";
 }
 
-/** One provider attempt, bounded by providerTimeoutMs and the call's signal. */
-async function askOnce(provider: Provider, request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<Outcome | (WrittenProgram & { usage?: Generation["usage"] })> {
+/** One request, in its turn at the provider's gate, bounded by providerTimeoutMs and the call's signal. */
+async function askOnce(provider: Provider, request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<AskFailure | (Omit<WrittenProgram, "provider"> & { usage?: Generation["usage"] })> {
   const { providerTimeoutMs } = state.options;
+  const began = performance.now();
+  const gate = gateOf(provider);
+  let release = gate.tryAcquire();
+  if (release === undefined) {
+    const turn = await within(callTimeLeftMs(draft), draft.signal, () => undefined, (signal) => gate.acquire(signal));
+    if (!turn.ok) {
+      draft.providerMs += performance.now() - began;
+      return turn.why === "aborted" ? fail(draft, "cancelled", "The call was cancelled while waiting its turn at the provider.") : fail(draft, "timeout", callTimeoutMessage(draft));
+    }
+    release = turn.value;
+  }
   // Within providerTimeoutMs, and within what is left of the call's callTimeoutMs.
   const limitMs = Math.min(providerTimeoutMs, callTimeLeftMs(draft));
   const timeoutMessage = limitMs < providerTimeoutMs ? callTimeoutMessage(draft) : `The provider did not answer within providerTimeoutMs (${providerTimeoutMs} ms).`;
-  const began = performance.now();
-  const answer = await within(limitMs, draft.signal, () => new Error(timeoutMessage), (signal) => provider.generate(request, signal));
+  let answer;
+  try {
+    answer = await within(limitMs, draft.signal, () => new Error(timeoutMessage), (signal) => provider.generate(request, signal));
+  } finally {
+    release();
+  }
   draft.providerMs += performance.now() - began;
   if (!answer.ok) {
-    if (answer.why === "timeout") return failed(draft, "timeout", limitMs < providerTimeoutMs ? callTimeoutMessage(draft) : timeoutMessage);
-    if (answer.why === "aborted") return failed(draft, "cancelled", "The call was cancelled while waiting for the provider.");
+    if (answer.why === "timeout") return fail(draft, "timeout", limitMs < providerTimeoutMs ? callTimeoutMessage(draft) : timeoutMessage);
+    if (answer.why === "aborted") return fail(draft, "cancelled", "The call was cancelled while waiting for the provider.");
+    const cause = answer.error instanceof ProviderError ? answer.error : undefined;
     // A failure the provider says cannot pass (a refused key) is not asked again.
-    const final = answer.error instanceof ProviderError && !answer.error.retriable;
-    return failed(draft, "provider", `The provider failed: ${answer.error instanceof Error ? answer.error.message : String(answer.error)}`, final ? { retriable: false } : {});
+    const final = cause !== undefined && !cause.retriable;
+    return fail(draft, "provider", `The provider failed: ${answer.error instanceof Error ? answer.error.message : String(answer.error)}`, final ? { retriable: false } : {}, cause);
   }
   try {
-    return readGeneration(answer.value as Generation | undefined, draft, request.attempt);
+    const read = readGeneration(answer.value as Generation | undefined, draft, request.attempt, state);
+    return read instanceof Outcome ? { failure: { outcome: read, cause: undefined } } : read;
   } catch (error) {
     // A generation whose fields throw when read is the provider's failure too.
-    return failed(draft, "provider", `The provider failed: ${error instanceof Error ? error.message : String(error)}`);
+    return fail(draft, "provider", `The provider failed: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 
+function fail(draft: CallDraft, errorType: ErrorType, message: string, options: { retriable?: boolean } = {}, cause?: ProviderError): AskFailure {
+  return { failure: { outcome: failed(draft, errorType, message, options), cause } };
+}
+
 /** The program a provider's answer holds, or the attempt's error outcome. */
-function readGeneration(generation: Generation | undefined, draft: CallDraft, attempt: number): Outcome | (WrittenProgram & { usage?: Generation["usage"] }) {
+function readGeneration(generation: Generation | undefined, draft: CallDraft, attempt: number, state: AgentState): Outcome | (Omit<WrittenProgram, "provider"> & { usage?: Generation["usage"] }) {
   if (typeof generation !== "object" || generation === null) return failed(draft, "provider", "The provider returned nothing; generate() must resolve to { code, model }.");
-  countTokens(draft, generation.usage);
+  countTokens(draft, generation.usage, state);
   const { code } = generation;
   if (typeof code !== "string" || code.trim() === "") {
     return failed(draft, "invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${attempt}).`);
@@ -132,12 +223,24 @@ function readGeneration(generation: Generation | undefined, draft: CallDraft, at
   return { code, model: typeof generation.model === "string" ? generation.model : "unknown", ...(generation.usage === undefined ? {} : { usage: generation.usage }) };
 }
 
-/** Adds the tokens a provider reported for one attempt to the call's totals (whole numbers ≥ 0 only: the report is the provider's). */
-function countTokens(draft: CallDraft, usage: Generation["usage"]): void {
+/**
+ * Adds the tokens a provider reported for one request to the call's totals and the agent's
+ * token budget (whole numbers ≥ 0 only: the report is the provider's).
+ */
+function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentState): void {
   if (typeof usage !== "object" || usage === null) return;
   const count = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined);
   const prompt = count(usage.promptTokens);
   const completion = count(usage.completionTokens);
   if (prompt === undefined && completion === undefined) return;
-  draft.tokens = { prompt: (draft.tokens?.prompt ?? 0) + (prompt ?? 0), completion: (draft.tokens?.completion ?? 0) + (completion ?? 0) };
+  const cached = count(usage.cachedTokens);
+  const cacheWrite = count(usage.cacheWriteTokens);
+  const before = draft.tokens;
+  draft.tokens = {
+    prompt: (before?.prompt ?? 0) + (prompt ?? 0),
+    completion: (before?.completion ?? 0) + (completion ?? 0),
+    cached: cached === undefined ? (before?.cached ?? null) : (before?.cached ?? 0) + cached,
+    cacheWrite: cacheWrite === undefined ? (before?.cacheWrite ?? null) : (before?.cacheWrite ?? 0) + cacheWrite,
+  };
+  state.options.budget?.charge((prompt ?? 0) + (completion ?? 0));
 }

@@ -90,6 +90,8 @@ export interface CallDraft {
   /** The last program, parsed once and reused by the history scan. */
   parsed: ParsedProgram | undefined;
   model: string | undefined;
+  /** The name of the provider that wrote the call's program. */
+  provider: string | undefined;
   attempts: number;
   system: string | undefined;
   user: string | undefined;
@@ -97,8 +99,8 @@ export interface CallDraft {
   /** The call's `invoke_agent` span, and the span of its latest program run (delegated calls nest under it); undefined when tracing is off. */
   span: Span | undefined;
   runSpan: Span | undefined;
-  /** Tokens the provider reported over the call's attempts; null while none was reported. */
-  tokens: { prompt: number; completion: number } | null;
+  /** Tokens the providers reported over the call's attempts; null while none was reported. */
+  tokens: CallTokens | null;
   /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
   valueText: string | undefined;
   /** The tool calls (and fetches) the call's programs made. */
@@ -118,6 +120,14 @@ export interface CallDraft {
   /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
   readonly failures: AttemptFailure[];
   finalized: boolean;
+}
+
+/** Tokens a call's provider requests reported, summed; `cached` and `cacheWrite` null when no request reported them. */
+export interface CallTokens {
+  readonly prompt: number;
+  readonly completion: number;
+  readonly cached: number | null;
+  readonly cacheWrite: number | null;
 }
 
 /** A fresh draft for a call of `state`'s method. */
@@ -146,6 +156,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     reuseDecision: undefined,
     parsed: undefined,
     model: undefined,
+    provider: undefined,
     attempts: 0,
     system: undefined,
     user: undefined,

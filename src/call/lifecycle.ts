@@ -106,12 +106,13 @@ async function tellCall(call: Call): Promise<Outcome> {
   if (draft.signal?.aborted) return failed(draft, "cancelled", "The call was cancelled before it started.");
 
   // 2. A kept program for calls of this shape ends the call, unless its own mistake can be repaired.
-  const provider = state.provider();
-  const reuse = reuseFor(state, draft, provider);
+  const providers = state.providers();
+  const asked = "missing" in providers ? undefined : providers;
+  const reuse = reuseFor(state, draft, asked?.[0]);
   const kept = reuse === undefined ? undefined : await runKept(call, reuse);
   // A kept program that may have changed the world is not followed by another program.
-  if (kept !== undefined && (kept.mistake === undefined || provider === undefined || draft.tools.wrote)) return kept.outcome;
-  if (provider === undefined) return failed(draft, "provider", "No provider configured. Pass { provider } to Agent.for() or set OPENAI_API_KEY.");
+  if (kept !== undefined && (kept.mistake === undefined || asked === undefined || draft.tools.wrote)) return kept.outcome;
+  if (asked === undefined) return failed(draft, "provider", "missing" in providers ? providers.missing : "No provider configured.");
 
   // 3. The prompts, rendered once a durable agent has seen what other processes committed.
   const pullProblem = await pullFailure(state, draft);
@@ -124,16 +125,17 @@ async function tellCall(call: Call): Promise<Outcome> {
     const overdue = callOverdue(state, draft);
     if (overdue !== undefined) return overdue;
     draft.attempts = attempt;
-    const written = await askProvider(provider, prompts.request(attempt), state, draft);
+    const written = await askProvider(asked, prompts.request(attempt), state, draft);
     if (written instanceof Outcome) {
-      // Cancelled, or a failure the provider says asking again cannot help with.
-      if (written.errorType === "cancelled" || (written.errorType === "provider" && !written.retriable)) return written;
+      // Cancelled, a spent token budget, or a failure the provider says asking again cannot help with.
+      if (written.errorType === "cancelled" || written.errorType === "budget_exceeded" || (written.errorType === "provider" && !written.retriable)) return written;
       draft.failures.push({ attempt, errorType: written.errorType ?? "provider", message: written.errorMessage ?? "" });
       last = written;
       continue;
     }
     draft.code = written.code;
     draft.model = written.model;
+    draft.provider = written.provider;
     // Written after a failure's feedback, it is a repair of what failed.
     draft.programSource = draft.failures.some((failure) => failure.code !== undefined) ? "repaired" : "generated";
     const { outcome, mistake } = await runAttempt(call, written.code, attempt);

@@ -2,6 +2,7 @@ import { Agent, type AgentProxy } from "../agent.ts";
 import { kw } from "../call/arguments.ts";
 import { readEnv } from "../env.ts";
 import type { Outcome } from "../outcome.ts";
+import { AnthropicProvider } from "../providers/anthropic.ts";
 import { OpenAIProvider } from "../providers/openai.ts";
 import type { Provider } from "../providers/provider.ts";
 import { ScriptedProvider } from "../providers/scripted.ts";
@@ -96,11 +97,11 @@ function describeOutcome(outcome: Outcome): string {
 /** Runs the demo story; resolves with the agents so callers can inspect them. */
 export async function runDemo(options: DemoOptions): Promise<Record<string, AgentProxy>> {
   const { write } = options;
-  const live = options.provider === undefined && readEnv("OPENAI_API_KEY") !== undefined;
-  const provider = options.provider ?? (live ? new OpenAIProvider() : new ScriptedProvider({ programs: DEMO_PROGRAMS }));
+  const liveKey = options.provider !== undefined ? undefined : readEnv("OPENAI_API_KEY") !== undefined ? "OPENAI_API_KEY" : readEnv("ANTHROPIC_API_KEY") !== undefined ? "ANTHROPIC_API_KEY" : undefined;
+  const provider = options.provider ?? (liveKey === "OPENAI_API_KEY" ? new OpenAIProvider() : liveKey === "ANTHROPIC_API_KEY" ? new AnthropicProvider() : new ScriptedProvider({ programs: DEMO_PROGRAMS }));
   write(
-    live
-      ? `Mode: LIVE model (${(provider as OpenAIProvider).model}) from OPENAI_API_KEY.`
+    liveKey !== undefined
+      ? `Mode: LIVE model (${(provider as OpenAIProvider | AnthropicProvider).model}) from ${liveKey}.`
       : "Mode: OFFLINE — scripted completions stand in for the model (no network, no API key).",
   );
   write(`Log: ${options.log}`);

@@ -7,6 +7,7 @@ import type { HistoryRecord } from "../history/record.ts";
 import { openStore } from "../store/open.ts";
 import { sqlitePath, SqliteStore } from "../store/sqlite-store.ts";
 import type { Store } from "../store/store.ts";
+import { ENV_VARIABLES } from "../env.ts";
 import { runDemo } from "./demo.ts";
 import { refusedPrograms } from "./refused.ts";
 import { agentsTable, historyTable, programHeader, programsTable, refusedTable } from "./tables.ts";
@@ -23,10 +24,11 @@ const { version } = JSON.parse(readFileSync(new URL("../../package.json", import
 
 const program = new Command();
 program.name("improv").description("LLM-backed objects whose methods are written at call time.").version(version, "-V, --version", "print the version");
+program.addHelpText("after", `\nEnvironment variables:\n${Object.entries(ENV_VARIABLES).map(([name, use]) => `  ${name.padEnd(26)}${use}`).join("\n")}`);
 
 program
   .command("demo")
-  .description("Run a short story of agents offline (scripted completions), or against a live model when OPENAI_API_KEY is set. Its agents are kept in a SQLite file and remember earlier runs.")
+  .description("Run a short story of agents offline (scripted completions), or against a live model when OPENAI_API_KEY or ANTHROPIC_API_KEY is set. Its agents are kept in a SQLite file and remember earlier runs.")
   .option("--log <file>", "where to write the call log", "logs/demo.jsonl")
   .option("--store <file>", "the SQLite file that keeps the demo's agents (default: demo.db beside the log)")
   .option("--fresh", "forget the agents of earlier runs and start over")

@@ -170,7 +170,7 @@ export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date
     ["prompt", "completion"],
     methods.map(([name, stats]) => ({ label: name, parts: [stats.promptTokens, stats.completionTokens] })),
     "rows",
-    `${overall.promptTokens} prompt + ${overall.completionTokens} completion tokens in ${overall.requests} provider requests${overall.callsWithoutTokens > 0 ? `; ${overall.callsWithoutTokens} calls carried no usage report (ScriptedProvider reports none)` : ""}. Calls served by kept programs cost none.`,
+    `${overall.promptTokens} prompt${overall.cachedTokens > 0 ? ` (${overall.cachedTokens} read from the prompt cache)` : ""} + ${overall.completionTokens} completion tokens in ${overall.requests} provider requests${overall.callsWithoutTokens > 0 ? `; ${overall.callsWithoutTokens} calls carried no usage report (ScriptedProvider reports none)` : ""}. Calls served by kept programs cost none.`,
   );
   const summary = [
     ["calls", String(report.calls)],

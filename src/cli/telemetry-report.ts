@@ -15,6 +15,8 @@ export interface GroupStats {
   /** Tokens the provider reported; calls whose lines carry none are counted in `callsWithoutTokens`. */
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens read from a prompt cache (part of `promptTokens`), as the provider reported them. */
+  cachedTokens: number;
   callsWithoutTokens: number;
   /** Calls whose program called at least one tool. */
   callsUsingTools: number;
@@ -98,6 +100,7 @@ function emptyStats(): GroupStats {
     requests: 0,
     promptTokens: 0,
     completionTokens: 0,
+    cachedTokens: 0,
     callsWithoutTokens: 0,
     callsUsingTools: 0,
     toolCalls: 0,
@@ -248,6 +251,7 @@ function add(stats: GroupStats, line: Record<string, unknown>): void {
   if (prompt === undefined && completion === undefined) stats.callsWithoutTokens += 1;
   stats.promptTokens += prompt ?? 0;
   stats.completionTokens += completion ?? 0;
+  stats.cachedTokens += count(line.cached_tokens) ?? 0;
   if (Array.isArray(line.history_query_patterns)) {
     for (const tag of line.history_query_patterns) {
       if ((PATTERN_TAGS as readonly unknown[]).includes(tag)) stats.patterns[tag as PatternTag] = (stats.patterns[tag as PatternTag] ?? 0) + 1;
@@ -343,7 +347,8 @@ export function formatReport(report: TelemetryReport): string {
   }
   out.push(`  served by kept programs ${overall.reused}  (${percent(overall.reused, overall.calls).trim()} of calls, no provider request)`);
   out.push(`  provider requests     ${overall.requests}`);
-  out.push(`  tokens                ${overall.promptTokens} prompt + ${overall.completionTokens} completion${overall.callsWithoutTokens ? `  (${overall.callsWithoutTokens} calls without a usage report)` : ""}`);
+  const cached = overall.cachedTokens > 0 ? ` (${overall.cachedTokens} of them read from the prompt cache, ${percent(overall.cachedTokens, overall.promptTokens).trim()})` : "";
+  out.push(`  tokens                ${overall.promptTokens} prompt${cached} + ${overall.completionTokens} completion${overall.callsWithoutTokens ? `  (${overall.callsWithoutTokens} calls without a usage report)` : ""}`);
   out.push(`  code reads history    ${overall.readsHistory}  (${percent(overall.readsHistory, overall.calls).trim()} of calls)`);
   out.push("  history operations    (calls using each, share of history-reading calls)");
   for (const tag of PATTERN_TAGS) {

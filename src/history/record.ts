@@ -51,6 +51,9 @@ export interface HistoryRecord {
   readonly artifact_hit?: boolean;
   /** The program's text (cut to 10,000 characters). */
   readonly program?: string;
+  /** For a program a provider wrote in this call: that provider's name (`openai`, `anthropic`, …) and the model that answered. */
+  readonly provider?: string;
+  readonly model?: string;
   /** For a call whose new program worked: whether that program was kept for reuse, and why. */
   readonly reuse_decision?: { readonly kept: boolean; readonly reason: string };
   /** The tool calls the call's programs made, in call order (the first 50), failed attempts' included. */
@@ -81,6 +84,8 @@ export interface RecordInput {
   readonly durationMs: number;
   /** The program that ran (or the last one tried), and where it came from; null when no program was produced. */
   readonly program: { readonly code: string; readonly source: ProgramSource } | null;
+  /** The provider and model that wrote the program, when one did in this call. */
+  readonly writer?: { readonly provider: string; readonly model: string } | undefined;
   /** Whether a kept program's run ended the call (not one whose failure sent the call on to the provider). */
   readonly artifactHit: boolean;
   /** Set when the call's value is kept: the reference programs pass to `content()`. */
@@ -133,6 +138,7 @@ export function createRecord(input: RecordInput): SerializedRecord {
     duration_ms: Math.round(input.durationMs * 1000) / 1000,
     ...(outcome.ok || outcome.errorType === undefined ? {} : { error_type: outcome.errorType, error_message: truncateString(outcome.errorMessage ?? "") }),
     ...(input.program === null ? {} : { program_source: input.program.source, program: truncateString(input.program.code) }),
+    ...(input.program === null || input.writer === undefined ? {} : { provider: truncateString(input.writer.provider, 200), model: truncateString(input.writer.model, 200) }),
     artifact_hit: input.artifactHit,
     ...(input.reuseDecision === undefined ? {} : { reuse_decision: { kept: input.reuseDecision.kept, reason: truncateString(input.reuseDecision.reason, 500) } }),
     ...input.toolCalls,

@@ -18,6 +18,8 @@ const serialize = configure({ circularValue: "[Circular]", bigint: false });
 export interface LogLineInput {
   readonly role: string;
   readonly model: string | null;
+  /** The name of the provider that wrote the call's program; null when none did. */
+  readonly provider: string | null;
   readonly method: string;
   readonly args: readonly unknown[];
   readonly kwargs: Readonly<Record<string, unknown>>;
@@ -25,8 +27,12 @@ export interface LogLineInput {
   readonly parsed: ParsedProgram | undefined;
   readonly durationMs: number;
   readonly attempts: number;
-  /** Tokens the provider reported, summed over the call's attempts; null when it reported none (0 and 0 when no request was made). */
-  readonly tokens: { readonly prompt: number; readonly completion: number } | null;
+  /**
+   * Tokens the providers reported, summed over the call's attempts; null when they reported none
+   * (0 and 0 when no request was made). `cached` (read from a prompt cache) and `cacheWrite` are
+   * null when no request reported them.
+   */
+  readonly tokens: { readonly prompt: number; readonly completion: number; readonly cached: number | null; readonly cacheWrite: number | null } | null;
   /** Where the program came from, or null when there was none. */
   readonly programSource?: ProgramSource | null;
   /** Whether a kept program's run ended the call. */
@@ -66,6 +72,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     runtime: RUNTIME_NAME,
     role: input.role,
     model: input.model,
+    provider: input.provider,
     method: input.method,
     args: toJsonSafe(input.args),
     kwargs: toJsonSafe(input.kwargs),
@@ -74,6 +81,8 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     generation_attempt: input.attempts,
     prompt_tokens: input.tokens?.prompt ?? null,
     completion_tokens: input.tokens?.completion ?? null,
+    cached_tokens: input.tokens?.cached ?? null,
+    cache_write_tokens: input.tokens?.cacheWrite ?? null,
     program_source: input.programSource ?? null,
     artifact_hit: input.artifactHit === true,
     reuse_decision: input.reuseDecision ?? null,

@@ -23,9 +23,14 @@ export interface GenerationRequest {
 
 /** Token counts, when the provider reports them. */
 export interface GenerationUsage {
-  readonly promptTokens?: number;
-  readonly completionTokens?: number;
-  readonly totalTokens?: number;
+  /** Every input token, those read from or written to a prompt cache included. */
+  readonly promptTokens?: number | undefined;
+  readonly completionTokens?: number | undefined;
+  readonly totalTokens?: number | undefined;
+  /** Input tokens read from the server's prompt cache (part of `promptTokens`). */
+  readonly cachedTokens?: number | undefined;
+  /** Input tokens written to the server's prompt cache (part of `promptTokens`). */
+  readonly cacheWriteTokens?: number | undefined;
 }
 
 /** A provider's answer: the program text, or `null` when it produced none. */
@@ -55,9 +60,22 @@ export function isProvider(value: unknown): value is Provider {
   );
 }
 
+/**
+ * What kind of failure a provider met, when it knows: the server could not be reached
+ * (`connection`), failed itself (`server`, HTTP 5xx), asked to slow down (`rate_limit`, HTTP
+ * 429), refused the key (`auth`, HTTP 401/403), refused the request (`request`, another 4xx), or
+ * sent a reply that is not what was asked for (`reply`). With several providers, the next one is
+ * asked after `connection`, `server` and a `rate_limit` whose wait is long.
+ */
+export type ProviderFailureKind = "connection" | "server" | "rate_limit" | "auth" | "request" | "reply";
+
 /** A failure a provider reports on purpose (as opposed to a bug in it). */
 export class ProviderError extends Error {
   override readonly name = "ProviderError";
+  /** What kind of failure it was, when the provider knows. */
+  readonly kind: ProviderFailureKind | undefined;
+  /** For a `rate_limit`: how long the server asked to wait before asking again, when it said. @unit ms */
+  readonly retryAfterMs: number | undefined;
   /**
    * False when asking again cannot help until something outside changes (an authentication
    * failure: the key is wrong or lacks access): improv then makes no further attempt, and the
@@ -65,9 +83,11 @@ export class ProviderError extends Error {
    */
   readonly retriable: boolean;
 
-  constructor(message: string, options: { cause?: unknown; retriable?: boolean } = {}) {
+  constructor(message: string, options: { cause?: unknown; retriable?: boolean | undefined; kind?: ProviderFailureKind | undefined; retryAfterMs?: number | undefined } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.retriable = options.retriable ?? true;
+    this.kind = options.kind;
+    this.retriable = options.retriable ?? options.kind !== "auth";
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

@@ -1,14 +1,21 @@
-import { describeType } from "../option-check.ts";
-import { delay, ProviderError, type Generation, type GenerationRequest, type Provider } from "./provider.ts";
+import { checkOptionNames, describeType } from "../option-check.ts";
+import { delay, ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider, type ProviderFailureKind } from "./provider.ts";
+import { checkMaxConcurrentRequests } from "./request-gate.ts";
 
 /**
  * One scripted answer:
  * - a program string;
  * - `null` or `""`: an invalid payload (the call retries, then ends `invalid_code`);
- * - `{ error }`: a provider failure with that message;
- * - `{ delayMs, code }`: the program `code`, answered after `delayMs` milliseconds.
+ * - `{ error, kind?, retryAfterMs? }`: a provider failure with that message (and, to stand in
+ *   for a server, what kind of failure it was: `kind: "rate_limit", retryAfterMs: 2000`);
+ * - `{ code, delayMs?, usage? }`: the program `code`, answered after `delayMs` milliseconds,
+ *   reporting `usage` tokens.
  */
-export type ScriptedEntry = string | null | { readonly error: string } | { readonly delayMs: number; readonly code: string | null };
+export type ScriptedEntry =
+  | string
+  | null
+  | { readonly error: string; readonly kind?: ProviderFailureKind | undefined; readonly retryAfterMs?: number | undefined }
+  | { readonly code: string | null; readonly delayMs?: number | undefined; readonly usage?: GenerationUsage | undefined };
 
 /** A key's answer: one entry, a list consumed one entry per request (the last repeats), or a function that picks the entry for each request. */
 export type ScriptedProgram = ScriptedEntry | readonly ScriptedEntry[] | ((request: GenerationRequest) => ScriptedEntry);
@@ -22,6 +29,10 @@ export interface ScriptedProviderOptions {
   readonly programs: Readonly<Record<string, ScriptedProgram>> | ((request: GenerationRequest) => ScriptedEntry);
   /** The model name reported in generations. Default: `"scripted"`. */
   readonly model?: string | undefined;
+  /** The name it goes by on spans, log lines and records. Default: `"improv.scripted"`. */
+  readonly name?: string | undefined;
+  /** Requests it answers at once; more wait their turn in improv. Default: no cap. */
+  readonly maxConcurrentRequests?: number | undefined;
 }
 
 /** A request as {@link ScriptedProvider} recorded it. */
@@ -47,6 +58,8 @@ export interface ScriptedCall {
  * const calc = Agent.for("calculator", { provider });
  */
 export class ScriptedProvider implements Provider {
+  readonly name: string;
+  readonly maxConcurrentRequests: number;
   /** Every request received, in order. */
   readonly calls: ScriptedCall[] = [];
   readonly #programs: ScriptedProviderOptions["programs"];
@@ -57,6 +70,7 @@ export class ScriptedProvider implements Provider {
     if (typeof options !== "object" || options === null) {
       throw new TypeError("ScriptedProvider needs an options object: new ScriptedProvider({ programs: { add: \"return args[0] + args[1]\" } }).");
     }
+    checkOptionNames(options, ["programs", "model", "name", "maxConcurrentRequests"], "new ScriptedProvider()");
     const { programs } = options;
     if (typeof programs !== "function" && (typeof programs !== "object" || programs === null || Array.isArray(programs))) {
       throw new TypeError("ScriptedProvider option \"programs\" must be an object of programs by method name, or a function (request) => entry.");
@@ -66,12 +80,16 @@ export class ScriptedProvider implements Provider {
         const entries: unknown[] = Array.isArray(program) ? program : [program];
         if (typeof program === "function") continue;
         for (const entry of entries) {
-          if (!isEntry(entry)) throw new TypeError(`ScriptedProvider program "${key}" must be a program string, null, "", { error }, { delayMs, code }, a list of these, or a function (request) => entry; got ${describeType(entry)}.`);
+          if (!isEntry(entry)) throw new TypeError(`ScriptedProvider program "${key}" must be a program string, null, "", { error }, { code, delayMs?, usage? }, a list of these, or a function (request) => entry; got ${describeType(entry)}.`);
         }
       }
     }
+    checkMaxConcurrentRequests(options.maxConcurrentRequests, "ScriptedProvider");
+    if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) throw new TypeError(`ScriptedProvider option "name" must be a non-empty string, got ${describeType(options.name)}.`);
     this.#programs = programs;
     this.#model = options.model ?? "scripted";
+    this.name = options.name ?? "improv.scripted";
+    this.maxConcurrentRequests = options.maxConcurrentRequests ?? Number.POSITIVE_INFINITY;
   }
 
   async generate(request: GenerationRequest, signal: AbortSignal): Promise<Generation> {
@@ -109,23 +127,26 @@ export class ScriptedProvider implements Provider {
 
   async #answer(entry: ScriptedEntry, signal: AbortSignal): Promise<Generation> {
     if (entry === null || typeof entry === "string") return { code: entry, model: this.#model };
-    if (typeof entry === "object" && "error" in entry) throw new ProviderError(String(entry.error));
-    if (typeof entry === "object" && "delayMs" in entry) {
-      await delay(entry.delayMs, signal);
-      return { code: entry.code, model: this.#model };
-    }
-    throw new ProviderError("ScriptedProvider entry must be a program string, null, \"\", { error } or { delayMs, code }.");
+    if (!isEntry(entry)) throw new ProviderError(`ScriptedProvider entry must be a program string, null, "", { error } or { code, delayMs?, usage? }; got ${describeType(entry)}.`);
+    if ("error" in entry) throw new ProviderError(String(entry.error), { kind: entry.kind, retryAfterMs: entry.retryAfterMs });
+    if (entry.delayMs !== undefined) await delay(entry.delayMs, signal);
+    return { code: entry.code, model: this.#model, ...(entry.usage === undefined ? {} : { usage: entry.usage }) };
   }
 }
 
+const FAILURE_KINDS: readonly unknown[] = ["connection", "server", "rate_limit", "auth", "request", "reply"] satisfies ProviderFailureKind[];
+
 /** Whether `entry` is one scripted answer (see {@link ScriptedEntry}). */
-function isEntry(entry: unknown): boolean {
+function isEntry(entry: unknown): entry is ScriptedEntry {
   if (entry === null || typeof entry === "string") return true;
   if (typeof entry !== "object" || Array.isArray(entry)) return false;
-  if ("error" in entry) return typeof (entry as { error: unknown }).error === "string";
-  if ("delayMs" in entry) {
-    const { delayMs, code } = entry as { delayMs: unknown; code?: unknown };
-    return typeof delayMs === "number" && Number.isFinite(delayMs) && delayMs >= 0 && (code === null || typeof code === "string");
+  if ("error" in entry) {
+    const { error, kind, retryAfterMs } = entry as { error: unknown; kind?: unknown; retryAfterMs?: unknown };
+    return typeof error === "string" && (kind === undefined || FAILURE_KINDS.includes(kind)) && (retryAfterMs === undefined || (typeof retryAfterMs === "number" && retryAfterMs >= 0));
+  }
+  if ("code" in entry) {
+    const { delayMs, code, usage } = entry as { delayMs?: unknown; code: unknown; usage?: unknown };
+    return (delayMs === undefined || (typeof delayMs === "number" && Number.isFinite(delayMs) && delayMs >= 0)) && (code === null || typeof code === "string") && (usage === undefined || (typeof usage === "object" && usage !== null));
   }
   return false;
 }

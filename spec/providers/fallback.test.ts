@@ -1,0 +1,130 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, test } from "vitest";
+import { Agent, AnthropicProvider, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
+import { OpenAITestServer, type ScriptedReply } from "../helpers/openai-server.ts";
+
+const servers: OpenAITestServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+
+async function openai(replies: ScriptedReply[]): Promise<{ server: OpenAITestServer; provider: OpenAIProvider }> {
+  const server = await OpenAITestServer.start(replies);
+  servers.push(server);
+  return { server, provider: new OpenAIProvider({ apiKey: "k", baseURL: server.baseURL, model: "primary-model", maxRetries: 0 }) };
+}
+
+async function anthropic(replies: ScriptedReply[]): Promise<{ server: OpenAITestServer; provider: AnthropicProvider }> {
+  const server = await OpenAITestServer.start(replies);
+  servers.push(server);
+  return { server, provider: new AnthropicProvider({ apiKey: "k", baseURL: server.origin, model: "backup-model", maxRetries: 0 }) };
+}
+
+const logFile = () => join(mkdtempSync(join(tmpdir(), "improv-fallback-")), "calls.jsonl");
+const lastLine = (path: string) => JSON.parse(readFileSync(path, "utf8").trim().split("\n").at(-1)!) as Record<string, unknown>;
+
+describe("a list of providers", () => {
+  test("a server failure (5xx) goes to the next provider; the record and the log line name the one that answered", async () => {
+    const primary = await openai([{ kind: "status", status: 503 }]);
+    const backup = await anthropic([{ kind: "structured", code: "return 'from backup'" }]);
+    const log = logFile();
+    const agent = Agent.for("writer", { provider: [primary.provider, backup.provider], log });
+    const r = await agent.write();
+    expect(r.value).toBe("from backup");
+    expect(primary.server.requests).toHaveLength(1);
+    expect(backup.server.requests).toHaveLength(1);
+    expect(Agent.history(agent)[0]).toMatchObject({ provider: "anthropic", model: "backup-model" });
+    expect(lastLine(log)).toMatchObject({ provider: "anthropic", model: "backup-model", generation_attempt: 1 });
+  });
+
+  test("a server that cannot be reached goes to the next provider", async () => {
+    const primary = await openai([{ kind: "structured", code: "return 'never'" }]);
+    await primary.server.close();
+    servers.splice(servers.indexOf(primary.server), 1);
+    const backup = await anthropic([{ kind: "structured", code: "return 'reached'" }]);
+    expect((await Agent.for("writer", { provider: [primary.provider, backup.provider] }).write()).value).toBe("reached");
+  });
+
+  test("a 4xx the request caused is not sent to the next provider", async () => {
+    const primary = await openai([{ kind: "status", status: 422, body: { error: { message: "bad request body" } } }]);
+    const backup = await anthropic([{ kind: "structured", code: "return 'never'" }]);
+    const r = await Agent.for("writer", { provider: [primary.provider, backup.provider], maxGenerationAttempts: 1 }).write();
+    expect(r).toMatchObject({ ok: false, errorType: "provider" });
+    expect(r.errorMessage).toContain("HTTP 422");
+    expect(backup.server.requests).toHaveLength(0);
+  });
+
+  test("a refused key is not sent to the next provider either, and ends the call: not retriable", async () => {
+    const primary = await openai([{ kind: "status", status: 401 }]);
+    const backup = await anthropic([{ kind: "structured", code: "return 'never'" }]);
+    const r = await Agent.for("writer", { provider: [primary.provider, backup.provider], maxGenerationAttempts: 3 }).write();
+    expect(r).toMatchObject({ ok: false, errorType: "provider", retriable: false });
+    expect(primary.server.requests).toHaveLength(1);
+    expect(backup.server.requests).toHaveLength(0);
+  });
+
+  test("a rate limit with a long wait goes to the next provider at once", async () => {
+    const primary = await openai([{ kind: "status", status: 429, retryAfterMs: 60_000 }]);
+    const backup = await anthropic([{ kind: "structured", code: "return 'no wait'" }]);
+    const started = performance.now();
+    expect((await Agent.for("writer", { provider: [primary.provider, backup.provider] }).write()).value).toBe("no wait");
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(primary.server.requests).toHaveLength(1);
+  });
+
+  test("a rate limit with a short wait is waited out at the same provider", async () => {
+    const primary = await openai([{ kind: "status", status: 429, retryAfterMs: 300 }, { kind: "structured", code: "return 'after the wait'" }]);
+    const backup = await anthropic([{ kind: "structured", code: "return 'never'" }]);
+    const log = logFile();
+    const started = performance.now();
+    const r = await Agent.for("writer", { provider: [primary.provider, backup.provider], log }).write();
+    expect(r.value).toBe("after the wait");
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    expect(primary.server.requests).toHaveLength(2);
+    expect(backup.server.requests).toHaveLength(0);
+    // Waiting out a rate limit is not a failed attempt.
+    expect(lastLine(log)).toMatchObject({ generation_attempt: 1, attempt_errors: [], provider: "openai" });
+  });
+
+  test("the provider option takes a non-empty list of providers only", () => {
+    expect(() => Agent.for("writer", { provider: [] })).toThrow('Option "provider" must be an object with a generate(request, signal) method');
+    expect(() => Agent.for("writer", { provider: [new ScriptedProvider({ programs: {} }), {} as never] })).toThrow("entry 1 is a object");
+  });
+});
+
+describe("rate limits and waiting turns", () => {
+  test("a rate limit longer than what is left of the call ends it as a provider failure that says so, without waiting", async () => {
+    const { provider } = await openai([{ kind: "status", status: 429, retryAfterMs: 120_000 }]);
+    const started = performance.now();
+    const r = await Agent.for("writer", { provider, maxGenerationAttempts: 1, callTimeoutMs: 20_000 }).write();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(r).toMatchObject({ ok: false, errorType: "provider", retriable: true });
+    expect(r.errorMessage).toContain("is limiting the rate of requests (HTTP 429; it asks to wait 120 s)");
+    expect(r.errorMessage).toMatch(/That is longer than the call has left \(\d+ ms of callTimeoutMs\)\. Call again later\.$/);
+  });
+
+  test("a provider sends at most maxConcurrentRequests at once; the other calls wait their turn and all succeed", async () => {
+    const server = await OpenAITestServer.start([{ kind: "structured", code: "return args[0]", delayMs: 60 }]);
+    servers.push(server);
+    const provider = new OpenAIProvider({ apiKey: "k", baseURL: server.baseURL, model: "m", maxConcurrentRequests: 3 });
+    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => Agent.for(`role${i}`, { provider, reuse: false }).echo(i)));
+    expect(outcomes.map((r) => r.value)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(server.requests).toHaveLength(12);
+    expect(server.maxInFlight).toBe(3);
+  });
+
+  test("a call whose time runs out while it waits its turn ends timeout, and its turn is not lost by the others", async () => {
+    const server = await OpenAITestServer.start([{ kind: "structured", code: "return 1", delayMs: 400 }]);
+    servers.push(server);
+    const provider = new OpenAIProvider({ apiKey: "k", baseURL: server.baseURL, model: "m", maxConcurrentRequests: 1 });
+    const slow = Agent.for("first", { provider }).one();
+    const waiting = await Agent.for("second", { provider, callTimeoutMs: 100 }).one();
+    expect(waiting).toMatchObject({ ok: false, errorType: "timeout" });
+    expect(waiting.errorMessage).toMatch(/^The call took longer than callTimeoutMs \(100 ms\): \d+ ms waiting for the provider/);
+    expect((await slow).value).toBe(1);
+    expect((await Agent.for("third", { provider }).one()).value).toBe(1);
+    expect(server.requests).toHaveLength(2);
+  });
+});

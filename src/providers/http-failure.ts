@@ -1,0 +1,111 @@
+/**
+ * Failures of a model server reached through an HTTP SDK (`openai`, `@anthropic-ai/sdk`: both
+ * made by the same generator, with the same error classes), told apart and worded once: what
+ * kind of failure it was, how long a rate limit asks to wait, and a message that names the
+ * server (without credentials) and the setting to check.
+ */
+import { ProviderError } from "./provider.ts";
+
+type ErrorClass<E> = abstract new (...args: never[]) => E;
+
+/** The error classes of such an SDK. */
+export interface SdkErrors {
+  readonly APIError: ErrorClass<Error & { readonly status?: number | undefined; readonly headers?: Headers | undefined; readonly error?: unknown }>;
+  readonly APIConnectionError: ErrorClass<Error>;
+  readonly APIConnectionTimeoutError: ErrorClass<Error>;
+}
+
+/** The server asked and the settings that point to it, as a message names them. */
+export interface ServerSettings {
+  readonly baseURL: string;
+  /** e.g. `"apiKey / OPENAI_API_KEY"`. */
+  readonly keySetting: string;
+  /** e.g. `"baseURL / OPENAI_BASE_URL"`. */
+  readonly urlSetting: string;
+}
+
+/** The {@link ProviderError} a failed request becomes. */
+export function httpFailure(error: unknown, errors: SdkErrors, settings: ServerSettings): ProviderError {
+  const server = `The model server at ${withoutCredentials(settings.baseURL)}`;
+  if (error instanceof errors.APIConnectionTimeoutError) {
+    return new ProviderError(`${server} did not answer in time (the SDK's own timeout).`, { cause: error, kind: "connection" });
+  }
+  if (error instanceof errors.APIConnectionError) {
+    const cause = rootCause(error);
+    const detail = cause === undefined ? "" : ` (${cause})`;
+    return new ProviderError(`${server} could not be reached${detail}. Check that it runs and that ${settings.urlSetting} points to it.`, { cause: error, kind: "connection" });
+  }
+  if (error instanceof errors.APIError) {
+    const { status } = error;
+    if (status === 401 || status === 403) {
+      return new ProviderError(
+        `${server} refused the API key (HTTP ${status}): ${detailOf(error)}. Check the key (${settings.keySetting}) and that it has access to the model; calling again will not help until it changes.`,
+        { cause: error, kind: "auth" },
+      );
+    }
+    if (status === 429) {
+      const retryAfterMs = retryAfter(error.headers);
+      const wait = retryAfterMs === undefined ? "" : `; it asks to wait ${formatWait(retryAfterMs)}`;
+      return new ProviderError(`${server} is limiting the rate of requests (HTTP 429${wait}): ${detailOf(error)}`, { cause: error, kind: "rate_limit", retryAfterMs });
+    }
+    const code = status === undefined ? "" : ` (HTTP ${status})`;
+    const kind = status === undefined || status >= 500 ? "server" : "request";
+    return new ProviderError(`The model server failed${code}: ${detailOf(error)}`, { cause: error, kind });
+  }
+  if (error instanceof SyntaxError) return new ProviderError(`The model server sent a body that is not valid JSON: ${error.message}`, { cause: error, kind: "reply" });
+  return new ProviderError(`The model request failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+}
+
+/**
+ * What the server said: the message inside its error body (`{ error: { message } }`, or
+ * Anthropic's `{ type: "error", error: { message } }`), else the SDK's message without the
+ * status it starts with.
+ */
+function detailOf(error: Error & { readonly error?: unknown }): string {
+  const body = error.error as { message?: unknown; error?: { message?: unknown } } | undefined;
+  const inner = body?.error?.message ?? body?.message;
+  if (typeof inner === "string" && inner.trim() !== "") return inner;
+  return error.message.replace(/^\d{3}\s+/, "");
+}
+
+/** How long a response's `retry-after-ms` or `retry-after` (seconds or an HTTP date) asks to wait. @unit ms */
+export function retryAfter(headers: Headers | undefined, now = Date.now()): number | undefined {
+  if (headers === undefined || typeof headers.get !== "function") return undefined;
+  const ms = Number.parseFloat(headers.get("retry-after-ms") ?? "");
+  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
+  const value = headers.get("retry-after")?.trim();
+  if (value === undefined || value === "") return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function formatWait(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`;
+}
+
+/** A URL fit for a message that lands in history and prompts: no user, password or query. */
+export function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = "";
+    parsed.password = "";
+    parsed.search = "";
+    return parsed.href.replace(/\/$/, "");
+  } catch {
+    return "(the configured base URL)";
+  }
+}
+
+/** The innermost cause of a connection failure, as "CODE: message" (e.g. ECONNREFUSED). */
+function rootCause(error: Error): string | undefined {
+  let current: unknown = error.cause;
+  let found: string | undefined;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    found = typeof code === "string" ? `${code}: ${current.message}` : current.message;
+    current = current.cause;
+  }
+  return found;
+}

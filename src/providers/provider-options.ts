@@ -1,0 +1,36 @@
+/** The options every HTTP provider shares (key, server, model, retries, concurrency), checked the same way. */
+import { readEnv, type EnvName } from "../env.ts";
+import { describeType } from "../option-check.ts";
+import { checkMaxConcurrentRequests } from "./request-gate.ts";
+
+/** Checks the shared options present in `given`: a `TypeError` / `RangeError` naming `owner` (`"OpenAIProvider"`). */
+export function checkSharedOptions(given: Readonly<Record<string, unknown>>, owner: string, exampleURL: string): void {
+  for (const name of ["apiKey", "baseURL", "model"] as const) {
+    if (given[name] !== undefined && typeof given[name] !== "string") {
+      throw new TypeError(`${owner} option "${name}" must be a string, got ${describeType(given[name])}.`);
+    }
+  }
+  if (given.baseURL !== undefined && !URL.canParse(given.baseURL as string)) {
+    throw new TypeError(`${owner} option "baseURL" must be a URL such as ${exampleURL}, got ${describeType(given.baseURL)}.`);
+  }
+  if (given.maxRetries !== undefined && (typeof given.maxRetries !== "number" || !Number.isInteger(given.maxRetries) || given.maxRetries < 0)) {
+    throw new RangeError(`${owner} option "maxRetries" must be an integer of at least 0, got ${describeType(given.maxRetries)}.`);
+  }
+  checkMaxConcurrentRequests(given.maxConcurrentRequests, owner);
+}
+
+/** The API key given, else the environment's; a `TypeError` saying how to give one when neither is there. */
+export function apiKeyFrom(given: string | undefined, envName: EnvName, owner: string): string {
+  const apiKey = given?.trim() || readEnv(envName);
+  if (apiKey !== undefined) return apiKey;
+  const blank = given === undefined ? "" : " (the apiKey given is blank)";
+  throw new TypeError(`${owner} has no API key${blank}. Pass { apiKey } or set the ${envName} environment variable.`);
+}
+
+/** The JSON Schema of a structured reply: `{ code }`, the method body. */
+export const PROGRAM_JSON_SCHEMA = {
+  type: "object",
+  properties: { code: { type: "string", description: "The JavaScript body of the async method." } },
+  required: ["code"],
+  additionalProperties: false,
+} as const;

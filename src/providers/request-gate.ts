@@ -1,0 +1,127 @@
+/**
+ * Requests to one provider, from every agent that uses it: at most so many at once, the rest
+ * queued in improv in arrival order; and after a server asked to slow down (HTTP 429 with a
+ * wait), none sent until that wait is over. 500 calls fired at once then draw a steady stream of
+ * requests, not 500 requests and a wall of 429 answers.
+ */
+import { describeType } from "../option-check.ts";
+import type { Provider } from "./provider.ts";
+
+/** Requests a provider sends at once unless its `maxConcurrentRequests` says otherwise. */
+export const DEFAULT_MAX_CONCURRENT_REQUESTS = 16;
+
+/** Checks a `maxConcurrentRequests` option: a whole number ≥ 1, or `Infinity` for no cap. */
+export function checkMaxConcurrentRequests(value: unknown, owner: string): void {
+  if (value === undefined || value === Number.POSITIVE_INFINITY) return;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${owner} option "maxConcurrentRequests" must be a whole number of at least 1 (or Infinity for no cap), got ${describeType(value)}.`);
+  }
+}
+
+interface Waiter {
+  readonly resolve: (release: () => void) => void;
+  readonly reject: (reason: unknown) => void;
+  readonly signal: AbortSignal;
+  readonly onAbort: () => void;
+}
+
+/** The gate of one provider. */
+export class RequestGate {
+  readonly limit: number;
+  #active = 0;
+  readonly #queue: Waiter[] = [];
+  #pausedUntil = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+
+  /** Requests in flight. */
+  get active(): number {
+    return this.#active;
+  }
+
+  /** Requests waiting their turn. */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  /**
+   * Waits for a turn: resolves with the function that ends it (call it once the request is
+   * answered), or rejects with the signal's reason if it aborts first.
+   */
+  acquire(signal: AbortSignal): Promise<() => void> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (this.#queue.length === 0 && this.#open()) return Promise.resolve(this.#enter());
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          const index = this.#queue.indexOf(waiter);
+          if (index >= 0) this.#queue.splice(index, 1);
+          reject(signal.reason);
+        },
+      };
+      signal.addEventListener("abort", waiter.onAbort, { once: true });
+      this.#queue.push(waiter);
+      this.#pump();
+    });
+  }
+
+  /** A turn at once, when one is free and nobody waits; else undefined (then {@link acquire}). */
+  tryAcquire(): (() => void) | undefined {
+    return this.#queue.length === 0 && this.#open() ? this.#enter() : undefined;
+  }
+
+  /** Sends nothing more for `ms` milliseconds (a server's `Retry-After`). */
+  pauseFor(ms: number): void {
+    this.#pausedUntil = Math.max(this.#pausedUntil, performance.now() + ms);
+  }
+
+  #open(): boolean {
+    return this.#active < this.limit && performance.now() >= this.#pausedUntil;
+  }
+
+  #enter(): () => void {
+    this.#active += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#active -= 1;
+      this.#pump();
+    };
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#open()) {
+      const waiter = this.#queue.shift()!;
+      waiter.signal.removeEventListener("abort", waiter.onAbort);
+      waiter.resolve(this.#enter());
+    }
+    const pausedFor = this.#pausedUntil - performance.now();
+    if (this.#queue.length > 0 && pausedFor > 0 && this.#timer === undefined) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        this.#pump();
+      }, Math.ceil(pausedFor));
+    }
+  }
+}
+
+const gates = new WeakMap<Provider, RequestGate>();
+
+/** The gate of `provider`, made on first use from its `maxConcurrentRequests` (or the default). */
+export function gateOf(provider: Provider): RequestGate {
+  let gate = gates.get(provider);
+  if (gate === undefined) {
+    const given = (provider as { maxConcurrentRequests?: unknown }).maxConcurrentRequests;
+    const valid = given === Number.POSITIVE_INFINITY || (typeof given === "number" && Number.isSafeInteger(given) && given >= 1);
+    gate = new RequestGate(valid ? (given as number) : DEFAULT_MAX_CONCURRENT_REQUESTS);
+    gates.set(provider, gate);
+  }
+  return gate;
+}
