@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, PostgresStore, ScriptedProvider, SqliteStore, type Store } from "../src/index.ts";
 import { postgresUnavailable, startPostgres, type PostgresServer } from "../spec/helpers/postgres.ts";
+import pg from "pg";
+import { checkFleet, runFleet, type FleetRun } from "../spec/helpers/fleet.ts";
 import { syntheticRecord } from "./records.ts";
 import { measureInterleaved, type Subject, type Summary } from "./stats.ts";
 
@@ -20,12 +22,16 @@ export interface StoreFigures {
   readonly reopen: { readonly records: number; readonly byStore: Record<string, { openMs: number; firstCallMs: number }> };
   /** Calls per second on one agent from one process, and from two at once, by store. */
   readonly throughput: Record<string, { readonly oneProcess: number; readonly twoProcesses: number; readonly callsEach: number }>;
+  /** Statements a reused call on an up-to-date PostgreSQL agent sends, averaged over `calls` calls (absent without a server). */
+  readonly postgresStatements?: { readonly calls: number; readonly perCall: number };
+  /** 64 agents called at once from one process and spread over four, by store; `problems` lists lost or duplicated records (none expected). */
+  readonly fleet: Record<string, { readonly one: FleetRun; readonly four: FleetRun; readonly problems: readonly string[] }>;
   /** Why PostgreSQL was left out, if it was. */
   readonly postgres: string;
 }
 
 /** Every store figure; PostgreSQL's only where a server can be started. */
-export async function storeFigures(options: { count: number; warmup: number; records: number; callsEach: number }): Promise<StoreFigures> {
+export async function storeFigures(options: { count: number; warmup: number; records: number; callsEach: number; fleetCalls: number }): Promise<StoreFigures> {
   const unavailable = postgresUnavailable();
   const server: PostgresServer | undefined = unavailable === undefined ? await startPostgres() : undefined;
   const stores: Store[] = [];
@@ -46,6 +52,7 @@ export async function storeFigures(options: { count: number; warmup: number; rec
       subjects[name] = { task: () => agent.add(1, 2) };
     }
     const calls = await measureInterleaved(subjects, options.count, options.warmup);
+    const postgresStatements = subjects.postgres === undefined ? undefined : await statementsPerCall(subjects.postgres, 200);
 
     const reopenBy: Record<string, { openMs: number; firstCallMs: number }> = {};
     for (const name of Object.keys(locations)) {
@@ -69,11 +76,48 @@ export async function storeFigures(options: { count: number; warmup: number; rec
       const two = (await timeProcesses(location, 2, options.callsEach)) - (await timeProcesses(location, 2, 0));
       throughput[name] = { oneProcess: (options.callsEach * 2) / one, twoProcesses: (options.callsEach * 2) / two, callsEach: options.callsEach };
     }
-    return { calls, reopen: { records: options.records, byStore: reopenBy }, throughput, postgres: unavailable ?? "measured on a throwaway local server (loopback)" };
+    const fleet: StoreFigures["fleet"] = {};
+    for (const name of Object.keys(locations)) {
+      const runs = [];
+      for (const processes of [1, 4]) {
+        const location = await (locations[name] as () => Promise<string>)();
+        const run = await runFleet(location, processes, FLEET_AGENTS, options.fleetCalls);
+        runs.push({ run, problems: await checkFleet(open(name, location), FLEET_AGENTS, options.fleetCalls) });
+      }
+      const [one, four] = runs as [(typeof runs)[number], (typeof runs)[number]];
+      fleet[name] = { one: one.run, four: four.run, problems: [...one.problems, ...four.problems, ...[one.run, four.run].flatMap((run) => run.firstErrors)] };
+    }
+    return {
+      calls,
+      reopen: { records: options.records, byStore: reopenBy },
+      throughput,
+      ...(postgresStatements === undefined ? {} : { postgresStatements }),
+      fleet,
+      postgres: unavailable ?? "measured on a throwaway local server (loopback)",
+    };
   } finally {
     await Promise.all(stores.map((store) => store.close().catch(() => undefined)));
     server?.stop();
   }
+}
+
+/** Agents in the many-agents figure. */
+const FLEET_AGENTS = 64;
+
+/** Statements the `pg` client sends per call of `subject`, counted at the client over `calls` calls. */
+async function statementsPerCall(subject: Subject, calls: number): Promise<{ calls: number; perCall: number }> {
+  let sent = 0;
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    sent += 1;
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  try {
+    for (let call = 0; call < calls; call += 1) await subject.task();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  return { calls, perCall: sent / calls };
 }
 
 /** Seconds for `processes` counter processes, started together, making `calls` calls each on one agent. */

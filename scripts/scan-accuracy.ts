@@ -1,6 +1,7 @@
 /**
  * `npm run scan-accuracy`: precision and recall of the history scan on the labeled set in
- * spec/telemetry/labeled-programs.ts, next to the textual fallback and a plain regex.
+ * spec/telemetry/labeled-programs.ts, and the share of programs whose access and tags are both
+ * exactly right ("tags exact"), next to the textual fallback and a plain regex.
  */
 import { scanProgram } from "../src/telemetry/scan.ts";
 import { scanText } from "../src/telemetry/text-scan.ts";
@@ -54,5 +55,7 @@ for (const [name, scanner] of [["AST scan (used when the program parses)", (code
   console.log(`  access detected    ${format(detection)}`);
   console.log(`  pattern tags       ${format(patterns)}`);
   for (const [tag, tally] of perTag) if (tally.tp + tally.fp + tally.fn > 0) console.log(`    ${tag.padEnd(8)}         ${format(tally)}`);
-  console.log(`  programs not labeled exactly: ${misses.length}${misses.length ? ` (${misses.slice(0, 6).join("; ")}${misses.length > 6 ? "; …" : ""})` : ""}\n`);
+  const exact = LABELED_PROGRAMS.length - misses.length;
+  console.log(`  tags exact         ${ratio(exact, LABELED_PROGRAMS.length).toFixed(3)}  (${exact} of ${LABELED_PROGRAMS.length} programs labeled exactly)`);
+  console.log(`  programs not labeled exactly: ${misses.length}${misses.length ? ` (${misses.slice(0, 8).join("; ")}${misses.length > 8 ? "; …" : ""})` : ""}\n`);
 }

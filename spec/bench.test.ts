@@ -26,7 +26,8 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(18);
+  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 19 : 21);
+  expect(output).toMatch(/sqlite: 64 agents × 3 calls at once: one process \d+ calls\/s, p99 [\d.]+ ms; four processes \d+ calls\/s, p99 [\d.]+ ms \(×[\d.]+\); no record lost or duplicated/);
   expect(results.reuse.generatedCall.count).toBeGreaterThan(0);
   for (const figure of results.promptPrefix.agents) expect(figure.medianShare).toBeGreaterThan(0);
   expect(results.reuse.slowProvider.withReuse.requests).toBe(1);

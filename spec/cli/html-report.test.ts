@@ -1,9 +1,11 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { chromium } from "playwright-core";
-import { describe, expect, test } from "vitest";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { runTelemetry } from "../../src/cli/telemetry-command.ts";
 import { Agent, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
 import { OpenAITestServer } from "../helpers/openai-server.ts";
@@ -11,6 +13,7 @@ import { OpenAITestServer } from "../helpers/openai-server.ts";
 const CHROMIUM = "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
 if (!available && process.env.CI === "true") throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium.`);
+const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
 function sink(): Writable & { text: string } {
   const stream = new Writable({ write: (chunk, _encoding, done) => ((stream.text += String(chunk)), done()) }) as Writable & { text: string };
@@ -29,7 +32,11 @@ const weather = {
   },
 };
 
-/** A call log with history reads, errors, reuse, token usage and tool calls, made through the whole stack. */
+/**
+ * A call log made through the whole stack: history reads, errors of several types, reuse, a
+ * kept program that fails, is dropped and repaired, token usage, tool calls (one failing) and
+ * a fetch the egress policy refuses.
+ */
 async function realLog(directory: string): Promise<string> {
   const server = await OpenAITestServer.start([
     { kind: "structured", code: "context.total = (context.total ?? 0) + args[0]; return context.total" },
@@ -55,6 +62,12 @@ async function realLog(directory: string): Promise<string> {
     await desk.forecast("Paris");
     await desk.forecast("Oslo");
     await desk.outage();
+    // Kept after the first call; fails on a number by its own mistake, is dropped, and the repair works.
+    const shouter = Agent.for("shouter", { provider: new ScriptedProvider({ programs: { shout: ["return args[0].toUpperCase()", "return String(args[0]).toUpperCase()"] } }), log, maxReuseFailures: 1 });
+    await shouter.shout("hi");
+    await shouter.shout(42);
+    const news = Agent.for("news", { provider: new ScriptedProvider({ programs: { peek: "return (await fetch('http://169.254.169.254/latest/meta-data/')).status" } }), log, egress: { allow: ["http://127.0.0.1:9"] } });
+    await news.peek();
     await new Promise((resolve) => setTimeout(resolve, 200));
     return log;
   } finally {
@@ -62,61 +75,208 @@ async function realLog(directory: string): Promise<string> {
   }
 }
 
-describe("improv telemetry --html", () => {
-  test.skipIf(!available)("writes one self-contained page that renders in a real browser with data in every chart and no console errors", async () => {
-    const directory = mkdtempSync(join(tmpdir(), "improv-html-"));
-    const log = await realLog(directory);
-    const file = join(directory, "report", "report.html");
-    const stderr = sink();
-    await runTelemetry({ inputs: [log], json: false, html: file, stdout: sink(), stderr });
-    expect(stderr.text).toContain(`wrote the HTML report to ${file}`);
-    const html = readFileSync(file, "utf8");
-    expect(html).not.toMatch(/<script|<link|https?:\/\//);
+type Line = Record<string, unknown>;
+const readLines = (path: string): Line[] => readFileSync(path, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Line);
 
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-background-networking"] });
+describe.skipIf(!available)("improv telemetry --html", () => {
+  let browser: Browser;
+  let log: string;
+  let lines: Line[];
+  let directory: string;
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), "improv-html-"));
+    log = await realLog(directory);
+    lines = readLines(log);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-background-networking"] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** Opens a report in the browser, collecting console errors, page errors and any request that leaves the file. */
+  async function open(file: string): Promise<{ page: Page; problems: string[] }> {
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(message.text());
+    });
+    page.on("pageerror", (error) => problems.push(error.message));
+    page.on("request", (request) => {
+      if (!request.url().startsWith("file:")) problems.push(`network: ${request.url()}`);
+    });
+    await page.goto(`file://${file}`);
+    return { page, problems };
+  }
+
+  async function report(name: string, filters: { role?: string; method?: string } = {}): Promise<string> {
+    const file = join(directory, name, "report.html");
+    const stderr = sink();
+    await runTelemetry({ inputs: [log], json: false, html: file, stdout: sink(), stderr, ...filters });
+    expect(stderr.text).toContain(`wrote the HTML report to ${file}`);
+    return file;
+  }
+
+  const rows = (page: Page, id: string) => page.$$eval(`#${id} tbody tr`, (trs) => trs.map((tr) => [...tr.querySelectorAll("th, td")].map((cell) => cell.textContent ?? "")));
+
+  test("one self-contained page that renders in a real browser, every section present and every chart with data, no console errors", async () => {
+    const file = await report("all");
+    const html = readFileSync(file, "utf8");
+    // Nothing to load: no script, stylesheet, image or font. (URLs appear only as text, in error messages.)
+    expect(html).not.toMatch(/<script|<link|<img|<iframe|\ssrc=|url\(|@import/i);
+    const { page, problems } = await open(file);
     try {
-      const page = await browser.newPage();
-      const problems: string[] = [];
-      page.on("console", (message) => {
-        if (message.type() === "error") problems.push(message.text());
-      });
-      page.on("pageerror", (error) => problems.push(error.message));
-      page.on("request", (request) => {
-        if (!request.url().startsWith("file:")) problems.push(`network: ${request.url()}`);
-      });
-      await page.goto(`file://${file}`);
       expect(await page.title()).toBe("improv telemetry");
+      const sections = await page.$$eval("section[data-section]", (found) => found.map((section) => section.id));
+      expect(sections).toEqual(["summary", "activity", "errors", "durations", "history", "reuse-and-repair", "cost", "tools", "egress"]);
+      for (const id of sections) expect(await page.isVisible(`#${id}`), id).toBe(true);
+      // The table of contents reaches every section below the summary.
+      expect(await page.$$eval("nav a", (links) => links.map((link) => link.getAttribute("href")))).toEqual(sections.slice(1).map((id) => `#${id}`));
       const charts = await page.$$eval("figure.chart", (figures) =>
         figures.map((figure) => ({ id: figure.id, points: Number(figure.getAttribute("data-points")), bars: figure.querySelectorAll("svg rect").length, width: figure.querySelector("svg")?.getBoundingClientRect().width ?? 0 })),
       );
-      expect(charts.map((chart) => chart.id)).toEqual(["calls-over-time", "history-reads", "history-operations", "reuse", "latency", "tokens", "tool-use", "tool-calls"]);
+      expect(charts.map((chart) => chart.id)).toEqual(["calls-over-time", "errors-by-type", "latency", "history-reads", "history-operations", "reuse", "program-sources", "tokens", "tool-use", "tool-calls"]);
       for (const chart of charts) {
         expect(chart.points, chart.id).toBeGreaterThan(0);
         expect(chart.bars, chart.id).toBeGreaterThan(0);
         expect(chart.width, chart.id).toBeGreaterThan(100);
       }
-      expect(await page.textContent("body")).toContain("served by kept programs");
+      const summary = Object.fromEntries(await page.$$eval("#summary tr", (trs) => trs.map((tr) => [tr.querySelector("th")?.textContent, tr.querySelector("td")?.textContent])));
+      expect(summary).toMatchObject({
+        calls: String(lines.length),
+        errors: `3 (${(300 / lines.length).toFixed(1)}%)`,
+        // ledger.add three times, desk.forecast once
+        "served by kept programs": `4 (${((400 / lines.length)).toFixed(1)}%)`,
+        "repaired programs that worked": "1",
+        "kept programs dropped": "1",
+        "tool calls": "4 (2 failed)",
+        "calls that fetched": "1",
+        "malformed lines": "0",
+      });
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
 
-      expect(await page.isVisible("h2#tools")).toBe(true);
-      // Per tool: two calls with no failed tool call, one with.
-      expect(await page.$$eval("#tool-use svg rect title", (titles) => titles.map((title) => title.textContent))).toEqual(["no tool call failed: 2", "a tool call failed: 1"]);
-      expect(await page.textContent("#tool-use svg")).toContain("weather");
-      // Per method: forecast's two tool calls succeeded, outage's one failed.
-      expect(await page.$$eval("#tool-calls svg text.label", (labels) => labels.map((label) => label.textContent))).toEqual(["desk.forecast", "desk.outage"]);
-      expect(await page.$$eval("#tool-calls svg rect title", (titles) => titles.map((title) => title.textContent))).toEqual(["ok: 2", "failed: 1"]);
-      const rows = (id: string) => page.$$eval(`#${id} tbody tr`, (trs) => trs.map((tr) => [...tr.querySelectorAll("th, td")].map((cell) => cell.textContent)));
+  test("what went wrong: failed calls by error type, role and method with the latest messages, and the failed calls by call id", async () => {
+    const { page, problems } = await open(await report("errors"));
+    try {
+      const failed = lines.filter((line) => line.outcome_status !== "ok");
+      // refuse: execution; outage: tool (the weather tool threw); peek: tool (the egress policy refused the fetch).
+      expect(failed.map((line) => `${line.role}.${line.method} ${line.error_type}`)).toEqual(["ledger.refuse execution", "desk.outage tool", "news.peek tool"]);
+      expect(await page.$$eval("#errors-by-type svg text.label", (labels) => labels.map((label) => label.textContent))).toEqual(["tool", "execution"]);
+      expect(await page.$$eval("#errors-by-type svg text.value", (values) => values.map((value) => value.textContent))).toEqual(["2", "1"]);
+      const byMethod = await rows(page, "errors-by-method");
+      const refuse = failed[0]!;
+      expect(byMethod.find((row) => row[0] === "ledger.refuse")).toEqual(["ledger.refuse", "1", "1", "100.0%", "execution\u00a01", `RangeError: no x (call ${refuse.call_id})`]);
+      expect(byMethod.find((row) => row[0] === "news.peek")?.[5]).toMatch(/^EgressError: fetch http:\/\/169\.254\.169\.254\/latest\/meta-data\/: .+ \(call [0-9a-f-]{36}\)$/);
+      // Most failed first, then most calls.
+      expect((await rows(page, "errors-by-role")).map((row) => row.slice(0, 5))).toEqual([
+        ["ledger", "6", "1", "16.7%", "execution\u00a01"],
+        ["desk", "3", "1", "33.3%", "tool\u00a01"],
+        ["news", "1", "1", "100.0%", "tool\u00a01"],
+      ]);
+      // The failed calls themselves, newest first, by their full call ids.
+      const calls = await rows(page, "failing-calls");
+      expect(calls.map((row) => row[0])).toEqual(failed.map((line) => line.call_id).reverse());
+      expect(calls.at(-1)?.slice(2, 5)).toEqual(["ledger.refuse", expect.stringMatching(/ ms$/), "error execution"]);
+      expect(calls.at(-1)?.at(-1)).toBe("RangeError: no x");
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
+  test("durations: the histogram's axes and bin edges are written on the page, and the slowest calls are listed by call id", async () => {
+    const { page } = await open(await report("durations"));
+    try {
+      // Every bin edge under its bar, and round ticks on the calls axis: nothing needs hovering.
+      expect(await page.$$eval("#latency svg text.xlabel", (labels) => labels.map((label) => label.textContent))).toEqual([
+        "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100", "200", "500", "1 s", "2 s", "5 s", "10 s", "30 s", "longer",
+      ]);
+      const bounds = [0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000, Infinity];
+      const bins = bounds.map((bound, index) => lines.filter((line) => (line.duration_ms as number) <= bound && (line.duration_ms as number) > (bounds[index - 1] ?? -1)).length);
+      const ticks = await page.$$eval("#latency svg text.tick", (labels) => labels.map((label) => Number(label.textContent)));
+      expect(ticks).toHaveLength(3);
+      expect(ticks[0]).toBe(0);
+      expect(ticks[2]).toBeGreaterThanOrEqual(Math.max(...bins));
+      expect(ticks[2]).toBeLessThanOrEqual(2 * Math.max(...bins));
+      expect(await page.isVisible("#latency svg text.xlabel")).toBe(true);
+      // Each non-empty bar is labelled with its count, and the counts add up to the calls.
+      const counts = await page.$$eval("#latency svg text.value", (values) => values.map((value) => Number(value.textContent)));
+      expect(counts).toEqual(bins.filter((calls) => calls > 0));
+      expect(await page.$$eval("#calls-over-time svg text.tick", (labels) => labels.length)).toBe(3);
+
+      const slowest = await rows(page, "slowest-calls");
+      const expected = [...lines].sort((a, b) => (b.duration_ms as number) - (a.duration_ms as number)).slice(0, 10);
+      expect(slowest.map((row) => row[0])).toEqual(expected.map((line) => line.call_id));
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
+  test("reuse and repair, tools and egress: a dropped kept program and its repair, tool failures, the refused fetch", async () => {
+    const { page, problems } = await open(await report("reuse"));
+    try {
+      const shout = lines.filter((line) => line.method === "shout");
+      expect(shout.map((line) => [line.program_source, line.kept_program_dropped, line.outcome_status])).toEqual([["generated", false, "ok"], ["repaired", true, "ok"]]);
+      // role.method, calls, reused, repaired, repairs that worked, kept program failed, kept program dropped, new program kept, not kept
+      const fates = await rows(page, "reuse-by-method");
+      expect(fates.find((row) => row[0] === "shouter.shout")).toEqual(["shouter.shout", "2", "0", "1", "1", "1", "1", "2", "0"]);
+      expect(fates.find((row) => row[0] === "ledger.add")).toEqual(["ledger.add", "4", "3", "0", "0", "0", "0", "1", "0"]);
+      expect(await page.textContent("#reuse-and-repair .intro")).toBe(
+        "1 calls ran a repaired program (1 of them ended ok); 1 kept programs failed by their own mistake, 1 of them dropped after failing in a row; 5 new programs were kept and 0 that worked were not.",
+      );
+      // Per tool: two calls with no failed tool call, one with; fetch counts as a tool.
+      expect(await page.$$eval("#tool-use svg text.label", (labels) => labels.map((label) => label.textContent))).toEqual(["weather", "fetch"]);
+      expect(await page.$$eval("#tool-use svg rect title", (titles) => titles.map((title) => title.textContent))).toEqual(["no tool call failed: 2", "a tool call failed: 1", "a tool call failed: 1"]);
+      expect(await page.$$eval("#tool-calls svg text.label", (labels) => labels.map((label) => label.textContent))).toEqual(["desk.forecast", "desk.outage", "news.peek"]);
       // calls, using tools, reach tools, tool calls, failed, tool ms (varies), outcome tool
-      const role = await rows("tools-by-role");
-      expect(role.map((row) => [...row.slice(0, 6), row[7]])).toEqual([["desk", "3", "100.0%", "100.0%", "3", "1", "1"]]);
-      const methods = await rows("tools-by-method");
+      const methods = await rows(page, "tools-by-method");
       expect(methods.map((row) => [...row.slice(0, 6), row[7]])).toEqual([
         ["desk.forecast", "2", "100.0%", "100.0%", "2", "0", "0"],
         ["desk.outage", "1", "100.0%", "100.0%", "1", "1", "1"],
+        ["news.peek", "1", "100.0%", "100.0%", "1", "1", "1"],
       ]);
-      expect(await page.isVisible("#tools-by-method")).toBe(true);
+      // role.method, calls, fetched, with a failed tool call, code reaches fetch
+      expect(await rows(page, "egress-by-method")).toEqual([["news.peek", "1", "1", "1", "1"]]);
+      expect(await page.textContent("#egress .intro")).toMatch(/^1 calls made egress requests \(tool calls named fetch\), 1 of them with a failed tool call/);
       expect(problems).toEqual([]);
     } finally {
-      await browser.close();
+      await page.close();
+    }
+  }, 60_000);
+
+  test("the real CLI's --role and --method give a page of those calls only; a role with no calls gives an empty page that says so", async () => {
+    const roleFile = join(directory, "role", "desk.html");
+    const byRole = spawnSync(process.execPath, [cli, "telemetry", log, "--role", "desk", "--html", roleFile], { encoding: "utf8", timeout: 60_000 });
+    expect(byRole.status).toBe(0);
+    const methodFile = join(directory, "method", "add.html");
+    expect(spawnSync(process.execPath, [cli, "telemetry", log, "--method", "ledger.add", "--html", methodFile], { encoding: "utf8", timeout: 60_000 }).status).toBe(0);
+    const noneFile = join(directory, "none", "nobody.html");
+    const none = spawnSync(process.execPath, [cli, "telemetry", log, "--role", "nobody", "--html", noneFile], { encoding: "utf8", timeout: 60_000 });
+    expect(none.status).toBe(0);
+    expect(none.stdout).toContain(`  calls                 0  (${lines.length} left out by --role nobody)\n  no calls matched --role nobody\n`);
+
+    const { page, problems } = await open(roleFile);
+    try {
+      expect(await page.textContent("p.note")).toContain("Calls matching --role desk.");
+      expect(await page.textContent("#summary")).toContain(`calls3 (${lines.length - 3} more left out by --role desk)`);
+      expect((await rows(page, "tools-by-method")).map((row) => row[0])).toEqual(["desk.forecast", "desk.outage"]);
+      expect((await rows(page, "failing-calls")).map((row) => row[2])).toEqual(["desk.outage"]);
+      expect(await page.$$eval("#history-reads svg text.label", (labels) => labels.map((label) => label.textContent))).toEqual(["desk.forecast", "desk.outage"]);
+      expect(problems).toEqual([]);
+      await page.goto(`file://${methodFile}`);
+      expect(await page.$$eval("#reuse svg text.label", (labels) => labels.map((label) => label.textContent))).toEqual(["ledger.add"]);
+      await page.goto(`file://${noneFile}`);
+      expect(await page.textContent("#no-calls")).toBe("No calls matched --role nobody.");
+      expect(await page.$$eval("section[data-section]", (found) => found.length)).toBe(9);
+      expect(await rows(page, "failing-calls")).toEqual([["No call failed."]]);
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
     }
   }, 60_000);
 });

@@ -1,12 +1,17 @@
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { PassThrough, Readable, Writable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
 import { OpenAITestServer } from "../helpers/openai-server.ts";
 import { runTelemetry, UsageError, type TelemetryCommandOptions } from "../../src/cli/telemetry-command.ts";
+
+const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+const improv = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: "utf8", timeout: 60_000 });
 
 function sink(isTTY = false): Writable & { text: string; isTTY: boolean } {
   const stream = new Writable({
@@ -126,6 +131,141 @@ describe("improv telemetry", () => {
       count: 3,
       examples: [`${file}:2 (not JSON)`, `${file}:4 (not an improv call line)`, `${file}:5 (not an improv call line)`],
     });
+  });
+
+  test("--role and --method keep one role's or one method's calls, in the JSON, the text and the filters the report states", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const log = await realLog(directory);
+    const byRole = await run({ inputs: [log], json: true, role: "assistant" }).promise;
+    expect(byRole).toMatchObject({ calls: 2, filteredOut: 5, filters: { role: "assistant", method: null, since: null, until: null } });
+    expect(Object.keys(byRole.byRole)).toEqual(["assistant"]);
+    expect(Object.keys(byRole.byMethod)).toEqual(["assistant.count", "assistant.slow"]);
+    expect(byRole.overall.errorTypes).toEqual({ timeout: 1 });
+    // A method by its name (in every role), or as role.method.
+    const byName = await run({ inputs: [log], json: true, method: "add" }).promise;
+    expect(byName).toMatchObject({ calls: 2, filteredOut: 5 });
+    const byKey = await run({ inputs: [log], json: true, method: "calculator.recent" }).promise;
+    expect(Object.keys(byKey.byMethod)).toEqual(["calculator.recent"]);
+    expect(byKey.overall.patterns).toEqual({ slice: 1, map: 1 });
+    // Both, and a window: all must hold.
+    expect((await run({ inputs: [log], json: true, role: "assistant", method: "add" }).promise).calls).toBe(0);
+    expect((await run({ inputs: [log], json: true, role: "calculator", method: "add", since: "2000-01-01" }).promise).calls).toBe(2);
+
+    const text = run({ inputs: [log], role: "calculator", method: "fails" });
+    await text.promise;
+    expect(text.stdout.text).toContain("  calls                 1  (6 left out by --role calculator --method fails)\n");
+  });
+
+  test("a role or method with no calls gives an empty report that says no calls matched", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const log = await realLog(directory);
+    const report = await run({ inputs: [log], json: true, role: "nobody" }).promise;
+    expect(report).toMatchObject({ calls: 0, filteredOut: 7, byRole: {}, byMethod: {}, failingCalls: [], slowestCalls: [], firstTimestamp: null });
+    const result = improv("telemetry", log, "--method", "nothing");
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^improv telemetry\n {2}calls {17}0 {2}\(7 left out by --method nothing\)\n {2}no calls matched --method nothing\n/);
+  });
+
+  test("bad filter flags are usage mistakes: a typed error, and exit code 2 from the command line", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "one.jsonl");
+    writeFileSync(file, JSON.stringify({ call_id: "a", outcome_status: "ok", role: "r", method: "m" }));
+    await expect(run({ inputs: [file], role: "  " }).promise).rejects.toThrow(new UsageError("--role needs a name, such as --role calculator."));
+    await expect(run({ inputs: [file], method: "" }).promise).rejects.toThrow(UsageError);
+    await expect(run({ inputs: [file], since: "2025-02-01", until: "2025-01-01" }).promise).rejects.toThrow("--since (2025-02-01T00:00:00.000Z) is after --until (2025-01-01T00:00:00.000Z): no call could match.");
+    const blank = improv("telemetry", file, "--role", "");
+    expect(blank).toMatchObject({ status: 2, stderr: "improv telemetry: --role needs a name, such as --role calculator.\n" });
+    const missing = improv("telemetry", file, "--method");
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain("error: option '--method <method>' argument missing");
+    expect(improv("telemetry", file, "--roles", "x").status).toBe(2);
+    expect(improv("telemetry", file, "--role", "r").status).toBe(0);
+  });
+
+  test("failed calls are listed with their messages and call ids, newest first, in the JSON and the text", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const log = await realLog(directory);
+    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const failed = lines.filter((line) => line.outcome_status !== "ok");
+    const report = await run({ inputs: [log], json: true }).promise;
+    expect(report.failingCalls.map((call) => [call.callId, call.role, call.method, call.errorType])).toEqual([...failed].reverse().map((line) => [line.call_id, line.role, line.method, line.error_type]));
+    expect(report.failingCalls.map((call) => call.errorMessage)).toEqual(["The program ran longer than executionTimeoutMs (100 ms) and was stopped.", "Error: no"]);
+    const [broken, slow] = failed as [Record<string, unknown>, Record<string, unknown>];
+    expect(report.byMethod["calculator.broken"]?.latestErrors).toEqual([expect.objectContaining({ callId: broken.call_id, errorMessage: "Error: no", errorType: "execution" })]);
+    expect(report.byMethod["calculator.add"]?.latestErrors).toEqual([]);
+    const text = run({ inputs: [log] });
+    await text.promise;
+    expect(text.stdout.text).toContain(
+      `  latest errors         (newest first)\n    ${slow.timestamp}  assistant.slow  timeout  The program ran longer than executionTimeoutMs (100 ms) and was stopped.  (call ${(slow.call_id as string).slice(0, 8)})\n` +
+        `    ${broken.timestamp}  calculator.broken  execution  Error: no  (call ${(broken.call_id as string).slice(0, 8)})\n`,
+    );
+  });
+
+  test("older lines without an error message, long messages and control characters in them are shown safely", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "errors.jsonl");
+    const call = (id: string, timestamp: string, fields: Record<string, unknown>) => JSON.stringify({ timestamp, call_id: id, outcome_status: "error", error_type: "execution", role: "r", method: "m", ...fields });
+    writeFileSync(
+      file,
+      [
+        call("old", "2025-01-01T00:00:01.000Z", {}),
+        call("long", "2025-01-01T00:00:02.000Z", { error_message: "x".repeat(5_000) }),
+        call("escape", "2025-01-01T00:00:03.000Z", { error_message: "a\u001b[2Jb\nc", error_type: "__proto__" }),
+      ].join("\n"),
+    );
+    const report = await run({ inputs: [file], json: true }).promise;
+    expect(report.failingCalls.map((sample) => sample.callId)).toEqual(["escape", "long", "old"]);
+    expect(report.failingCalls[1]?.errorMessage).toHaveLength(1_001);
+    expect(report.failingCalls[2]?.errorMessage).toBeNull();
+    expect(report.overall.errorTypes).toEqual({ execution: 2, "(unknown)": 1 });
+    expect(Object.getPrototypeOf(report.overall.errorTypes)).toBe(Object.prototype);
+    const text = run({ inputs: [file] });
+    await text.promise;
+    expect(text.stdout.text).toContain("  execution  (no message in this log line)  (call old)\n");
+    expect(text.stdout.text).toContain("  a [2Jb c  (call escape)\n");
+    expect(text.stdout.text).not.toContain("\u001b");
+  });
+
+  test("the slowest calls and the latest failures are kept bounded, whatever order the lines come in", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const call = (index: number) => JSON.stringify({ timestamp: new Date(Date.UTC(2025, 0, 1, 0, 0, index)).toISOString(), call_id: `c${index}`, outcome_status: index % 2 === 0 ? "error" : "ok", error_type: index % 2 === 0 ? "execution" : null, role: "r", method: "m", duration_ms: (index * 37) % 101 });
+    const indices = Array.from({ length: 100 }, (_, index) => index);
+    // Two files, each out of order.
+    writeFileSync(join(directory, "a.jsonl"), indices.filter((index) => index % 3 === 0).reverse().map(call).join("\n"));
+    writeFileSync(join(directory, "b.jsonl"), indices.filter((index) => index % 3 !== 0).map(call).join("\n"));
+    const report = await run({ inputs: [directory], json: true }).promise;
+    const byDuration = [...indices].sort((a, b) => ((b * 37) % 101) - ((a * 37) % 101)).slice(0, 10);
+    expect(report.slowestCalls.map((sample) => sample.callId)).toEqual(byDuration.map((index) => `c${index}`));
+    expect(report.failingCalls.map((sample) => sample.callId)).toEqual(indices.filter((index) => index % 2 === 0).reverse().slice(0, 20).map((index) => `c${index}`));
+    expect(report.byMethod["r.m"]?.latestErrors.map((sample) => sample.callId)).toEqual(["c98", "c96", "c94"]);
+  });
+
+  test("repair and reuse: where programs came from, kept programs that failed or were dropped, and why programs were not kept", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const log = join(directory, "calls.jsonl");
+    const provider = new ScriptedProvider({ programs: { "shouter.shout": ["return args[0].toUpperCase()", "return String(args[0]).toUpperCase()"], "shouter.ask": "return 'yes ' + args[0]" } });
+    const shouter = Agent.for("shouter", { provider, log, maxReuseFailures: 1 });
+    await shouter.shout("hi"); // generated, kept
+    await shouter.shout("ho"); // reused
+    await shouter.shout(42); // the kept program fails and is dropped; the repair works and is kept
+    await shouter.ask("a");
+    await shouter.ask("b");
+    const prose = JSON.stringify({ call_id: "p", outcome_status: "ok", role: "philosopher", method: "argue", reuse_decision: { kept: false, reason: 'its result is prose it wrote itself ("justice is harmony"): an answer, not a method' } });
+    const other = prose.replace("justice is harmony", "courage is knowledge").replace('"p"', '"q"');
+    writeFileSync(join(directory, "more.jsonl"), `${prose}\n${other}\n`);
+    const report = await run({ inputs: [directory], json: true }).promise;
+    expect(report.byMethod["shouter.shout"]).toMatchObject({ calls: 3, reused: 1, programSources: { generated: 1, reused: 1, repaired: 1 }, repairedOk: 1, keptProgramFailed: 1, keptProgramDropped: 1, keptNew: 2, notKept: 0 });
+    expect(report.byMethod["shouter.ask"]).toMatchObject({ programSources: { generated: 2 }, keptNew: 0, notKept: 2 });
+    expect(report.overall).toMatchObject({ keptNew: 2, notKept: 4, keptProgramDropped: 1 });
+    expect(report.notKeptReasons).toEqual({
+      "ask by convention takes free-form requests (name it in reuse: { only } to keep its programs)": 2,
+      'its result is prose it wrote itself ("…"): an answer, not a method': 2,
+    });
+    const text = run({ inputs: [directory] });
+    await text.promise;
+    expect(text.stdout.text).toContain("  programs              3 generated, 1 reused, 1 repaired\n");
+    expect(text.stdout.text).toContain("  repairs that worked   1  (kept programs that failed by their own mistake: 1, dropped after failing in a row: 1)\n");
+    expect(text.stdout.text).toContain("  new programs kept     2  (4 that worked were not kept)\n");
   });
 
   test("--since and --until keep calls inside the window", async () => {

@@ -8,7 +8,7 @@ import { Agent, ScriptedProvider } from "../../src/index.ts";
 const LOG_FIELDS = [
   "timestamp", "runtime", "role", "model", "method", "args", "kwargs", "code", "duration_ms", "generation_attempt", "outcome_status",
   "error_type", "trace_id", "call_id", "parent_call_id", "depth", "history_record_appended", "conversation_history_size",
-  "history_access_detected", "history_query_patterns", "history_scan",
+  "history_access_detected", "history_query_patterns", "history_scan", "error_message", "kept_program_dropped",
 ];
 
 function tempLog(name = "calls.jsonl"): string {
@@ -45,7 +45,8 @@ describe("log lines", () => {
       outcome_status: "ok", error_type: null, parent_call_id: null, depth: 0, history_record_appended: true, conversation_history_size: 1,
       history_access_detected: false, history_query_patterns: [], history_scan: "ast",
     });
-    expect(lines[1]).toMatchObject({ method: "bad", outcome_status: "error", error_type: "execution", conversation_history_size: 2 });
+    expect(lines[1]).toMatchObject({ method: "bad", outcome_status: "error", error_type: "execution", error_message: "Error: bad", conversation_history_size: 2 });
+    expect(lines[0]).toMatchObject({ error_message: null, kept_program_dropped: false });
     expect(lines[2]).toMatchObject({ method: "failures", history_access_detected: true, history_query_patterns: ["count", "filter"], history_scan: "ast" });
     expect(lines[0]).not.toHaveProperty("system_prompt");
   });

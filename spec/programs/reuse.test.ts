@@ -160,13 +160,22 @@ describe("program reuse", () => {
     expect(provider.calls).toHaveLength(2);
   });
 
-  test("a kept program that fails by its own mistake maxReuseFailures calls in a row is dropped", async () => {
-    const { agent, provider } = scriptedAgent("shouter", { shout: ["return args[0].toUpperCase()", "return args[0].nope()"] }, { maxGenerationAttempts: 1, maxReuseFailures: 2 });
+  test("a kept program that fails by its own mistake maxReuseFailures calls in a row is dropped, and the log line says so", async () => {
+    const log = logPath();
+    const { agent, provider } = scriptedAgent("shouter", { shout: ["return args[0].toUpperCase()", "return args[0].nope()"] }, { maxGenerationAttempts: 1, maxReuseFailures: 2, log });
     await agent.shout("hi");
     await agent.shout(42); // the kept program fails (1), and so does its repair
     await agent.shout(42); // fails again (2): dropped
     await agent.shout("again"); // nothing kept: the provider is asked
     expect(provider.calls.map((call) => call.user.includes("The program kept from an earlier call"))).toEqual([false, true, true, false]);
+    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => [line.kept_program_dropped, (line.attempt_errors as { attempt: number }[]).map((error) => error.attempt), line.error_message])).toEqual([
+      [false, [], null],
+      [false, [0, 1], "TypeError: args[0].nope is not a function"],
+      [true, [0, 1], "TypeError: args[0].nope is not a function"],
+      // A new program from the provider, which fails on its own first run.
+      [false, [1], "TypeError: args[0].nope is not a function"],
+    ]);
   });
 
   test("a time-out is not charged to a kept program", async () => {
@@ -231,7 +240,7 @@ describe("program reuse through a store", () => {
     await store.close();
   });
 
-  test("a reused call on a durable agent asks its store for changes once", async () => {
+  test("a reused call on a durable agent that is up to date reads no changes; one another connection wrote to reads them once", async () => {
     class CountingStore extends SqliteStore {
       pulls = 0;
       override changes(...args: Parameters<SqliteStore["changes"]>): ReturnType<SqliteStore["changes"]> {
@@ -239,14 +248,23 @@ describe("program reuse through a store", () => {
         return super.changes(...args);
       }
     }
-    const store = new CountingStore(join(mkdtempSync(join(tmpdir(), "improv-reuse-store-")), "improv.db"));
+    const path = join(mkdtempSync(join(tmpdir(), "improv-reuse-store-")), "improv.db");
+    const store = new CountingStore(path);
     const { provider } = scriptedAgent("calculator", { add: "return args[0] + args[1]" });
     const calc = await Agent.open("calculator", { store, provider });
     await calc.add(1, 2);
     const before = store.pulls;
     expect((await calc.add(3, 4)).value).toBe(7);
     expect(Agent.history(calc).at(-1)?.program_source).toBe("reused");
+    expect(store.pulls - before).toBe(0);
+    // Another connection's commit: the next call's turn sees it, and reads it once.
+    const other = new SqliteStore(path);
+    const elsewhere = await Agent.open("calculator", { store: other, provider });
+    await elsewhere.add(5, 6);
+    expect((await calc.add(7, 8)).value).toBe(15);
     expect(store.pulls - before).toBe(1);
+    expect(Agent.history(calc)).toHaveLength(4);
+    await other.close();
     await store.close();
   });
 

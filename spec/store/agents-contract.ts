@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type Store } from "../../src/index.ts";
+import { checkFleet, runFleet } from "../helpers/fleet.ts";
 
 const COUNTER = new URL("./fixtures/counter.ts", import.meta.url).pathname;
 const MIXED = new URL("./fixtures/mixed.ts", import.meta.url).pathname;
@@ -194,6 +195,14 @@ describe(`many writers and crashes on ${name}`, () => {
     expect(state.context?.values).toMatchObject({ n: 45 });
     expect((state.context?.values.log as number[]).length).toBe(45);
     expect(state.records).toHaveLength(45);
+  }, 120_000);
+
+  test("sixteen agents spread over four processes, called at once, lose no record and duplicate none", async () => {
+    const path = await location();
+    const run = await runFleet(path, 4, 16, 12);
+    expect(run.firstErrors).toEqual([]);
+    expect(run).toMatchObject({ calls: 16 * 12, errors: 0 });
+    expect(await checkFleet(open(path), 16, 12)).toEqual([]);
   }, 120_000);
 
   test("a process killed at any moment leaves the calls that resolved, at most one more, each whole", async () => {

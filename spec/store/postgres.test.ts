@@ -41,6 +41,49 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
       expect(() => Agent.for("calculator", { store })).toThrow(`Agent.for() cannot load an agent from ${store.label} synchronously. Use await Agent.open(role, options) with this store.`);
     });
 
+    test("a reused call on an agent that is up to date takes two statements, its turn and its commit; each kept-value and program count in the commit", async () => {
+      const store = openStore(await freshDatabase());
+      const counter = await Agent.open("counter", { store, id: "s1", provider: provider() });
+      await counter.inc();
+      await counter.inc(); // reads the kept program once
+      const sent: string[] = [];
+      const query = pg.Client.prototype.query;
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        const [config] = args as [string | { name?: string; text?: string }];
+        sent.push(typeof config === "string" ? config : (config.name ?? config.text ?? ""));
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      try {
+        for (let call = 0; call < 5; call += 1) expect((await counter.inc()).value).toBe(call + 3);
+      } finally {
+        pg.Client.prototype.query = query;
+      }
+      expect(sent).toEqual(Array.from({ length: 5 }, () => ["improv_turn", "improv_commit"]).flat());
+      const kept = (await store.programs("counter"))[0];
+      expect(kept?.uses).toBe(6);
+      expect((await store.records("s1")).map((record) => JSON.parse(record).program_source)).toEqual(["generated", ...Array.from({ length: 6 }, () => "reused")]);
+      expect(await store.value("s1", Agent.history(counter).at(-1)!.call_id)).toBeDefined();
+    });
+
+    test("turn connections the server ends are made again; calls go on", async () => {
+      const url = await freshDatabase();
+      const store = openStore(url);
+      const counter = await Agent.open("counter", { store, id: "s2", provider: provider() });
+      await counter.inc();
+      const database = url.split("/").at(-1) as string;
+      const admin = new pg.Client({ connectionString: (server as PostgresServer).url });
+      await admin.connect();
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [database]);
+      await admin.end();
+      const outcomes = [];
+      for (let call = 0; call < 4; call += 1) outcomes.push(await counter.inc());
+      // A call may meet the ended connection: it ends typed; the calls after it succeed.
+      expect(outcomes.every((outcome) => outcome.ok || outcome.errorType === "store")).toBe(true);
+      expect(outcomes.slice(-2).every((outcome) => outcome.ok)).toBe(true);
+      expect(outcomes.at(-1)?.value).toBe(1 + outcomes.filter((outcome) => outcome.ok).length);
+      expect(await store.records("s2")).toHaveLength(1 + outcomes.filter((outcome) => outcome.ok).length);
+    });
+
     test("the store's label carries no password", () => {
       const store = new PostgresStore("postgres://app:secret@127.0.0.1:5432/app?sslmode=disable");
       expect(store.label).toBe("postgres://app@127.0.0.1:5432/app");

@@ -10,6 +10,7 @@ import { decideReuse } from "../programs/keep-decision.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
 import type { AgentState } from "../agent-state.ts";
+import type { AgentView } from "../store/store.ts";
 import { failed, type Call, type CallDraft } from "./draft.ts";
 import { CONFLICT, finalize } from "./finalize.ts";
 import type { AttemptFailure } from "./repair.ts";
@@ -26,8 +27,18 @@ type Prepared = Extract<PreparedProgram, { ok: true }>;
 /** Runs of one attempt's program when other processes keep committing to the same agent first. */
 const MAX_CONFLICT_RUNS = 8;
 
-/** Prepares and runs one attempt's program (`attempt` 0: a kept program), and commits what it did unless it was its own mistake. */
-export async function runAttempt(call: Call, code: string, attempt: number): Promise<AttemptEnd> {
+/** A kept program the store no longer holds under the call's key (another process dropped or replaced it): it was not run. */
+export const STALE = Symbol("stale");
+
+/**
+ * Prepares and runs one attempt's program (`attempt` 0: a kept program, kept under `keptKey`),
+ * and commits what it did unless it was its own mistake. A durable agent's run and commit are
+ * one turn in its store; for a kept program, the turn also says whether the store still keeps
+ * it ({@link STALE} when not).
+ */
+export async function runAttempt(call: Call, code: string, attempt: number): Promise<AttemptEnd>;
+export async function runAttempt(call: Call, code: string, attempt: number, keptKey: string): Promise<AttemptEnd | typeof STALE>;
+export async function runAttempt(call: Call, code: string, attempt: number, keptKey?: string): Promise<AttemptEnd | typeof STALE> {
   const { state, draft } = call;
   const prepared = prepareProgram(code, draft.method);
   draft.parsed = prepared.parsed;
@@ -35,12 +46,17 @@ export async function runAttempt(call: Call, code: string, attempt: number): Pro
     return { outcome: failed(draft, "invalid_code", prepared.message), mistake: { attempt, errorType: "invalid_code", message: prepared.message, code } };
   }
   return state.queue.run(async () => {
+    const { link } = state;
+    if (link === undefined) return runAndCommit(call, prepared, code, attempt, undefined);
     // Processes sharing a durable agent take turns where the store has per-agent locks.
-    const release = state.link === undefined ? undefined : await state.link.lock(lockWaitMs(state));
+    const turn = await link.turn({ waitMs: lockWaitMs(state), programKey: keptKey });
     try {
-      return await runAndCommit(call, prepared, code, attempt);
+      if (keptKey !== undefined && turn.program !== undefined && turn.program !== code) return STALE;
+      draft.turn = turn;
+      return await runAndCommit(call, prepared, code, attempt, turn.stand);
     } finally {
-      if (release !== undefined) await release();
+      draft.turn = undefined;
+      await turn.end();
     }
   });
 }
@@ -50,11 +66,12 @@ function lockWaitMs(state: AgentState): number {
   return state.options.executionTimeoutMs * 3 + 10_000;
 }
 
-async function runAndCommit(call: Call, prepared: Prepared, code: string, attempt: number): Promise<AttemptEnd> {
+async function runAndCommit(call: Call, prepared: Prepared, code: string, attempt: number, stand: AgentView | undefined): Promise<AttemptEnd> {
   const { state, draft } = call;
   for (let run = 1; ; run += 1) {
-    // Up to date with the store before the run, so the program sees the latest context.
-    const pullProblem = state.link === undefined ? undefined : await pullFailure(state, draft);
+    // Up to date with the store before the run, so the program sees the latest context; on the
+    // first run, nothing is read when the turn found the agent where this copy already is.
+    const pullProblem = state.link === undefined ? undefined : await pullFailure(state, draft, run === 1 ? stand : undefined);
     if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
     const baseVersion = state.link?.view.version ?? 0;
     const { outcome, failure, context } = await runInSandbox(call, prepared.source);
@@ -77,10 +94,10 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
   }
 }
 
-/** A `store` outcome when a durable agent cannot be brought up to date, else undefined. */
-export async function pullFailure(state: AgentState, draft: CallDraft): Promise<Outcome | undefined> {
+/** A `store` outcome when a durable agent cannot be brought up to date (from `stand`, where its turn found it, when known), else undefined. */
+export async function pullFailure(state: AgentState, draft: CallDraft, stand?: AgentView): Promise<Outcome | undefined> {
   try {
-    await state.pull();
+    await (stand === undefined ? state.pull() : state.link?.catchUp(stand));
     return undefined;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

@@ -10,6 +10,7 @@ import { Outcome, type ErrorType } from "../outcome.ts";
 import type { ReuseDecision } from "../programs/keep-decision.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import type { Span } from "../tracing/tracing.ts";
+import type { AgentTurn } from "../store/store.ts";
 import { agentsWaitingNow, withAgents } from "../tools/reentry.ts";
 import { ToolCallLog } from "../tools/tool-calls.ts";
 import type { AttemptFailure } from "./repair.ts";
@@ -87,11 +88,17 @@ export interface CallDraft {
   artifactHit: boolean;
   /** Whether the program that worked was kept for reuse, and why; undefined when no new program worked. */
   reuseDecision: ReuseDecision | undefined;
+  /** Whether the kept program that ran failed by its own mistake once too often in a row, and was dropped. */
+  keptProgramDropped: boolean;
   /** The last program, parsed once and reused by the history scan. */
   parsed: ParsedProgram | undefined;
   model: string | undefined;
   /** The name of the provider that wrote the call's program. */
   provider: string | undefined;
+  /** A durable agent's turn in its store while a program of this call runs and commits (see `AgentTurn`). */
+  turn: AgentTurn | undefined;
+  /** The kept program this call runs, under its key; `counted` once its commit counted the use. */
+  keptRun: { readonly key: string; readonly code: string; counted: boolean } | undefined;
   attempts: number;
   system: string | undefined;
   user: string | undefined;
@@ -154,9 +161,12 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     runOutcome: undefined,
     artifactHit: false,
     reuseDecision: undefined,
+    keptProgramDropped: false,
     parsed: undefined,
     model: undefined,
     provider: undefined,
+    turn: undefined,
+    keptRun: undefined,
     attempts: 0,
     system: undefined,
     user: undefined,

@@ -3,7 +3,7 @@ import type { AgentState } from "../agent-state.ts";
 import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
 import { Outcome } from "../outcome.ts";
-import type { WriteResult } from "../store/store.ts";
+import type { AgentWrite, WriteResult } from "../store/store.ts";
 import type { ReuseDecision } from "../programs/keep-decision.ts";
 import { attemptErrors } from "./repair.ts";
 import { showOutcome } from "../log/verbose.ts";
@@ -50,11 +50,16 @@ export async function finalize(
     try {
       // The version check is against the context the program ran on, not whatever the copy holds now.
       const { keepValues } = target.options;
-      result = await link.write({
+      // A kept program's use is counted in the same transaction, when its run served the call.
+      const counted = draft.keptRun !== undefined && servedByKept(draft, final) ? { key: draft.keptRun.key, code: draft.keptRun.code } : undefined;
+      const write: AgentWrite = {
         record: serialized.json,
         ...(keepValue ? { value: { ref: draft.callId, text: draft.valueText as string, count: keepValues.count, maxBytes: keepValues.maxBytes } } : {}),
         ...(changed === undefined ? {} : { context: target.storedContext(changed.context), baseVersion: changed.baseVersion }),
-      });
+        ...(counted === undefined ? {} : { ranProgram: counted }),
+      };
+      result = await (draft.turn === undefined ? link.write(write) : draft.turn.commit(write));
+      if (result.ok && counted !== undefined) draft.keptRun!.counted = true;
     } catch (error) {
       final = Outcome.failure(draft.callId, "store", storeFailure(error));
       serialized = buildRecord(draft, final, durationMs, false);
@@ -70,6 +75,11 @@ export async function finalize(
   if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, final, durationMs, appended));
   if (target.options.verbose) showOutcome(draft.role, draft.method, draft.callId, final, durationMs);
   return final;
+}
+
+/** Whether the call's outcome is a run of its kept program that served it: ok, or the program's own thrown error (a mistake is not committed). */
+export function servedByKept(draft: CallDraft, outcome: Outcome): boolean {
+  return draft.programSource === "reused" && draft.runOutcome === outcome && (outcome.ok || outcome.errorType === "execution");
 }
 
 /** A store's failure, as a call's outcome says it. */
@@ -123,9 +133,11 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     programSource: draft.code === null ? null : draft.programSource,
     artifactHit: draft.artifactHit,
     reuseDecision: decisionOf(draft, outcome),
+    keptProgramDropped: draft.keptProgramDropped,
     attemptErrors: attemptErrors(draft.failures),
     status: outcome.status,
     errorType: outcome.errorType ?? null,
+    errorMessage: outcome.ok ? null : (outcome.errorMessage ?? ""),
     traceId: draft.traceId,
     callId: draft.callId,
     parentCallId: draft.parentCallId,

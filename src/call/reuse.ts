@@ -9,7 +9,7 @@ import { takesPartInReuse } from "../programs/keep-decision.ts";
 import { programKey, shelfFor, type ProgramShelf } from "../programs/kept.ts";
 import type { KeptProgram } from "../store/store.ts";
 import type { Call, CallDraft } from "./draft.ts";
-import { runAttempt, type AttemptEnd } from "./commit.ts";
+import { runAttempt, STALE, type AttemptEnd } from "./commit.ts";
 import type { AgentState } from "../agent-state.ts";
 
 /** Where this call's kept programs are, and its key there. */
@@ -40,23 +40,35 @@ export function reuseFor(state: AgentState, draft: CallDraft, provider: Provider
  */
 export async function runKept(call: Call, reuse: Reuse): Promise<AttemptEnd | undefined> {
   const { state, draft } = call;
+  let end: AttemptEnd | typeof STALE = STALE;
   let kept: KeptProgram | undefined;
-  try {
-    const found = reuse.shelf.get(reuse.key);
-    kept = isPending(found) ? await found : found;
-  } catch {
-    // A store that cannot say: generate instead; the call's own commit reports a failing store.
+  // A store's turn may find the program it was asked about dropped or replaced by another
+  // process since this one read it: then the store's program now, once more.
+  for (let look = 1; end === STALE && look <= 2; look += 1) {
+    try {
+      const found = look === 1 ? reuse.shelf.get(reuse.key) : reuse.shelf.reload(reuse.key);
+      kept = isPending(found) ? await found : found;
+    } catch {
+      // A store that cannot say: generate instead; the call's own commit reports a failing store.
+      return undefined;
+    }
+    if (kept === undefined) return undefined;
+    draft.code = kept.code;
+    draft.programSource = "reused";
+    draft.keptRun = { key: reuse.key, code: kept.code, counted: false };
+    end = await runAttempt(call, kept.code, 0, reuse.key);
+  }
+  if (end === STALE || kept === undefined) {
+    draft.code = null;
+    draft.programSource = "generated";
+    draft.keptRun = undefined;
     return undefined;
   }
-  if (kept === undefined) return undefined;
-  draft.code = kept.code;
-  draft.programSource = "reused";
-  const end = await runAttempt(call, kept.code, 0);
   const charged = end.mistake !== undefined ? "mistake" : end.outcome.ok || end.outcome.errorType === "execution" ? "ok" : undefined;
-  if (charged !== undefined) {
+  if (charged !== undefined && !draft.keptRun?.counted) {
     try {
       const counted = reuse.shelf.ran(reuse.key, kept.code, charged, state.options.maxReuseFailures);
-      if (isPending(counted)) await counted;
+      draft.keptProgramDropped = isPending(counted) ? await counted : counted;
     } catch {
       // Counts are kept on a best-effort basis: a store that cannot count does not fail the call.
     }

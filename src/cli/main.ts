@@ -87,8 +87,12 @@ program
   .option("--json", "print the report as JSON")
   .option("--since <time>", "only calls at or after this time (ISO 8601)")
   .option("--until <time>", "only calls at or before this time (ISO 8601)")
+  .option("--role <role>", "only the calls of this role")
+  .option("--method <method>", "only the calls of this method: its name (in every role) or role.method")
   .option("--html <file>", "also write the report as a self-contained HTML page with charts")
-  .action(async (inputs: string[], options: { json?: boolean; since?: string; until?: string; html?: string }) => {
+  // A flag without its value, or one it does not know, is a usage mistake like a bad date: exit code 2.
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
+  .action(async (inputs: string[], options: { json?: boolean; since?: string; until?: string; role?: string; method?: string; html?: string }) => {
     try {
       await runTelemetry({
         inputs,
@@ -96,6 +100,8 @@ program
         ...(options.html === undefined ? {} : { html: options.html }),
         ...(options.since === undefined ? {} : { since: options.since }),
         ...(options.until === undefined ? {} : { until: options.until }),
+        ...(options.role === undefined ? {} : { role: options.role }),
+        ...(options.method === undefined ? {} : { method: options.method }),
         stdout: process.stdout,
         stderr: process.stderr,
       });

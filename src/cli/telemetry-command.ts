@@ -1,9 +1,10 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { renderHtmlReport } from "./telemetry-html.ts";
 import { forEachLine, resolveSources } from "./log-reader.ts";
-import { formatReport, TelemetryAggregator, type TelemetryReport } from "./telemetry-report.ts";
+import { renderHtmlReport } from "./report-html/page.ts";
+import { TelemetryAggregator, type TelemetryReport } from "./telemetry-report.ts";
+import { formatReport } from "./telemetry-text.ts";
 
 /** Inputs larger than this show a progress line on a terminal. @unit bytes */
 const PROGRESS_THRESHOLD_BYTES = 8 * 1024 * 1024;
@@ -16,6 +17,10 @@ export interface TelemetryCommandOptions {
   readonly html?: string;
   readonly since?: string;
   readonly until?: string;
+  /** Only the calls of this role. */
+  readonly role?: string;
+  /** Only the calls of this method: its name (every role's), or `role.method`. */
+  readonly method?: string;
   readonly stdout: Writable;
   readonly stderr: Writable & { isTTY?: boolean };
   readonly stdin?: () => Readable;
@@ -30,6 +35,13 @@ function parseWhen(value: string | undefined, flag: string): Date | undefined {
   return new Date(time);
 }
 
+/** A role or method name to filter on: given, and not blank. */
+function parseName(value: string | undefined, flag: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.trim() === "") throw new UsageError(`${flag} needs a name, such as ${flag === "--role" ? "--role calculator" : "--method add or --method calculator.add"}.`);
+  return value;
+}
+
 /** A mistake in how the command was called (exit code 2). */
 export class UsageError extends Error {
   override readonly name = "UsageError";
@@ -37,14 +49,18 @@ export class UsageError extends Error {
 
 /**
  * `improv telemetry <files or dirs…>`: streams call logs and reports calls, errors, history
- * use and its patterns, and tool use and failures, overall and by role and method. Returns the report.
+ * use and its patterns, reuse and repair, and tool use and failures, overall and by role and
+ * method, for the calls the filters keep. Returns the report.
  */
 export async function runTelemetry(options: TelemetryCommandOptions): Promise<TelemetryReport> {
   const since = parseWhen(options.since, "--since");
   const until = parseWhen(options.until, "--until");
+  const role = parseName(options.role, "--role");
+  const method = parseName(options.method, "--method");
+  if (since !== undefined && until !== undefined && since > until) throw new UsageError(`--since (${since.toISOString()}) is after --until (${until.toISOString()}): no call could match.`);
   if (options.inputs.length === 0) throw new UsageError("Name at least one log file or directory, or - for standard input.");
   const sources = await resolveSources(options.inputs, options.stdin);
-  const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}) });
+  const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}), ...(role === undefined ? {} : { role }), ...(method === undefined ? {} : { method }) });
   const totalBytes = sources.reduce((total, source) => total + source.size, 0);
   const threshold = options.progressThresholdBytes ?? PROGRESS_THRESHOLD_BYTES;
   const progress = options.stderr.isTTY && totalBytes > threshold ? new Progress(options.stderr, totalBytes) : undefined;

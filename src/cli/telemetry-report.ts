@@ -1,15 +1,32 @@
 import { PATTERN_TAGS, type PatternTag } from "../telemetry/patterns.ts";
+import { matchesFilter, stateFilter, type ReportFilter, type ReportFilters } from "./report-filter.ts";
+import { isAmongSlowest, keepLatest, keepSlowest, MAX_MESSAGE_CHARS, type CallSample } from "./report-samples.ts";
+import { addToolUse, count, emptyToolStats, toolFieldsOf, type ToolFields, type ToolStats } from "./report-tools.ts";
 
 /** Counts for one group of calls (all calls, one role, one method). */
-export interface GroupStats {
+export interface GroupStats extends ToolStats {
   calls: number;
   errors: number;
   errorTypes: Record<string, number>;
+  /** The group's latest failed calls, newest first (at most {@link MAX_GROUP_ERRORS}). */
+  latestErrors: CallSample[];
   readsHistory: number;
   patterns: Partial<Record<PatternTag, number>>;
   scans: Record<string, number>;
   /** Calls served by a kept program, with no provider request. */
   reused: number;
+  /** Where the calls' programs came from (`program_source`: generated, reused, repaired); calls without a program are not counted. */
+  programSources: Record<string, number>;
+  /** Calls whose program was repaired after a failed attempt's feedback and that ended ok. */
+  repairedOk: number;
+  /** Calls in which a kept program ran and failed by its own mistake (the call then asked for a repair). */
+  keptProgramFailed: number;
+  /** Calls after which the kept program that ran was dropped, having failed too often in a row. */
+  keptProgramDropped: number;
+  /** Calls whose new program worked and was kept for reuse. */
+  keptNew: number;
+  /** Calls whose new program worked and was not kept (the reasons are in the report's `notKeptReasons`). */
+  notKept: number;
   /** Provider requests (generation attempts) made. */
   requests: number;
   /** Tokens the provider reported; calls whose lines carry none are counted in `callsWithoutTokens`. */
@@ -18,39 +35,14 @@ export interface GroupStats {
   /** Prompt tokens read from a prompt cache (part of `promptTokens`), as the provider reported them. */
   cachedTokens: number;
   callsWithoutTokens: number;
-  /** Calls whose program called at least one tool. */
-  callsUsingTools: number;
-  /** Tool calls made, over all of a call's attempts. */
-  toolCalls: number;
-  /** Tool calls that failed (threw, timed out, were denied, or were still running when the call ended). */
-  toolErrors: number;
-  /** Time spent in tool calls. @unit ms */
-  toolMs: number;
-  /** Calls that ended with outcome `tool`: a tool's failure the program left uncaught. */
-  toolOutcomes: number;
-  /** Calls whose program's syntax reaches `tools` (the static scan). */
-  reachesTools: number;
-  /** Use of each tool by name: at most {@link MAX_TOOL_NAMES} names, the rest under {@link OTHER_TOOLS}. */
-  tools: Record<string, ToolUse>;
-}
-
-/** One tool's use within a group of calls. */
-export interface ToolUse {
-  /** Calls whose program called the tool. */
-  calls: number;
-  /**
-   * Of those, calls in which a tool call failed. A log line counts failures, not which tool
-   * failed, so a call that used several tools counts toward each of them.
-   */
-  callsWithFailures: number;
-  /** Calls whose program's syntax reaches the tool (the static scan). */
-  referenced: number;
 }
 
 /** What `improv telemetry` reports (`--json` prints exactly this). */
 export interface TelemetryReport {
   readonly lines: number;
   readonly calls: number;
+  /** The filters given, and how many calls they left out. */
+  readonly filters: ReportFilters;
   readonly filteredOut: number;
   readonly malformed: { readonly count: number; readonly examples: readonly string[] };
   readonly firstTimestamp: string | null;
@@ -62,53 +54,48 @@ export interface TelemetryReport {
   readonly timeline: { readonly stepSeconds: number; readonly points: readonly { readonly start: string; readonly calls: number; readonly errors: number }[] };
   /** How many calls took up to each bound (`upToMs`; the last bound is null: longer). */
   readonly latency: readonly { readonly upToMs: number | null; readonly calls: number }[];
+  /** The slowest calls, slowest first (at most {@link MAX_SLOWEST}). */
+  readonly slowestCalls: readonly CallSample[];
+  /** The latest failed calls, newest first (at most {@link MAX_FAILING}). */
+  readonly failingCalls: readonly CallSample[];
+  /** Why programs that worked were not kept for reuse, and how often (quoted samples elided; at most {@link MAX_REASONS} reasons, the rest under "(other)"). */
+  readonly notKeptReasons: Record<string, number>;
 }
 
 /** Most points of the timeline; minutes are merged into longer steps past it. */
 const MAX_TIMELINE_POINTS = 60;
 /** Upper bounds of the latency histogram's bins. @unit ms */
-const LATENCY_BOUNDS_MS = [0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000] as const;
-
+export const LATENCY_BOUNDS_MS = [0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000] as const;
 /** Malformed lines listed by location in the report; the rest are only counted. */
 const MAX_MALFORMED_EXAMPLES = 20;
-
-/** Tool names kept apart per group; calls of further tools are counted under {@link OTHER_TOOLS}. */
-const MAX_TOOL_NAMES = 50;
-/** Where calls of tools past the first {@link MAX_TOOL_NAMES} of a group are counted (never a tool's name). */
-const OTHER_TOOLS = "(other)";
-/** Entries of a line's tool name list read; an agent grants at most 1,000 tools. */
-const MAX_TOOL_NAMES_READ = 1_000;
-/**
- * Most tool calls one line may claim. A program may make 256 requests of the host per attempt;
- * a larger count is a corrupt line, and counting it would drown every real figure.
- */
-const MAX_SANE_TOOL_CALLS = 100_000;
-/** Most time in tools one line may claim: a week, far past any call's deadline. @unit ms */
-const MAX_SANE_TOOL_MS = 7 * 24 * 3_600_000;
-/** A tool's name in programs: an identifier, or a tool set's name and the tool's, joined by a dot. */
-const TOOL_NAME = /^[A-Za-z_$][\w$]{0,63}(?:\.[A-Za-z_$][\w$]{0,63})?$/;
+export const MAX_SLOWEST = 10;
+export const MAX_FAILING = 20;
+const MAX_GROUP_ERRORS = 3;
+const MAX_REASONS = 20;
+const MAX_REASON_CHARS = 300;
 
 function emptyStats(): GroupStats {
   return {
     calls: 0,
     errors: 0,
     errorTypes: {},
+    latestErrors: [],
     readsHistory: 0,
     patterns: {},
     scans: {},
     reused: 0,
+    programSources: {},
+    repairedOk: 0,
+    keptProgramFailed: 0,
+    keptProgramDropped: 0,
+    keptNew: 0,
+    notKept: 0,
     requests: 0,
     promptTokens: 0,
     completionTokens: 0,
     cachedTokens: 0,
     callsWithoutTokens: 0,
-    callsUsingTools: 0,
-    toolCalls: 0,
-    toolErrors: 0,
-    toolMs: 0,
-    toolOutcomes: 0,
-    reachesTools: 0,
-    tools: {},
+    ...emptyToolStats(),
   };
 }
 
@@ -126,12 +113,13 @@ export class TelemetryAggregator {
   /** Calls and errors per minute since the epoch. */
   readonly #minutes = new Map<number, { calls: number; errors: number }>();
   readonly #latency: number[] = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
-  readonly #since: number | undefined;
-  readonly #until: number | undefined;
+  readonly #slowest: CallSample[] = [];
+  readonly #failing: CallSample[] = [];
+  readonly #notKeptReasons: Record<string, number> = {};
+  readonly #filter: ReportFilter;
 
-  constructor(window: { since?: Date; until?: Date } = {}) {
-    this.#since = window.since?.getTime();
-    this.#until = window.until?.getTime();
+  constructor(filter: ReportFilter = {}) {
+    this.#filter = filter;
   }
 
   /** Takes one raw line; `where` locates it (`file:line`) for the malformed list. */
@@ -159,36 +147,48 @@ export class TelemetryAggregator {
 
   #addCall(line: Record<string, unknown>): void {
     const timestamp = typeof line.timestamp === "string" ? line.timestamp : null;
-    if (this.#since !== undefined || this.#until !== undefined) {
-      const time = timestamp === null ? Number.NaN : Date.parse(timestamp);
-      if (Number.isNaN(time) || (this.#since !== undefined && time < this.#since) || (this.#until !== undefined && time > this.#until)) {
-        this.#filteredOut += 1;
-        return;
-      }
+    const time = timestamp === null ? Number.NaN : Date.parse(timestamp);
+    const role = typeof line.role === "string" ? line.role : "(unknown)";
+    const method = typeof line.method === "string" ? line.method : "(unknown)";
+    if (!matchesFilter(this.#filter, time, role, method)) {
+      this.#filteredOut += 1;
+      return;
     }
     if (timestamp !== null) {
       if (this.#first === null || timestamp < this.#first) this.#first = timestamp;
       if (this.#last === null || timestamp > this.#last) this.#last = timestamp;
     }
-    const role = typeof line.role === "string" ? line.role : "(unknown)";
-    const method = typeof line.method === "string" ? line.method : "(unknown)";
     const tools = toolFieldsOf(line);
+    const failed = line.outcome_status !== "ok";
+    const duration = typeof line.duration_ms === "number" && Number.isFinite(line.duration_ms) && line.duration_ms >= 0 ? line.duration_ms : null;
+    const sample = failed || (duration !== null && isAmongSlowest(this.#slowest, duration, MAX_SLOWEST)) ? sampleOf(line, timestamp, role, method, duration, tools) : undefined;
     for (const stats of [this.#overall, groupOf(this.#byRole, role), groupOf(this.#byMethod, `${role}.${method}`)]) {
       add(stats, line);
       addToolUse(stats, tools);
+      if (failed && sample && stats !== this.#overall) keepLatest(stats.latestErrors, sample, MAX_GROUP_ERRORS);
     }
-    const time = timestamp === null ? Number.NaN : Date.parse(timestamp);
+    if (sample && failed) keepLatest(this.#failing, sample, MAX_FAILING);
+    if (sample && duration !== null) keepSlowest(this.#slowest, sample, MAX_SLOWEST);
+    this.#addReason(line);
     if (!Number.isNaN(time)) {
       const minute = Math.floor(time / 60_000);
       const bucket = this.#minutes.get(minute) ?? { calls: 0, errors: 0 };
       bucket.calls += 1;
-      if (line.outcome_status !== "ok") bucket.errors += 1;
+      if (failed) bucket.errors += 1;
       this.#minutes.set(minute, bucket);
     }
-    if (typeof line.duration_ms === "number" && Number.isFinite(line.duration_ms) && line.duration_ms >= 0) {
-      const bin = LATENCY_BOUNDS_MS.findIndex((bound) => (line.duration_ms as number) <= bound);
+    if (duration !== null) {
+      const bin = LATENCY_BOUNDS_MS.findIndex((bound) => duration <= bound);
       this.#latency[bin === -1 ? LATENCY_BOUNDS_MS.length : bin]! += 1;
     }
+  }
+
+  #addReason(line: Record<string, unknown>): void {
+    const decision = line.reuse_decision as { kept?: unknown; reason?: unknown } | null | undefined;
+    if (decision?.kept !== false || typeof decision.reason !== "string") return;
+    const reasons = this.#notKeptReasons;
+    const reason = reasonKey(decision.reason);
+    countIn(reasons, Object.hasOwn(reasons, reason) || Object.keys(reasons).length < MAX_REASONS ? reason : "(other)");
   }
 
   #timeline(): TelemetryReport["timeline"] {
@@ -214,6 +214,7 @@ export class TelemetryAggregator {
     return {
       lines: this.#lines,
       calls: this.#overall.calls,
+      filters: stateFilter(this.#filter),
       filteredOut: this.#filteredOut,
       malformed: { count: this.#malformed, examples: [...this.#examples] },
       firstTimestamp: this.#first,
@@ -223,6 +224,9 @@ export class TelemetryAggregator {
       byMethod: Object.fromEntries(this.#byMethod),
       timeline: this.#timeline(),
       latency: this.#latency.map((calls, index) => ({ upToMs: LATENCY_BOUNDS_MS[index] ?? null, calls })),
+      slowestCalls: [...this.#slowest],
+      failingCalls: [...this.#failing],
+      notKeptReasons: { ...this.#notKeptReasons },
     };
   }
 }
@@ -238,13 +242,14 @@ function groupOf(groups: Map<string, GroupStats>, key: string): GroupStats {
 
 function add(stats: GroupStats, line: Record<string, unknown>): void {
   stats.calls += 1;
-  if (line.outcome_status !== "ok") {
+  const ok = line.outcome_status === "ok";
+  if (!ok) {
     stats.errors += 1;
-    const type = typeof line.error_type === "string" ? line.error_type : "(unknown)";
-    stats.errorTypes[type] = (stats.errorTypes[type] ?? 0) + 1;
+    countIn(stats.errorTypes, typeof line.error_type === "string" ? line.error_type : "(unknown)");
   }
   if (line.history_access_detected === true) stats.readsHistory += 1;
   if (line.artifact_hit === true) stats.reused += 1;
+  addProgramFate(stats, line, ok);
   stats.requests += count(line.generation_attempt) ?? 0;
   const prompt = count(line.prompt_tokens);
   const completion = count(line.completion_tokens);
@@ -257,190 +262,50 @@ function add(stats: GroupStats, line: Record<string, unknown>): void {
       if ((PATTERN_TAGS as readonly unknown[]).includes(tag)) stats.patterns[tag as PatternTag] = (stats.patterns[tag as PatternTag] ?? 0) + 1;
     }
   }
-  const scan = typeof line.history_scan === "string" ? line.history_scan : "(unknown)";
-  stats.scans[scan] = (stats.scans[scan] ?? 0) + 1;
+  countIn(stats.scans, typeof line.history_scan === "string" ? line.history_scan : "(unknown)");
 }
 
-/** A count from a log line: a whole number ≥ 0, or undefined. */
-function count(value: unknown): number | undefined {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+/** Counts one more under `key` (a value read from a line: `__proto__` would set the object's prototype, so it counts as unknown). */
+function countIn(counts: Record<string, number>, key: string): void {
+  const safe = key === "__proto__" ? "(unknown)" : key;
+  counts[safe] = (counts[safe] ?? 0) + 1;
 }
 
-/** The tool fields of one line, each kept only when sane (older lines have none: all zero). */
-interface ToolFields {
-  readonly calls: number;
-  readonly errors: number;
-  readonly ms: number;
-  readonly endedByTool: boolean;
-  readonly reaches: boolean;
-  readonly called: readonly string[];
-  readonly referenced: readonly string[];
+const PROGRAM_SOURCES = new Set(["generated", "reused", "repaired"]);
+
+/** Where the call's program came from, whether a kept program failed or was dropped, and whether a new one was kept. */
+function addProgramFate(stats: GroupStats, line: Record<string, unknown>, ok: boolean): void {
+  const source = typeof line.program_source === "string" && PROGRAM_SOURCES.has(line.program_source) ? line.program_source : undefined;
+  if (source !== undefined) stats.programSources[source] = (stats.programSources[source] ?? 0) + 1;
+  if (source === "repaired" && ok) stats.repairedOk += 1;
+  // A kept program's run is attempt 0.
+  if (Array.isArray(line.attempt_errors) && line.attempt_errors.some((error) => (error as { attempt?: unknown } | null)?.attempt === 0)) stats.keptProgramFailed += 1;
+  if (line.kept_program_dropped === true) stats.keptProgramDropped += 1;
+  const decision = line.reuse_decision as { kept?: unknown } | null | undefined;
+  if (decision?.kept === true) stats.keptNew += 1;
+  else if (decision?.kept === false) stats.notKept += 1;
 }
 
-function toolFieldsOf(line: Record<string, unknown>): ToolFields {
-  const claimed = count(line.tool_call_count);
-  const calls = claimed !== undefined && claimed <= MAX_SANE_TOOL_CALLS ? claimed : 0;
-  const errors = count(line.tool_error_count);
-  const ms = line.tool_ms;
-  const called = calls > 0 ? toolNames(line.tool_names) : [];
-  // A line cannot have more failed tool calls than tool calls, nor name more tools than it called.
+function sampleOf(line: Record<string, unknown>, timestamp: string | null, role: string, method: string, durationMs: number | null, tools: ToolFields): CallSample {
+  const message = typeof line.error_message === "string" ? line.error_message : null;
   return {
-    calls,
-    errors: errors !== undefined && errors <= calls ? errors : 0,
-    ms: calls > 0 && typeof ms === "number" && Number.isFinite(ms) && ms >= 0 && ms <= MAX_SANE_TOOL_MS ? ms : 0,
-    endedByTool: line.outcome_status !== "ok" && line.error_type === "tool",
-    reaches: line.tool_access_detected === true,
-    called: called.length <= calls ? called : [],
-    referenced: toolNames(line.tools_referenced),
+    callId: line.call_id as string,
+    timestamp,
+    role,
+    method,
+    durationMs,
+    status: line.outcome_status as string,
+    errorType: typeof line.error_type === "string" ? line.error_type : null,
+    errorMessage: message === null ? null : message.length > MAX_MESSAGE_CHARS ? `${message.slice(0, MAX_MESSAGE_CHARS)}…` : message,
+    attempts: count(line.generation_attempt) ?? null,
+    programSource: typeof line.program_source === "string" ? line.program_source : null,
+    toolCalls: tools.calls,
+    toolErrors: tools.errors,
   };
 }
 
-/** The distinct tool names in a line's list, skipping anything that is not a tool's name. */
-function toolNames(value: unknown): string[] {
-  if (!Array.isArray(value)) return [];
-  const names = new Set<string>();
-  for (const name of value.slice(0, MAX_TOOL_NAMES_READ)) {
-    // "__proto__" would set an object's prototype; improv refuses it as a tool name anyway.
-    if (typeof name === "string" && TOOL_NAME.test(name) && !name.split(".").includes("__proto__")) names.add(name);
-  }
-  return [...names];
-}
-
-function addToolUse(stats: GroupStats, tools: ToolFields): void {
-  if (tools.calls > 0) stats.callsUsingTools += 1;
-  stats.toolCalls += tools.calls;
-  stats.toolErrors += tools.errors;
-  stats.toolMs = Math.round((stats.toolMs + tools.ms) * 1000) / 1000;
-  if (tools.endedByTool) stats.toolOutcomes += 1;
-  if (tools.reaches) stats.reachesTools += 1;
-  for (const use of toolUses(stats.tools, tools.called)) {
-    use.calls += 1;
-    if (tools.errors > 0) use.callsWithFailures += 1;
-  }
-  for (const use of toolUses(stats.tools, tools.referenced)) use.referenced += 1;
-}
-
-/** The entries to count one call in, each once, even when several names share {@link OTHER_TOOLS}. */
-function toolUses(tools: Record<string, ToolUse>, names: readonly string[]): Set<ToolUse> {
-  const uses = new Set<ToolUse>();
-  for (const name of names) {
-    const named = Object.keys(tools).length - (Object.hasOwn(tools, OTHER_TOOLS) ? 1 : 0);
-    const key = Object.hasOwn(tools, name) || named < MAX_TOOL_NAMES ? name : OTHER_TOOLS;
-    if (!Object.hasOwn(tools, key)) tools[key] = { calls: 0, callsWithFailures: 0, referenced: 0 };
-    uses.add(tools[key]!);
-  }
-  return uses;
-}
-
-const percent = (part: number, whole: number) => (whole === 0 ? "  0.0%" : `${((100 * part) / whole).toFixed(1).padStart(5)}%`);
-
-/** The human-readable report. */
-export function formatReport(report: TelemetryReport): string {
-  const out: string[] = [];
-  const { overall } = report;
-  out.push("improv telemetry");
-  out.push(`  calls                 ${report.calls}${report.filteredOut ? `  (${report.filteredOut} outside --since/--until)` : ""}`);
-  if (report.firstTimestamp) out.push(`  period                ${report.firstTimestamp} … ${report.lastTimestamp}`);
-  out.push(`  errors                ${overall.errors}  (${percent(overall.errors, overall.calls).trim()} of calls)`);
-  for (const [type, count] of Object.entries(overall.errorTypes).sort((a, b) => b[1] - a[1])) {
-    out.push(`    ${type.padEnd(20)}${String(count).padStart(8)}  ${percent(count, overall.calls)}`);
-  }
-  out.push(`  served by kept programs ${overall.reused}  (${percent(overall.reused, overall.calls).trim()} of calls, no provider request)`);
-  out.push(`  provider requests     ${overall.requests}`);
-  const cached = overall.cachedTokens > 0 ? ` (${overall.cachedTokens} of them read from the prompt cache, ${percent(overall.cachedTokens, overall.promptTokens).trim()})` : "";
-  out.push(`  tokens                ${overall.promptTokens} prompt${cached} + ${overall.completionTokens} completion${overall.callsWithoutTokens ? `  (${overall.callsWithoutTokens} calls without a usage report)` : ""}`);
-  out.push(`  code reads history    ${overall.readsHistory}  (${percent(overall.readsHistory, overall.calls).trim()} of calls)`);
-  out.push("  history operations    (calls using each, share of history-reading calls)");
-  for (const tag of PATTERN_TAGS) {
-    const count = overall.patterns[tag] ?? 0;
-    out.push(`    ${tag.padEnd(20)}${String(count).padStart(8)}  ${percent(count, overall.readsHistory)}`);
-  }
-  out.push(`  scans                 ${Object.entries(overall.scans).map(([kind, count]) => `${kind} ${count}`).join(", ") || "none"}`);
-  out.push(`  malformed lines       ${report.malformed.count}`);
-  for (const example of report.malformed.examples) out.push(`    ${example}`);
-  if (report.malformed.count > report.malformed.examples.length) out.push(`    … and ${report.malformed.count - report.malformed.examples.length} more`);
-  out.push("", ...table("by role", report.byRole), "", ...table("by method", report.byMethod));
-  out.push("", ...toolSection(report));
-  return out.join("\n");
-}
-
-/** Tools listed by name in the text report; the rest are only counted. */
-const MAX_LISTED_TOOLS = 15;
-
-/** Whether a group's programs called tools or reach them. */
-export function usesTools(stats: GroupStats): boolean {
-  return stats.callsUsingTools > 0 || stats.reachesTools > 0;
-}
-
-/** Groups whose programs called tools or reach them, most tool calls first. */
-export function toolGroups(groups: Record<string, GroupStats>): [string, GroupStats][] {
-  return Object.entries(groups)
-    .filter(([, stats]) => usesTools(stats))
-    .sort((a, b) => b[1].toolCalls - a[1].toolCalls || b[1].calls - a[1].calls);
-}
-
-/** A group's tools, most used first (calls, then programs reaching them). */
-export function toolsByUse(stats: GroupStats): [string, ToolUse][] {
-  return Object.entries(stats.tools).sort((a, b) => b[1].calls - a[1].calls || b[1].referenced - a[1].referenced || a[0].localeCompare(b[0]));
-}
-
-function toolSection(report: TelemetryReport): string[] {
-  const { overall } = report;
-  if (!usesTools(overall)) return ["tools                   no tool calls, and no program reaches tools"];
-  return [
-    "tools",
-    `  calls using tools     ${overall.callsUsingTools}  (${percent(overall.callsUsingTools, overall.calls).trim()} of calls)`,
-    `  tool calls            ${overall.toolCalls}  (${overall.toolErrors} failed, ${percent(overall.toolErrors, overall.toolCalls).trim()}; ${overall.toolMs.toFixed(1)} ms in tools)`,
-    `  outcome tool          ${overall.toolOutcomes}  (calls ended by a tool's failure left uncaught)`,
-    `  code reaches tools    ${overall.reachesTools}  (${percent(overall.reachesTools, overall.calls).trim()} of calls)`,
-    "",
-    ...toolTable("tools by role", report.byRole),
-    "",
-    ...toolTable("tools by method", report.byMethod),
-    "",
-    ...toolList(overall),
-  ];
-}
-
-function toolTable(title: string, groups: Record<string, GroupStats>): string[] {
-  const rows = toolGroups(groups).map(([name, stats]) => [
-    name,
-    String(stats.calls),
-    percent(stats.callsUsingTools, stats.calls).trim(),
-    percent(stats.reachesTools, stats.calls).trim(),
-    String(stats.toolCalls),
-    String(stats.toolErrors),
-    stats.toolMs.toFixed(1),
-    String(stats.toolOutcomes),
-  ]);
-  return alignedTable([title, "calls", "using tools", "reach tools", "tool calls", "failed", "tool ms", "outcome tool"], rows);
-}
-
-function toolList(overall: GroupStats): string[] {
-  const tools = toolsByUse(overall);
-  const rows = tools.slice(0, MAX_LISTED_TOOLS).map(([name, use]) => [name, String(use.calls), String(use.callsWithFailures), String(use.referenced)]);
-  const lines = alignedTable(["tool", "calls", "with failures", "referenced"], rows);
-  if (tools.length > MAX_LISTED_TOOLS) lines.push(`… and ${tools.length - MAX_LISTED_TOOLS} more tools`);
-  lines.push("  calls: calls whose program called the tool; with failures: of those, calls in which a tool call failed");
-  lines.push("  (a call that used several tools counts toward each); referenced: calls whose program's syntax reaches it.");
-  return lines;
-}
-
-/** Rows under a header, the first column left-aligned and the others right-aligned, each as wide as its widest cell. */
-function alignedTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: readonly string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join("  ");
-  return [line(header), ...rows.map(line)];
-}
-
-function table(title: string, groups: Record<string, GroupStats>): string[] {
-  const rows = Object.entries(groups).sort((a, b) => b[1].calls - a[1].calls);
-  const width = Math.max(title.length, ...rows.map(([name]) => name.length));
-  const lines = [`${title.padEnd(width)}  ${"calls".padStart(7)}  ${"errors".padStart(7)}  ${"reused".padStart(7)}  ${"requests".padStart(8)}  ${"tokens".padStart(9)}  ${"reads history".padStart(13)}  top operations`];
-  for (const [name, stats] of rows) {
-    const top = Object.entries(stats.patterns).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([tag, count]) => `${tag} ${count}`).join(", ");
-    const tokens = stats.callsWithoutTokens === stats.calls ? "-" : String(stats.promptTokens + stats.completionTokens);
-    lines.push(`${name.padEnd(width)}  ${String(stats.calls).padStart(7)}  ${percent(stats.errors, stats.calls).padStart(7)}  ${percent(stats.reused, stats.calls).padStart(7)}  ${String(stats.requests).padStart(8)}  ${tokens.padStart(9)}  ${percent(stats.readsHistory, stats.calls).padStart(13)}  ${top || "-"}`);
-  }
-  return lines;
+/** A not-kept reason without the quoted sample it may carry, so calls with the same reason count together. */
+function reasonKey(reason: string): string {
+  const general = reason.replace(/\("(?:[^"\\]|\\.)*"\)/g, '("…")');
+  return general.length > MAX_REASON_CHARS ? `${general.slice(0, MAX_REASON_CHARS)}…` : general;
 }

@@ -1,5 +1,5 @@
 import { configure } from "safe-stable-stringify";
-import { toJsonSafe, type JsonValue } from "../history/json-safe.ts";
+import { toJsonSafe, truncateString, type JsonValue } from "../history/json-safe.ts";
 import type { HistoryRecord, ProgramSource } from "../history/record.ts";
 import type { ErrorType, OutcomeStatus } from "../outcome.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
@@ -8,6 +8,9 @@ import { scanToolUse } from "../telemetry/tool-scan.ts";
 
 /** The name of this runtime in log lines, so logs of several runtimes can be told apart. */
 export const RUNTIME_NAME = "improv";
+
+/** Longest error message a log line carries, as for `attempt_errors`. @unit characters */
+export const MAX_LOGGED_ERROR_CHARS = 1_000;
 
 /** Largest debug context snapshot kept in a log line. @unit bytes */
 export const MAX_CONTEXT_SNAPSHOT_BYTES = 8 * 1024;
@@ -39,10 +42,14 @@ export interface LogLineInput {
   readonly artifactHit?: boolean;
   /** For a call whose new program worked: whether it was kept for reuse, and why. */
   readonly reuseDecision?: { readonly kept: boolean; readonly reason: string } | undefined;
+  /** Whether the kept program that ran for this call failed by its own mistake once too often in a row, and was dropped. */
+  readonly keptProgramDropped?: boolean;
   /** Why each failed attempt failed, oldest first. */
   readonly attemptErrors: readonly { readonly attempt: number; readonly error_type: ErrorType; readonly error_message: string }[];
   readonly status: OutcomeStatus;
   readonly errorType: ErrorType | null;
+  /** The failed call's error message; null (or absent) for an ok call. */
+  readonly errorMessage?: string | null;
   readonly traceId: string;
   readonly callId: string;
   readonly parentCallId: string | undefined;
@@ -86,9 +93,11 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     program_source: input.programSource ?? null,
     artifact_hit: input.artifactHit === true,
     reuse_decision: input.reuseDecision ?? null,
+    kept_program_dropped: input.keptProgramDropped === true,
     attempt_errors: input.attemptErrors,
     outcome_status: input.status,
     error_type: input.errorType,
+    error_message: typeof input.errorMessage === "string" ? truncateString(input.errorMessage, MAX_LOGGED_ERROR_CHARS) : null,
     trace_id: input.traceId,
     call_id: input.callId,
     parent_call_id: input.parentCallId ?? null,

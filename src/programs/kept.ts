@@ -12,6 +12,8 @@ import type { KeptProgram, ProgramToKeep, Store } from "../store/store.ts";
 /** Where an agent's kept programs are: in memory, or in its store. */
 export interface ProgramShelf {
   get(key: string): KeptProgram | undefined | Promise<KeptProgram | undefined>;
+  /** {@link get}, from where the programs are kept rather than from anything this process remembers. */
+  reload(key: string): KeptProgram | undefined | Promise<KeptProgram | undefined>;
   /** Keeps `code` under `key`, replacing what was kept there (counts start over). */
   keep(program: ProgramToKeep): void | Promise<void>;
   /**
@@ -45,6 +47,10 @@ export class MemoryShelf implements ProgramShelf {
   readonly #programs = new Map<string, KeptProgram>();
 
   get(key: string): KeptProgram | undefined {
+    return this.#programs.get(key);
+  }
+
+  reload(key: string): KeptProgram | undefined {
     return this.#programs.get(key);
   }
 
@@ -85,24 +91,49 @@ export function afterRun(program: KeptProgram, ended: "ok" | "mistake"): KeptPro
     : { ...program, failures: program.failures + 1, failuresInRow: program.failuresInRow + 1, lastUsed };
 }
 
-/** Kept programs in a store. */
+/** Programs a store shelf remembers at most. */
+const MAX_REMEMBERED = 1_000;
+
+/**
+ * Kept programs in a store. The programs read are remembered in this process, so a call does not
+ * read its program again each time: every run of one is checked against the store's in the same
+ * round trip as the run's turn (see `AgentTurn.program`), so a program another process dropped
+ * or replaced is not run from memory.
+ */
 class StoreShelf implements ProgramShelf {
   readonly #store: Store & Required<Pick<Store, "program" | "keepProgram" | "programRan">>;
+  readonly #remembered = new Map<string, KeptProgram>();
 
   constructor(store: Store & Required<Pick<Store, "program" | "keepProgram" | "programRan">>) {
     this.#store = store;
   }
 
-  get(key: string): Promise<KeptProgram | undefined> {
-    return this.#store.program(key);
+  get(key: string): KeptProgram | Promise<KeptProgram | undefined> {
+    return this.#remembered.get(key) ?? this.reload(key);
   }
 
-  keep(program: ProgramToKeep): Promise<void> {
-    return this.#store.keepProgram(program);
+  async reload(key: string): Promise<KeptProgram | undefined> {
+    const program = await this.#store.program(key);
+    this.#remember(key, program);
+    return program;
   }
 
-  ran(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
-    return this.#store.programRan(key, code, ended, maxFailuresInRow);
+  async keep(program: ProgramToKeep): Promise<void> {
+    this.#remembered.delete(program.key);
+    await this.#store.keepProgram(program);
+  }
+
+  async ran(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): Promise<boolean> {
+    const dropped = await this.#store.programRan(key, code, ended, maxFailuresInRow);
+    if (dropped) this.#remembered.delete(key);
+    return dropped;
+  }
+
+  #remember(key: string, program: KeptProgram | undefined): void {
+    this.#remembered.delete(key);
+    if (program === undefined) return;
+    if (this.#remembered.size >= MAX_REMEMBERED) this.#remembered.delete(this.#remembered.keys().next().value as string);
+    this.#remembered.set(key, program);
   }
 }
 

@@ -2,7 +2,7 @@ import type { KeptValues } from "../history/kept-values.ts";
 import type { KeepValuesRule } from "../options.ts";
 import type { SerializedRecord } from "../history/record.ts";
 import type { AgentHistory } from "../history/agent-history.ts";
-import { isSyncStore, StoreError, type AgentChanges, type AgentView, type AgentWrite, type Store, type WriteResult } from "./store.ts";
+import { isSyncStore, StoreError, type AgentChanges, type AgentTurn, type AgentView, type AgentWrite, type Store, type WriteResult } from "./store.ts";
 
 /** Writes of the application's values retried after conflicts with other processes before giving up. */
 const MAX_SAVE_ATTEMPTS = 20;
@@ -84,9 +84,45 @@ export class DurableLink {
     throw error;
   }
 
-  /** Takes the agent's lock in its store for one run and commit, when the store has locks. */
-  async lock(waitMs: number): Promise<() => Promise<void>> {
-    return this.store.lock === undefined ? async () => {} : this.store.lock(this.id, waitMs);
+  /**
+   * Begins a turn of the agent in its store for one run and its commit (see `AgentTurn`): the
+   * store's own, or one made of its lock, program and write for a store that has no turns.
+   * Never rejects: a turn that could not be begun is one without the lock, whose pull and
+   * commit then report what fails.
+   */
+  async turn(options: { readonly waitMs: number; readonly programKey?: string | undefined }): Promise<AgentTurn> {
+    const { store, id } = this;
+    if (store.turn !== undefined) return store.turn(id, options);
+    const release = store.lock === undefined ? undefined : await store.lock(id, options.waitMs).catch(() => undefined);
+    const kept = options.programKey === undefined || store.program === undefined ? undefined : await store.program(options.programKey).catch(() => undefined);
+    let ended = release === undefined;
+    const end = async () => {
+      if (ended) return;
+      ended = true;
+      await release?.();
+    };
+    return {
+      locked: release !== undefined,
+      stand: undefined,
+      program: options.programKey === undefined ? undefined : (kept?.code ?? null),
+      async commit(write) {
+        const result = await store.write(id, write);
+        if (result.ok) await end();
+        return result;
+      },
+      end,
+    };
+  }
+
+  /**
+   * Brings the copy up to date, reading nothing when `stand` (where the agent stood as its turn
+   * began) is where the copy already is. Rejects with a `StoreError`.
+   */
+  async catchUp(stand: AgentView | undefined): Promise<void> {
+    await this.saved();
+    const { view } = this;
+    if (stand !== undefined && stand.version === view.version && stand.epoch === view.epoch && stand.length === view.length) return;
+    await this.pull();
   }
 
   async write(write: AgentWrite): Promise<WriteResult> {

@@ -5,7 +5,7 @@ import { closeTimeout, Drain } from "../drain.ts";
 import { checkOptionNames } from "../option-check.ts";
 import type { KeptProgram, ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
+import { BYTE_CHECK_EVERY, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentTurn, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link PostgresStore}. */
 /** The options `new PostgresStore()` takes. */
@@ -64,6 +64,7 @@ export class PostgresStore implements Store {
     if (!Number.isInteger(maxConnections) || maxConnections < 1) throw new RangeError(`PostgresStore option "maxConnections" must be a positive integer, got ${String(maxConnections)}.`);
     this.label = withoutCredentials(url);
     this.#url = url;
+    this.#turnConnections = Array.from({ length: Math.min(MAX_TURN_CONNECTIONS, maxConnections) }, () => undefined);
     // Idle connections do not keep the process alive: an application that is done can exit.
     this.#pool = new pg.Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true, ...CONNECTION_LIMITS });
     // A connection that drops while idle must not crash the process; the next query reconnects.
@@ -94,7 +95,7 @@ export class PostgresStore implements Store {
       await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
       try {
         const row = await this.#row(client, id, false);
-        if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+        if (row === undefined) throw notInStore(this.label, id);
         const reset = row.epoch !== view.epoch || row.length < view.length;
         return {
           ...changesOf(row),
@@ -109,28 +110,26 @@ export class PostgresStore implements Store {
   }
 
   async write(id: string, write: AgentWrite): Promise<WriteResult> {
+    if (write.replaceHistory === undefined) return this.#use("write a call", (client) => commitOn(client, this.label, id, write, false));
     return this.#transaction("write a call", async (client) => {
       const row = await this.#row(client, id, true);
-      if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+      if (row === undefined) throw notInStore(this.label, id);
       if (write.context !== undefined && write.baseVersion !== undefined && row.version !== write.baseVersion) {
         return { ok: false, conflict: true, version: row.version } as const;
       }
       let { version, epoch, first, length } = row;
-      if (write.replaceHistory !== undefined) {
-        await client.query("DELETE FROM improv_records WHERE agent_id = $1", [id]);
-        epoch += 1;
-        first = 0;
-        length = write.replaceHistory.length;
-        if (length > 0) {
-          await client.query("INSERT INTO improv_records (agent_id, position, record) SELECT $1, ordinality - 1, record FROM unnest($2::text[]) WITH ORDINALITY AS t(record, ordinality)", [id, write.replaceHistory]);
-        }
+      await client.query("DELETE FROM improv_records WHERE agent_id = $1", [id]);
+      epoch += 1;
+      first = 0;
+      length = write.replaceHistory!.length;
+      if (length > 0) {
+        await client.query("INSERT INTO improv_records (agent_id, position, record) SELECT $1, ordinality - 1, record FROM unnest($2::text[]) WITH ORDINALITY AS t(record, ordinality)", [id, write.replaceHistory]);
       }
       let position: number | undefined;
       if (write.record !== undefined) {
         position = first + length;
         await client.query("INSERT INTO improv_records (agent_id, position, record) VALUES ($1, $2, $3)", [id, position, write.record]);
         length += 1;
-        if (write.value !== undefined) await keepValue(client, id, write.value);
       }
       if (write.context !== undefined) {
         version += 1;
@@ -266,55 +265,103 @@ export class PostgresStore implements Store {
 
   async #end(): Promise<void> {
     this.#closed = true;
-    const locks = this.#locks;
-    this.#locks = undefined;
-    const lockClient = await locks?.catch(() => undefined);
-    // Ending a connection waits for the server to close it: let it hold the process open meanwhile.
-    (lockClient as Referable | undefined)?.ref();
-    await lockClient?.end().catch(() => undefined);
+    const connections = this.#turnConnections.splice(0);
+    await Promise.all(
+      connections.map(async (connection) => {
+        const client = await connection?.client.catch(() => undefined);
+        // Ending a connection waits for the server to close it: let it hold the process open meanwhile.
+        (client as Referable | undefined)?.ref();
+        await client?.end().catch(() => undefined);
+      }),
+    );
     await this.#pool.end();
   }
 
   /**
-   * Takes the agent's advisory lock on this store's one lock connection, by trying (never
-   * blocking that connection, so one wait never holds up another agent's lock or release).
-   * A lock whose connection is lost is released by the server; the version check at commit
-   * keeps writes correct whatever happens to locks.
+   * Begins a turn of agent `id` on its turn connection (one of a few, chosen by the id, so an
+   * agent's lock and its release share a session): in one statement, tries the agent's advisory
+   * lock (never blocking the connection, so one wait never holds up another agent's turn) and
+   * reads where the agent stands and the program kept under `programKey`; tried again with
+   * growing pauses until `waitMs` has passed. Its commit is one statement too, which releases
+   * the lock. A lock whose connection is lost is released by the server; the version check at
+   * commit keeps writes correct whatever happens to locks. Never rejects: a turn that cannot be
+   * begun is one without the lock, whose reads and commit go through the pool.
    */
-  async lock(id: string, waitMs: number): Promise<() => Promise<void>> {
-    const unlocked = async () => {};
-    if (this.#closed) return unlocked;
-    const deadline = Date.now() + waitMs;
+  async turn(id: string, options: { readonly waitMs: number; readonly programKey?: string | undefined }): Promise<AgentTurn> {
+    const deadline = Date.now() + options.waitMs;
     try {
-      const client = await this.#lockClient();
+      if (this.#closed) throw new StoreError(this.label, "the store was closed.");
+      await this.#prepare();
+      const connection = this.#turnConnection(id);
+      const client = await connection.client;
       for (let pause = 2; ; pause = Math.min(50, pause * 2)) {
-        const taken = (await referenced(client, () => client.query<{ taken: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS taken", [id]))).rows[0]?.taken === true;
-        if (taken) return async () => void (await referenced(client, () => client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [id])).catch(() => undefined));
-        if (Date.now() >= deadline) return unlocked;
+        const row = (await referenced(client, () => client.query<TurnRow>({ name: "improv_turn", text: TURN_SQL, values: [id, options.programKey ?? null] }))).rows[0];
+        if (row?.taken === true || Date.now() >= deadline) {
+          const stand = row === undefined || row.version === null ? undefined : { version: Number(row.version), epoch: Number(row.epoch), length: Number(row.length) };
+          return this.#turnOf(id, connection, client, row?.taken === true, stand, options.programKey === undefined ? undefined : (row?.program ?? null));
+        }
         await new Promise((resolve) => setTimeout(resolve, pause * (0.5 + Math.random())));
       }
     } catch {
-      return unlocked;
+      return { locked: false, stand: undefined, program: undefined, commit: (write) => this.write(id, write), end: async () => {} };
     }
   }
 
-  #locks: Promise<pg.Client> | undefined;
+  #turnOf(id: string, connection: TurnConnection, client: pg.Client, locked: boolean, stand: AgentView | undefined, program: string | null | undefined): AgentTurn {
+    let holding = locked;
+    return {
+      locked,
+      stand,
+      program,
+      commit: async (write) => {
+        // On the lock's own session while it is held, so the commit releases it; else through the pool.
+        if (!holding || connection.broken || write.replaceHistory !== undefined) return this.write(id, write);
+        let result: WriteResult;
+        try {
+          result = await referenced(client, () => commitOn(client, this.label, id, write, true));
+        } catch (error) {
+          if (error instanceof StoreError) throw error;
+          throw new StoreError(this.label, `cannot write a call: ${(error as Error).message}`, { cause: error });
+        }
+        if (result.ok) holding = false;
+        return result;
+      },
+      end: async () => {
+        if (!holding) return;
+        holding = false;
+        await referenced(client, () => client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [id])).catch(() => undefined);
+      },
+    };
+  }
 
-  #lockClient(): Promise<pg.Client> {
-    this.#locks ??= (async () => {
+  /** The turn connections, made as agents need them. */
+  readonly #turnConnections: (TurnConnection | undefined)[];
+
+  /** Agent `id`'s turn connection (the same for every turn of the agent, while it lives). */
+  #turnConnection(id: string): TurnConnection {
+    const index = turnIndex(id, this.#turnConnections.length);
+    let connection = this.#turnConnections[index];
+    if (connection === undefined || connection.broken) {
       const client = new pg.Client({ connectionString: this.#url, ...CONNECTION_LIMITS });
+      const made: TurnConnection = {
+        broken: false,
+        client: (async () => {
+          await client.connect();
+          (client as Referable).unref();
+          return client;
+        })(),
+      };
+      // The server released every lock of a connection that failed; the next turn makes a new one.
       client.on("error", () => {
-        // The server released every lock of this connection; the next lock makes a new one.
-        this.#locks = undefined;
+        made.broken = true;
       });
-      await client.connect();
-      (client as Referable).unref();
-      return client;
-    })();
-    this.#locks.catch(() => {
-      this.#locks = undefined;
-    });
-    return this.#locks;
+      made.client.catch(() => {
+        made.broken = true;
+      });
+      connection = made;
+      this.#turnConnections[index] = connection;
+    }
+    return connection;
   }
 
   /** Creates or migrates the schema once per store, in one transaction serialised across processes. */
@@ -438,16 +485,67 @@ function withoutCredentials(url: string): string {
   }
 }
 
-const POSTGRES_VALUES = valueStatements((index) => `$${index}`);
-const POSTGRES_EVICT_BY_BYTES = evictValuesSql((index) => `$${index}`);
+function notInStore(label: string, id: string): StoreError {
+  return new StoreError(label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+}
 
-/** Keeps a call's value and holds the agent's values to their bounds (see `valueStatements`), in the caller's transaction. */
-async function keepValue(client: pg.PoolClient, id: string, write: ValueWrite): Promise<void> {
-  const { ref, text, count, maxBytes } = write;
-  const bytes = text.length * 2;
-  const seq = Number((await client.query<{ seq: string }>(POSTGRES_VALUES.insert, [id, ref, text, bytes])).rows[0]?.seq ?? 1);
-  if (seq > count) await client.query(POSTGRES_VALUES.evictOlder, [id, seq - count]);
-  if (!checksBytes(write, seq, bytes)) return;
-  const total = Number((await client.query<{ total: string }>(POSTGRES_VALUES.total, [id])).rows[0]?.total ?? 0);
-  if (total > maxBytes) await client.query(POSTGRES_EVICT_BY_BYTES, [id, count, maxBytes]);
+/** Turn connections a store keeps at most: enough that one agent's commit does not wait behind many others'. */
+const MAX_TURN_CONNECTIONS = 4;
+
+/** A connection that holds agents' advisory locks and carries their turns. */
+interface TurnConnection {
+  readonly client: Promise<pg.Client>;
+  broken: boolean;
+}
+
+interface TurnRow {
+  readonly taken: boolean;
+  readonly version: string | null;
+  readonly epoch: string | null;
+  readonly length: string | null;
+  readonly program: string | null;
+}
+
+/** A turn's one statement: the agent's advisory lock tried, where the agent stands, and the program kept under key `$2`. */
+const TURN_SQL = `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS taken, a.version, a.epoch, a.length, (SELECT code FROM improv_programs WHERE key = $2) AS program
+  FROM (VALUES (1)) AS one (x) LEFT JOIN improv_agents a ON a.id = $1`;
+
+const COMMIT_SQL = "SELECT r_ok, r_version, r_epoch, r_length, r_position FROM improv_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+
+/** Which of `count` turn connections carries agent `id`'s turns. */
+function turnIndex(id: string, count: number): number {
+  let hash = 0;
+  for (let i = 0; i < id.length; i += 1) hash = (hash * 31 + id.charCodeAt(i)) | 0;
+  return Math.abs(hash) % count;
+}
+
+/** The statement `improv_commit` (one round trip) for a write with no history to replace; with `unlock`, it releases the agent's lock this session holds. */
+async function commitOn(client: pg.ClientBase, label: string, id: string, write: AgentWrite, unlock: boolean): Promise<WriteResult> {
+  const { value, ranProgram } = write;
+  const values = [
+    id,
+    write.baseVersion ?? null,
+    write.record ?? null,
+    write.context === undefined ? null : Buffer.from(encodeContext(write.context)),
+    value?.ref ?? null,
+    value?.text ?? null,
+    value === undefined ? null : value.text.length * 2,
+    value?.count ?? null,
+    value?.maxBytes ?? null,
+    BYTE_CHECK_EVERY,
+    ranProgram?.key ?? null,
+    ranProgram?.code ?? null,
+    unlock,
+  ];
+  let row: { r_ok: boolean; r_version: string; r_epoch: string; r_length: string; r_position: string | null } | undefined;
+  try {
+    row = (await client.query({ name: "improv_commit", text: COMMIT_SQL, values })).rows[0];
+  } catch (error) {
+    // The function's own refusal: the agent was forgotten.
+    if ((error as { code?: unknown }).code === "P0002") throw new StoreError(label, (error as Error).message, { cause: error });
+    throw error;
+  }
+  if (row === undefined) throw new Error("improv_commit returned no row");
+  if (!row.r_ok) return { ok: false, conflict: true, version: Number(row.r_version) };
+  return { ok: true, version: Number(row.r_version), epoch: Number(row.r_epoch), length: Number(row.r_length), ...(row.r_position === null ? {} : { position: Number(row.r_position) }) };
 }

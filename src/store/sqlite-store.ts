@@ -8,7 +8,7 @@ import { refuseOtherUrls, type KeptProgram, type ProgramToKeep } from "./store.t
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { closeTimeout, Drain } from "../drain.ts";
 import { checkOptionNames } from "../option-check.ts";
-import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
+import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link SqliteStore}. */
 /** The options `new SqliteStore()` takes. */
@@ -162,14 +162,37 @@ export class SqliteStore implements SyncStore {
           length += 1;
           if (write.value !== undefined) this.#keepValue(id, write.value);
         }
+        const now = new Date().toISOString();
         if (write.context !== undefined) {
           version += 1;
-          this.#statement("UPDATE improv_agents SET context = ? WHERE id = ?").run(encodeContext(write.context), id);
+          this.#statement("UPDATE improv_agents SET context = ?, version = ?, epoch = ?, first = ?, length = ?, updated_at = ? WHERE id = ?").run(encodeContext(write.context), version, epoch, first, length, now, id);
+        } else {
+          this.#statement("UPDATE improv_agents SET version = ?, epoch = ?, first = ?, length = ?, updated_at = ? WHERE id = ?").run(version, epoch, first, length, now, id);
         }
-        this.#statement("UPDATE improv_agents SET version = ?, epoch = ?, first = ?, length = ?, updated_at = ? WHERE id = ?").run(version, epoch, first, length, new Date().toISOString(), id);
+        if (write.ranProgram !== undefined) this.#statement(COUNT_USE).run(now, write.ranProgram.key, write.ranProgram.code);
         return { ok: true, version, epoch, length, ...(position === undefined ? {} : { position }) } as const;
       }),
     );
+  }
+
+  /**
+   * A turn without a lock (SQLite's is the file's, too coarse to hold while a program runs: the
+   * version check at commit keeps processes sharing an agent correct), whose reads are one
+   * statement: where the agent stands and, when asked, the program kept under the call's key.
+   */
+  async turn(id: string, options: { readonly waitMs: number; readonly programKey?: string | undefined }): Promise<AgentTurn> {
+    let stand: AgentView | undefined;
+    let program: string | null | undefined;
+    try {
+      const row = this.#guard("begin a turn", () => this.#statement(TURN_READ).get(id, options.programKey ?? null)) as { version: number; epoch: number; length: number; program: string | null } | undefined;
+      if (row !== undefined) {
+        stand = { version: row.version, epoch: row.epoch, length: row.length };
+        program = options.programKey === undefined ? undefined : row.program;
+      }
+    } catch {
+      // Nothing known: the run's pull and its commit report what fails.
+    }
+    return { locked: false, stand, program, commit: (write) => this.write(id, write), end: async () => {} };
   }
 
   async open(id: string, role: string): Promise<AgentChanges> {
@@ -291,7 +314,7 @@ export class SqliteStore implements SyncStore {
       this.#transaction(() => {
         const now = new Date().toISOString();
         if (ended === "ok") {
-          this.#statement("UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = ? WHERE key = ? AND code = ?").run(now, key, code);
+          this.#statement(COUNT_USE).run(now, key, code);
           return false;
         }
         this.#statement("UPDATE improv_programs SET failures = failures + 1, failures_in_row = failures_in_row + 1, last_used = ? WHERE key = ? AND code = ?").run(now, key, code);
@@ -368,10 +391,10 @@ export class SqliteStore implements SyncStore {
 
   /** Runs `work` in a `BEGIN IMMEDIATE` transaction: the write lock is taken at once, so two writers never deadlock upgrading. */
   #transaction<T>(work: () => T): T {
-    this.#db.exec("BEGIN IMMEDIATE");
+    this.#statement("BEGIN IMMEDIATE").run();
     try {
       const result = work();
-      this.#db.exec("COMMIT");
+      this.#statement("COMMIT").run();
       return result;
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
@@ -390,6 +413,12 @@ export class SqliteStore implements SyncStore {
     }
   }
 }
+
+/** Where agent `?1` stands, and the code kept under key `?2` (null when none, or no key). */
+const TURN_READ = "SELECT version, epoch, length, (SELECT code FROM improv_programs WHERE key = ?2) AS program FROM improv_agents WHERE id = ?1";
+
+/** Counts a use of the program `?3` kept under key `?2`, at time `?1`. */
+const COUNT_USE = "UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = ? WHERE key = ? AND code = ?";
 
 function changesOf(row: AgentRow): Pick<AgentChanges, "role" | "version" | "epoch" | "length"> {
   return { role: row.role, version: row.version, epoch: row.epoch, length: row.length };

@@ -93,6 +93,31 @@ export interface AgentWrite {
   readonly replaceHistory?: readonly string[];
   /** A value to keep with the record (with `record` only). */
   readonly value?: ValueWrite;
+  /**
+   * A kept program served the call (its run ended ok, or with the program's own thrown error):
+   * count the use in the same transaction, as `programRan(key, code, "ok")` would. Nothing is
+   * counted when `key` now holds another program.
+   */
+  readonly ranProgram?: { readonly key: string; readonly code: string };
+}
+
+/**
+ * One run of an agent's program in this process, from its start to its commit: the agent's lock
+ * where the store has locks, where the agent stood when the turn began (so a process that is up
+ * to date reads nothing more), and optionally the program kept under the call's key, all in one
+ * round trip; then the commit and the lock's release in one more.
+ */
+export interface AgentTurn {
+  /** Whether the agent's lock was taken (false: none to take, or the wait ran out; the version check still keeps writes correct). */
+  readonly locked: boolean;
+  /** Where the agent stood in the store as the turn began; undefined when it is not there (forgotten). */
+  readonly stand: AgentView | undefined;
+  /** The code kept under the `programKey` asked about, null when none is; undefined when none was asked about. */
+  readonly program: string | null | undefined;
+  /** Writes one transaction for the agent (see {@link Store.write}); a write that succeeds also ends the turn. */
+  commit(write: AgentWrite): Promise<WriteResult>;
+  /** Ends the turn when no commit did (releases the lock). Safe to call more than once. */
+  end(): Promise<void>;
 }
 
 /** How a write ended. */
@@ -149,9 +174,15 @@ export interface Store {
   beginCall?(): boolean;
   endCall?(): void;
   /**
-   * Optional: takes agent `id`'s lock for one run and commit, so processes sharing the agent
-   * take turns instead of re-running on conflicts; resolves with the release. Waits at most
-   * `waitMs`, then resolves without the lock (the version check still keeps writes correct).
+   * Optional: begins a turn of agent `id` (see {@link AgentTurn}): takes its lock where the store
+   * has locks, so processes sharing the agent take turns instead of re-running on conflicts,
+   * waiting at most `waitMs` before going on without it. Stores without it get the same from
+   * `lock`, `changes`, `program` and `write`, in more round trips.
+   */
+  turn?(id: string, options: { readonly waitMs: number; readonly programKey?: string | undefined }): Promise<AgentTurn>;
+  /**
+   * Optional: takes agent `id`'s lock for one run and commit; resolves with the release. Waits
+   * at most `waitMs`, then resolves without the lock (the version check still keeps writes correct).
    */
   lock?(id: string, waitMs: number): Promise<() => Promise<void>>;
   /** The program kept under `key`, if any (see `programs/kept.ts`). */

@@ -1,0 +1,51 @@
+/**
+ * Single calls a telemetry report shows by call id: the slowest, and the latest that failed.
+ * Each list is bounded, so a report over millions of lines keeps only a few calls in memory.
+ */
+
+/** One call as the report lists it. */
+export interface CallSample {
+  readonly callId: string;
+  readonly timestamp: string | null;
+  readonly role: string;
+  readonly method: string;
+  readonly durationMs: number | null;
+  readonly status: string;
+  readonly errorType: string | null;
+  /** The error message the line carries (`error_message`), at most {@link MAX_MESSAGE_CHARS} characters; null when it has none. */
+  readonly errorMessage: string | null;
+  /** Provider attempts (`generation_attempt`). */
+  readonly attempts: number | null;
+  readonly programSource: string | null;
+  readonly toolCalls: number;
+  readonly toolErrors: number;
+}
+
+/** Longest error message kept per listed call; log lines carry at most 1,000 characters. @unit characters */
+export const MAX_MESSAGE_CHARS = 1_000;
+
+/** Whether a call that took `durationMs` would join `slowest` (longest first, at most `limit`): ask before building its sample. */
+export function isAmongSlowest(slowest: readonly CallSample[], durationMs: number, limit: number): boolean {
+  return slowest.length < limit || durationMs > (slowest.at(-1)?.durationMs ?? -Infinity);
+}
+
+/** Adds `sample` to `slowest`, kept longest first and at most `limit` long; ties keep the earlier call. */
+export function keepSlowest(slowest: CallSample[], sample: CallSample, limit: number): void {
+  const duration = sample.durationMs ?? -Infinity;
+  if (!isAmongSlowest(slowest, duration, limit)) return;
+  insertBounded(slowest, sample, (other) => (other.durationMs ?? -Infinity) < duration, limit);
+}
+
+/** Adds `sample` to `latest`, kept newest first and at most `limit` long (a line without a timestamp counts as oldest). */
+export function keepLatest(latest: CallSample[], sample: CallSample, limit: number): void {
+  const time = sample.timestamp ?? "";
+  if (latest.length >= limit && time <= (latest.at(-1)?.timestamp ?? "")) return;
+  insertBounded(latest, sample, (other) => (other.timestamp ?? "") < time, limit);
+}
+
+/** Inserts before the first entry `after` holds for, then drops past `limit`. */
+function insertBounded(list: CallSample[], sample: CallSample, after: (other: CallSample) => boolean, limit: number): void {
+  const index = list.findIndex(after);
+  list.splice(index === -1 ? list.length : index, 0, sample);
+  if (list.length > limit) list.pop();
+}
