@@ -280,6 +280,27 @@ describe("improv telemetry", () => {
     await expect(run({ inputs: [file], since: "last tuesday" }).promise).rejects.toThrow(UsageError);
   });
 
+  test("the timeline steps by the second for a short log and by the minute for a long one, every call and error in a step", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const line = (ms: number, failed: boolean) => JSON.stringify({ timestamp: new Date(Date.UTC(2026, 0, 1) + ms).toISOString(), call_id: String(ms), outcome_status: failed ? "error" : "ok", error_type: failed ? "execution" : null, role: "r", method: "m" });
+    const short = join(directory, "short.jsonl");
+    // 40 seconds of calls, one every 500 ms, every fifth failing.
+    writeFileSync(short, Array.from({ length: 80 }, (_, index) => line(index * 500, index % 5 === 0)).join("\n"));
+    const quick = (await run({ inputs: [short], json: true }).promise).timeline;
+    expect(quick.stepSeconds).toBe(1);
+    expect(quick.points).toHaveLength(40);
+    expect(quick.points[0]).toEqual({ start: "2026-01-01T00:00:00.000Z", calls: 2, errors: 1 });
+    expect(quick.points.reduce((sum, point) => sum + point.calls, 0)).toBe(80);
+    expect(quick.points.reduce((sum, point) => sum + point.errors, 0)).toBe(16);
+    const long = join(directory, "long.jsonl");
+    // Three hours, a call a minute.
+    writeFileSync(long, Array.from({ length: 180 }, (_, index) => line(index * 60_000, false)).join("\n"));
+    const slow = (await run({ inputs: [long], json: true }).promise).timeline;
+    expect(slow.stepSeconds).toBe(180);
+    expect(slow.points).toHaveLength(60);
+    expect(slow.points.every((point) => point.calls === 3)).toBe(true);
+  });
+
   test("reads gzipped logs, directories recursively, and standard input", async () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
     const line = (id: string) => JSON.stringify({ call_id: id, outcome_status: "ok", role: "r", method: "m" });

@@ -62,8 +62,12 @@ export interface TelemetryReport {
   readonly notKeptReasons: Record<string, number>;
 }
 
-/** Most points of the timeline; minutes are merged into longer steps past it. */
+/** Most points of the timeline; seconds or minutes are merged into longer steps past it. */
 const MAX_TIMELINE_POINTS = 60;
+/** Steps of the timeline, shortest first, for spans short enough to count by the second. @unit s */
+const SECOND_STEPS = [1, 2, 5, 10, 15, 30, 60] as const;
+/** Distinct seconds counted before the timeline is kept by the minute only (a long log). */
+const MAX_SECONDS_KEPT = 3_600;
 /** Upper bounds of the latency histogram's bins. @unit ms */
 export const LATENCY_BOUNDS_MS = [0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000] as const;
 /** Malformed lines listed by location in the report; the rest are only counted. */
@@ -112,6 +116,8 @@ export class TelemetryAggregator {
   readonly #byMethod = new Map<string, GroupStats>();
   /** Calls and errors per minute since the epoch. */
   readonly #minutes = new Map<number, { calls: number; errors: number }>();
+  /** The same per second, while the log spans few enough of them (undefined past that). */
+  #seconds: Map<number, { calls: number; errors: number }> | undefined = new Map();
   readonly #latency: number[] = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
   readonly #slowest: CallSample[] = [];
   readonly #failing: CallSample[] = [];
@@ -171,11 +177,11 @@ export class TelemetryAggregator {
     if (sample && duration !== null) keepSlowest(this.#slowest, sample, MAX_SLOWEST);
     this.#addReason(line);
     if (!Number.isNaN(time)) {
-      const minute = Math.floor(time / 60_000);
-      const bucket = this.#minutes.get(minute) ?? { calls: 0, errors: 0 };
-      bucket.calls += 1;
-      if (failed) bucket.errors += 1;
-      this.#minutes.set(minute, bucket);
+      countAt(this.#minutes, Math.floor(time / 60_000), failed);
+      if (this.#seconds !== undefined) {
+        countAt(this.#seconds, Math.floor(time / 1_000), failed);
+        if (this.#seconds.size > MAX_SECONDS_KEPT) this.#seconds = undefined;
+      }
     }
     if (duration !== null) {
       const bin = LATENCY_BOUNDS_MS.findIndex((bound) => duration <= bound);
@@ -191,23 +197,20 @@ export class TelemetryAggregator {
     countIn(reasons, Object.hasOwn(reasons, reason) || Object.keys(reasons).length < MAX_REASONS ? reason : "(other)");
   }
 
+  /**
+   * Calls and errors over time, in at most {@link MAX_TIMELINE_POINTS} steps: by the second
+   * (1, 2, 5, … 30 s) when the log spans a minute or less of them, else by the minute, merged.
+   */
   #timeline(): TelemetryReport["timeline"] {
     if (this.#minutes.size === 0) return { stepSeconds: 60, points: [] };
-    let first = Infinity;
-    let last = -Infinity;
-    for (const minute of this.#minutes.keys()) {
-      first = Math.min(first, minute);
-      last = Math.max(last, minute);
+    const seconds = this.#seconds;
+    if (seconds !== undefined) {
+      const [first, last] = bounds(seconds);
+      const step = SECOND_STEPS.find((candidate) => (last - first + 1) / candidate <= MAX_TIMELINE_POINTS);
+      if (step !== undefined && step < 60) return timelineOf(seconds, first, last, step, 1_000);
     }
-    const span = last - first + 1;
-    const step = Math.max(1, Math.ceil(span / MAX_TIMELINE_POINTS));
-    const points = Array.from({ length: Math.ceil(span / step) }, (_, index) => ({ start: new Date((first + index * step) * 60_000).toISOString(), calls: 0, errors: 0 }));
-    for (const [minute, bucket] of this.#minutes) {
-      const point = points[Math.floor((minute - first) / step)]!;
-      point.calls += bucket.calls;
-      point.errors += bucket.errors;
-    }
-    return { stepSeconds: step * 60, points };
+    const [first, last] = bounds(this.#minutes);
+    return timelineOf(this.#minutes, first, last, Math.max(1, Math.ceil((last - first + 1) / MAX_TIMELINE_POINTS)), 60_000);
   }
 
   report(): TelemetryReport {
@@ -308,4 +311,34 @@ function sampleOf(line: Record<string, unknown>, timestamp: string | null, role:
 function reasonKey(reason: string): string {
   const general = reason.replace(/\("(?:[^"\\]|\\.)*"\)/g, '("…")');
   return general.length > MAX_REASON_CHARS ? `${general.slice(0, MAX_REASON_CHARS)}…` : general;
+}
+
+type TimeBuckets = Map<number, { calls: number; errors: number }>;
+
+function countAt(buckets: TimeBuckets, at: number, failed: boolean): void {
+  const bucket = buckets.get(at) ?? { calls: 0, errors: 0 };
+  bucket.calls += 1;
+  if (failed) bucket.errors += 1;
+  buckets.set(at, bucket);
+}
+
+function bounds(buckets: TimeBuckets): [number, number] {
+  let first = Infinity;
+  let last = -Infinity;
+  for (const at of buckets.keys()) {
+    first = Math.min(first, at);
+    last = Math.max(last, at);
+  }
+  return [first, last];
+}
+
+/** Buckets of `unitMs` each, from `first` to `last`, merged `step` at a time. */
+function timelineOf(buckets: TimeBuckets, first: number, last: number, step: number, unitMs: number): TelemetryReport["timeline"] {
+  const points = Array.from({ length: Math.ceil((last - first + 1) / step) }, (_, index) => ({ start: new Date((first + index * step) * unitMs).toISOString(), calls: 0, errors: 0 }));
+  for (const [at, bucket] of buckets) {
+    const point = points[Math.floor((at - first) / step)]!;
+    point.calls += bucket.calls;
+    point.errors += bucket.errors;
+  }
+  return { stepSeconds: (step * unitMs) / 1_000, points };
 }

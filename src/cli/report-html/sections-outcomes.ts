@@ -33,22 +33,29 @@ export function summarySection(report: TelemetryReport): string {
 }
 
 export function activitySection(report: TelemetryReport): string {
-  const points = report.timeline.points;
-  const minutes = report.timeline.stepSeconds / 60;
+  const { points, stepSeconds } = report.timeline;
+  const step = stepName(stepSeconds);
   const chart = columnChart(
     "calls-over-time",
     "Calls and errors over time",
     ["ok", "errors"],
-    points.map((point) => ({ label: timeLabel(point.start, points[0]?.start), parts: [point.calls - point.errors, point.errors] })),
-    `One bar per ${minutes === 1 ? "minute" : `${minutes} minutes`}, UTC; errors stacked in red.`,
-    { x: `time (UTC), one bar per ${minutes === 1 ? "minute" : `${minutes} minutes`}`, y: "calls", labelEvery: Math.max(1, Math.ceil(points.length / TIMELINE_LABELS)) },
+    points.map((point) => ({ label: timeLabel(point.start, points[0]?.start, stepSeconds < 60), parts: [point.calls - point.errors, point.errors] })),
+    `One bar per ${step}, UTC; errors stacked in red.`,
+    { x: `time (UTC), one bar per ${step}`, y: "calls", labelEvery: Math.max(1, Math.ceil(points.length / TIMELINE_LABELS)) },
   );
   return section("activity", "Calls over time", "When calls were made, and when they failed.", chart);
 }
 
-/** `12:05`, with the date where it is the first bar's or a new day's. */
-function timeLabel(start: string, first: string | undefined): string {
-  const time = start.slice(11, 16);
+/** `second`, `5 seconds`, `minute`, `10 minutes`. */
+function stepName(seconds: number): string {
+  if (seconds < 60) return seconds === 1 ? "second" : `${seconds} seconds`;
+  const minutes = seconds / 60;
+  return minutes === 1 ? "minute" : `${minutes} minutes`;
+}
+
+/** `12:05` (`12:05:30` for steps shorter than a minute), with the date where it is the first bar's or a new day's. */
+function timeLabel(start: string, first: string | undefined, withSeconds: boolean): string {
+  const time = start.slice(11, withSeconds ? 19 : 16);
   return start === first || start.slice(11, 16) === "00:00" ? `${start.slice(5, 10)} ${time}` : time;
 }
 
