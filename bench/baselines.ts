@@ -64,3 +64,32 @@ export async function sandboxRoundTrip(): Promise<Subject> {
     close: () => child.kill(),
   };
 }
+
+/**
+ * (e) the floor of a program's request to the host: (d), but the program awaits one answer
+ * from the host before it settles, so a run is two isolate entries and two IPC round trips
+ * (the run and its request's answer). (e) − (d) is what any request from a program costs in
+ * this design (programs in a child process, tools and fetch in the host), before improv's own
+ * work on either side.
+ */
+export async function bridgeRoundTrip(): Promise<Subject> {
+  const child = fork(fileURLToPath(new URL("./bridge-child.ts", import.meta.url)), [], {
+    serialization: "advanced",
+    execArgv: ["--no-node-snapshot"],
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+  await once(child, "message");
+  const answer = { ok: true, value: 0 };
+  return {
+    task: async () => {
+      let reply = once(child, "message");
+      child.send({ args: [1, 2] });
+      const [asked] = (await reply) as [{ request?: unknown }];
+      if (asked.request === undefined) throw new Error("the bridge baseline's program did not ask");
+      reply = once(child, "message");
+      child.send({ answer });
+      await reply;
+    },
+    close: () => child.kill(),
+  };
+}

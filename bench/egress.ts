@@ -4,6 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent as Dispatcher, fetch as hostFetch } from "undici";
 import { Agent, ScriptedProvider } from "../src/index.ts";
+import { bridgeRoundTrip, sandboxRoundTrip } from "./baselines.ts";
 import { measureInterleaved, type Summary } from "./stats.ts";
 
 export interface EgressFigures {
@@ -13,6 +14,11 @@ export interface EgressFigures {
   readonly hostFetch: Summary;
   /** What a fetch from a program adds beyond the request itself: with − without − the host's own fetch (p50s). @unit µs */
   readonly overheadP50: number;
+  /** (d) and (e) in the same rounds (see figure 12's floors): (e) − (d) is what any request from a program costs before improv's own work. */
+  readonly sandboxRoundTrip: Summary;
+  readonly bridgeRoundTrip: Summary;
+  /** What a fetch adds beyond the request itself and beyond that floor: `overheadP50` − ((e) − (d)). @unit µs */
+  readonly beyondFloorP50: number;
   /** Requests the provider received: one per method when every timed call ran a kept program. */
   readonly providerRequests: number;
 }
@@ -31,6 +37,7 @@ export async function egressFigures(options: { count: number; warmup: number }):
   const agent = Agent.for("bench-egress", { provider, log: false, egress: { allow: [origin] } });
   // The host's own request: the same client, a pool of its own, keep-alive alike.
   const dispatcher = new Dispatcher({ keepAliveTimeout: 1_000 });
+  const [sandbox, bridge] = [await sandboxRoundTrip(), await bridgeRoundTrip()];
   const expectOk = async (call: Promise<{ ok: boolean; errorMessage?: string }>) => {
     const outcome = await call;
     if (!outcome.ok) throw new Error(`bench call failed: ${outcome.errorMessage}`);
@@ -41,12 +48,17 @@ export async function egressFigures(options: { count: number; warmup: number }):
         withFetch: { task: () => expectOk(agent.withFetch(1)) },
         withoutFetch: { task: () => expectOk(agent.withoutFetch(1)) },
         hostFetch: { task: async () => (await (await hostFetch(url, { dispatcher })).json()) as unknown },
+        sandboxRoundTrip: sandbox,
+        bridgeRoundTrip: bridge,
       },
       options.count,
       options.warmup,
     );
-    return { ...figures, overheadP50: figures.withFetch.p50 - figures.withoutFetch.p50 - figures.hostFetch.p50, providerRequests: provider.calls.length };
+    const overheadP50 = figures.withFetch.p50 - figures.withoutFetch.p50 - figures.hostFetch.p50;
+    return { ...figures, overheadP50, beyondFloorP50: overheadP50 - (figures.bridgeRoundTrip.p50 - figures.sandboxRoundTrip.p50), providerRequests: provider.calls.length };
   } finally {
+    sandbox.close?.();
+    bridge.close?.();
     await dispatcher.close();
     server.closeAllConnections();
     server.close();

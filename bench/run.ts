@@ -148,10 +148,13 @@ const fairThroughput = results.pool.fairness.withSpinners.callsPerSecond / resul
 const followUpSizes = results.followUps.sizes;
 const relevantRatio = (followUpSizes.at(-1)?.relevantPrompt.p50 ?? Number.NaN) / (followUpSizes[0]?.relevantPrompt.p50 ?? Number.NaN);
 const tracingShare = results.tracing.noopSpansPerCall / results.call.logOff.p50;
-// A tool call's floor is (d), not (c): besides the IPC round trip to the host it crosses out of
-// the isolate and back, which (d) includes and (c) does not.
-const toolFloor = results.reuse.sandboxRoundTrip.p50;
-const { toolCall, overlap } = results.tools;
+// A tool call's target is (d), not (c): besides the IPC round trip to the host it crosses out of
+// the isolate and back, which (d) includes and (c) does not. (d) is taken from the same
+// alternating rounds as the figure it judges.
+const { toolCall, overlap, floors } = results.tools;
+const toolFloor = floors.sandboxRoundTrip.p50;
+const fetchFloor = results.egress.sandboxRoundTrip.p50;
+const requestFloorShare = floors.requestFloorP50 / toolFloor;
 const targets = [
   { figure: "call p50 (log off) ≤ 400 µs", met: results.call.logOff.p50 <= 400 },
   { figure: `call p50 (log off) ≤ 2.5 × (evalClosure + round trip) = ${overheadBound.toFixed(0)} µs`, met: results.call.logOff.p50 <= overheadBound },
@@ -180,7 +183,7 @@ const targets = [
   { figure: `sandbox process growth ≤ 1 KiB per record, second half of the soak (${results.pool.soak.steadySandboxBytesPerRecord} B)`, met: results.pool.soak.steadySandboxBytesPerRecord <= 1024 },
   { figure: `a tool call adds at most one bare sandbox round trip (${toolCall.addedP50.toFixed(0)} µs, (d) ${toolFloor.toFixed(0)} µs)`, met: toolCall.addedP50 <= toolFloor },
   { figure: `${overlap.overlappedCalls} tool calls of ${overlap.slowToolMs} ms under Promise.all ≤ 1.5 × one (×${overlap.ratio.toFixed(2)})`, met: overlap.ratio <= 1.5 },
-  { figure: `a program's fetch adds at most one bare sandbox round trip to the request (${results.egress.overheadP50.toFixed(0)} µs, (d) ${toolFloor.toFixed(0)} µs)`, met: results.egress.overheadP50 <= toolFloor },
+  { figure: `a program's fetch adds at most one bare sandbox round trip to the request (${results.egress.overheadP50.toFixed(0)} µs, (d) ${fetchFloor.toFixed(0)} µs)`, met: results.egress.overheadP50 <= fetchFloor },
 ];
 Object.assign(results, { targets, seconds: Math.round((performance.now() - started) / 1000) });
 
@@ -261,8 +264,11 @@ row("call, a provider recording every span (alternating)", tracing.callWith);
 console.log("\n12. Tool calls (reuse on: kept programs, no provider request; alternating rounds)");
 row("call awaiting tools.ping({}) once", toolCall.withTool);
 row("the same call without the tool call", toolCall.withoutTool);
+row("(d) sandbox round trip (alternating)", floors.sandboxRoundTrip);
+row("(e) the same, the program awaiting one host answer", floors.bridgeRoundTrip);
 console.log(`  a tool call adds ${toolCall.addedP50.toFixed(0)} µs (p50 difference) = ×${(toolCall.addedP50 / toolFloor).toFixed(2)} of (d) sandbox round trip, ×${(toolCall.addedP50 / results.baselines.childRoundTrip.p50).toFixed(2)} of (c) child-process round trip`);
-console.log("  target: a tool call adds at most one bare sandbox round trip ((d), figure 8)");
+console.log(`  floor of any request from a program, (e) − (d): ${floors.requestFloorP50.toFixed(0)} µs = ×${requestFloorShare.toFixed(2)} of (d); improv's own work beyond it: ${floors.beyondFloorP50.toFixed(0)} µs`);
+console.log("  target: a tool call adds at most one bare sandbox round trip ((d))");
 const wall = (label: string, s: Summary, after = "") => console.log(`  ${label.padEnd(46)} p50 ${(s.p50 / 1000).toFixed(1).padStart(6)} ms   p95 ${(s.p95 / 1000).toFixed(1).padStart(6)} ms   n=${s.count}${after}`);
 wall(`one ${overlap.slowToolMs} ms tool call (wall time)`, overlap.one);
 wall(`${overlap.overlappedCalls} of them under Promise.all (wall time)`, overlap.overlapped, `   ×${overlap.ratio.toFixed(2)} of one`);
@@ -272,8 +278,10 @@ console.log("\n13. fetch under an egress policy (a local server; kept programs; 
 row("call whose program fetches once", egress.withFetch);
 row("the same call without the fetch", egress.withoutFetch);
 row("the host fetching the same URL itself", egress.hostFetch);
-console.log(`  a program's fetch adds ${egress.overheadP50.toFixed(0)} µs beyond the request itself (with − without − host) = ×${(egress.overheadP50 / toolFloor).toFixed(2)} of (d) sandbox round trip`);
-console.log("  target: at most one bare sandbox round trip ((d), figure 8)");
+row("(d) sandbox round trip (alternating)", egress.sandboxRoundTrip);
+row("(e) the same, the program awaiting one host answer", egress.bridgeRoundTrip);
+console.log(`  a program's fetch adds ${egress.overheadP50.toFixed(0)} µs beyond the request itself (with − without − host) = ×${(egress.overheadP50 / fetchFloor).toFixed(2)} of (d) sandbox round trip; beyond the floor (e) − (d): ${egress.beyondFloorP50.toFixed(0)} µs`);
+console.log("  target: at most one bare sandbox round trip ((d))");
 console.log("\n14. stable prompt prefix (what a server's prompt cache can reuse: the share of each request an earlier one of its agent began with)");
 for (const figure of results.promptPrefix.agents) {
   console.log(`  ${figure.agent.padEnd(40)} ${(100 * figure.medianShare).toFixed(1).padStart(5)}% of ${figure.medianChars} chars (system prompt ${(100 * figure.systemShare).toFixed(1)}%), median of ${figure.calls - 1} calls`);

@@ -1,5 +1,6 @@
 /** Figure 12: what one tool call adds to a call, and whether tool calls made at once overlap. */
 import { Agent, ScriptedProvider, type Tool } from "../src/index.ts";
+import { bridgeRoundTrip, sandboxRoundTrip } from "./baselines.ts";
 import { measureInterleaved, type Summary } from "./stats.ts";
 
 /** How long the slow tool waits before answering. @unit ms */
@@ -17,6 +18,13 @@ const PROGRAMS = {
 export interface ToolFigures {
   /** A call whose program calls a trivial tool once and the same call without it, in alternating rounds. */
   readonly toolCall: { readonly withTool: Summary; readonly withoutTool: Summary; readonly addedP50: number };
+  /**
+   * The floors, in the same alternating rounds: (d) a bare sandbox round trip, and (e) the same
+   * with one request to the host awaited by the program. `requestFloorP50` = (e) − (d), what any
+   * request from a program costs in this design before improv's own work; `beyondFloorP50` is
+   * what a tool call adds beyond it. @unit µs
+   */
+  readonly floors: { readonly sandboxRoundTrip: Summary; readonly bridgeRoundTrip: Summary; readonly requestFloorP50: number; readonly beyondFloorP50: number };
   /** One call of a tool that waits `slowToolMs`, and `overlappedCalls` of them under `Promise.all`, in alternating rounds. */
   readonly overlap: { readonly slowToolMs: number; readonly overlappedCalls: number; readonly one: Summary; readonly overlapped: Summary; readonly ratio: number };
   /** Requests the provider received: one per method when every timed call ran a kept program. */
@@ -42,15 +50,25 @@ export async function toolFigures(options: { count: number; warmup: number; slow
   // reuse off both would also render prompts and ask the provider: more work around the
   // difference, and more noise in it.
   const agent = Agent.for("bench-tools", { provider, log: false, tools: { ping: readOnlyTool(() => null), slow: readOnlyTool(waitSlowTool) } });
-  const calls = await measureInterleaved(
-    { withTool: { task: () => expectOk(agent.withTool(1, 2)) }, withoutTool: { task: () => expectOk(agent.withoutTool(1, 2)) } },
-    options.count,
-    options.warmup,
-  );
+  const [sandbox, bridge] = [await sandboxRoundTrip(), await bridgeRoundTrip()];
+  let calls;
+  try {
+    calls = await measureInterleaved(
+      { withTool: { task: () => expectOk(agent.withTool(1, 2)) }, withoutTool: { task: () => expectOk(agent.withoutTool(1, 2)) }, sandboxRoundTrip: sandbox, bridgeRoundTrip: bridge },
+      options.count,
+      options.warmup,
+    );
+  } finally {
+    sandbox.close?.();
+    bridge.close?.();
+  }
+  const addedP50 = calls.withTool.p50 - calls.withoutTool.p50;
+  const requestFloorP50 = calls.bridgeRoundTrip.p50 - calls.sandboxRoundTrip.p50;
   // No arguments: a program that reads none of its call's arguments is not kept.
   const slow = await measureInterleaved({ one: { task: () => expectOk(agent.oneSlow()) }, overlapped: { task: () => expectOk(agent.manySlow()) } }, options.slowCount, options.slowWarmup);
   return {
-    toolCall: { ...calls, addedP50: calls.withTool.p50 - calls.withoutTool.p50 },
+    toolCall: { withTool: calls.withTool, withoutTool: calls.withoutTool, addedP50 },
+    floors: { sandboxRoundTrip: calls.sandboxRoundTrip, bridgeRoundTrip: calls.bridgeRoundTrip, requestFloorP50, beyondFloorP50: addedP50 - requestFloorP50 },
     overlap: { slowToolMs: SLOW_TOOL_MS, overlappedCalls: OVERLAPPED_CALLS, ...slow, ratio: slow.overlapped.p50 / slow.one.p50 },
     providerRequests: provider.calls.length,
   };

@@ -20,6 +20,11 @@ export class SerialQueue {
   /** Tasks queued whose end has not yet been seen. */
   #unfinished = 0;
 
+  /** Whether a task queued now would wait for others. */
+  get busy(): boolean {
+    return this.#unfinished > 0;
+  }
+
   run<T>(task: () => Promise<T>): Promise<T> {
     const idle = this.#unfinished === 0;
     this.#unfinished += 1;

@@ -1,5 +1,8 @@
 import { describe, expect, test } from "vitest";
-import { Agent, type Provider } from "../../src/index.ts";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Agent, ScriptedProvider, SqliteStore, type Provider } from "../../src/index.ts";
 import { scriptedAgent } from "../helpers/agents.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
@@ -88,6 +91,58 @@ describe("callTimeoutMs bounds the whole call", () => {
     }, { callTimeoutMs: 10_000, reuse: false });
     const outcome = await agent.run();
     expect(outcome.value).toMatchObject({ ok: false, error_type: "timeout", error_message: expect.stringMatching(/^The call took longer than callTimeoutMs \(300 ms\): \d+ ms waiting for the provider/) });
+  });
+
+  test("a call waiting behind its agent's running program ends at its callTimeoutMs; its program never runs, and the history keeps both records", async () => {
+    const { agent } = scriptedAgent("busy", { hold: `${spin(2_000)} return 'held'`, mark: "context.marked = true; return 'marked'", peek: "return context.marked ?? null" }, { executionTimeoutMs: 5_000, reuse: false });
+    const holding = agent.hold();
+    const began = performance.now();
+    const waiting = await Agent.call<string>(agent, "mark", [], { callTimeoutMs: 300 });
+    const waitedMs = performance.now() - began;
+    expect(waiting.errorType).toBe("timeout");
+    expect(waiting.errorMessage).toMatch(/^The call took longer than callTimeoutMs \(300 ms\), \d+ ms of it waiting for this agent's earlier calls to end \(an agent runs one program at a time\), so its program did not run: /);
+    // Answered at its own limit, not when the 2 s program let go of the agent.
+    expect(waitedMs).toBeLessThan(1_500);
+    expect((await holding).value).toBe("held");
+    const records = Agent.history(agent);
+    expect(records.map((record) => [record.method_name, record.outcome_summary.status])).toEqual(expect.arrayContaining([["hold", "ok"], ["mark", "error"]]));
+    expect(records).toHaveLength(2);
+    expect((await agent.peek()).value).toBeNull();
+  });
+
+  test("a call cancelled while it waits behind its agent's running program ends cancelled at once", async () => {
+    const { agent, provider } = scriptedAgent("queued", { hold: `${spin(1_500)} return 'held'`, mark: "context.marked = true; return 'marked'", peek: "return context.marked ?? null" }, { executionTimeoutMs: 5_000, reuse: false });
+    const holding = agent.hold();
+    const controller = new AbortController();
+    const waiting = Agent.call(agent, "mark", [], { signal: controller.signal });
+    await waitFor(() => provider.calls.some((call) => call.method === "mark"));
+    const began = performance.now();
+    controller.abort();
+    const outcome = await waiting;
+    expect(performance.now() - began).toBeLessThan(1_000);
+    expect(outcome.errorType).toBe("cancelled");
+    expect(outcome.errorMessage).toMatch(/^The call was cancelled after waiting \d+ ms for this agent's earlier calls to end; its program did not run\.$/);
+    expect((await holding).value).toBe("held");
+    expect((await agent.peek()).value).toBeNull();
+  });
+
+  test("a durable agent's call that ends waiting is answered at once, and its record follows the running call's in the store", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "improv-queue-")), "agents.db");
+    const store = new SqliteStore(file);
+    const scripted = new ScriptedProvider({ programs: { hold: `${spin(1_500)} return 'held'`, mark: "context.marked = true; return 'marked'", peek: "return context.marked ?? null" } });
+    const agent = await Agent.open("durable-busy", { provider: scripted, store, executionTimeoutMs: 5_000, reuse: false });
+    const holding = agent.hold();
+    const began = performance.now();
+    const waiting = await Agent.call(agent, "mark", [], { callTimeoutMs: 300 });
+    expect(performance.now() - began).toBeLessThan(1_200);
+    expect(waiting.errorType).toBe("timeout");
+    expect((await holding).value).toBe("held");
+    await waitFor(() => Agent.history(agent).length === 2);
+    await Agent.close(agent);
+    const reopened = await Agent.open("durable-busy", { provider: scripted, store: new SqliteStore(file) });
+    expect(Agent.history(reopened).map((record) => [record.method_name, record.outcome_summary.status])).toEqual([["hold", "ok"], ["mark", "error"]]);
+    expect((await reopened.peek()).value).toBeNull();
+    await Agent.close(reopened);
   });
 
   test("a delegated call ends with the program that made it", async () => {

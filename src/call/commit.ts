@@ -11,7 +11,7 @@ import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mi
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
 import type { AgentState } from "../agent-state.ts";
 import type { AgentView } from "../store/store.ts";
-import { failed, type Call, type CallDraft } from "./draft.ts";
+import { callTimeLeftMs, failed, timeSpent, type Call, type CallDraft } from "./draft.ts";
 import { CONFLICT, finalize } from "./finalize.ts";
 import type { AttemptFailure } from "./repair.ts";
 import { runInSandbox } from "./run.ts";
@@ -45,11 +45,12 @@ export async function runAttempt(call: Call, code: string, attempt: number, kept
   if (!prepared.ok) {
     return { outcome: failed(draft, "invalid_code", prepared.message), mistake: { attempt, errorType: "invalid_code", message: prepared.message, code } };
   }
-  return state.queue.run(async () => {
+  const turn = await inTurn(call, async () => {
     const { link } = state;
     if (link === undefined) return runAndCommit(call, prepared, code, attempt, undefined);
     // Processes sharing a durable agent take turns where the store has per-agent locks.
-    const turn = await link.turn({ waitMs: lockWaitMs(state), programKey: keptKey });
+    // Past the call's time the run would not start anyway (it ends timeout): no longer wait for the lock than that.
+    const turn = await link.turn({ waitMs: Math.min(lockWaitMs(state), callTimeLeftMs(draft)), programKey: keptKey });
     try {
       if (keptKey !== undefined && turn.program !== undefined && turn.program !== code) return STALE;
       draft.turn = turn;
@@ -59,6 +60,49 @@ export async function runAttempt(call: Call, code: string, attempt: number, kept
       await turn.end();
     }
   });
+  return turn.ran ? turn.value : { outcome: turn.outcome };
+}
+
+type Turn<T> = { readonly ran: true; readonly value: T } | { readonly ran: false; readonly outcome: Outcome };
+
+/**
+ * Runs `task` in its agent's queue (one program of an agent at a time). A call that waits there
+ * behind the agent's earlier calls still ends at its `callTimeoutMs`, or when it is cancelled:
+ * its task never runs, and its caller is answered at once (see `CallDraft.endedWaiting`). Once
+ * the task has started, the run's own limits apply.
+ */
+async function inTurn<T>(call: Call, task: () => Promise<T>): Promise<Turn<T>> {
+  const { state, draft } = call;
+  if (!state.queue.busy) return { ran: true, value: await state.queue.run(task) };
+  const began = performance.now();
+  let phase: "waiting" | "started" | "ended" = "waiting";
+  let end!: (outcome: Outcome) => void;
+  const ended = new Promise<Outcome>((resolve) => (end = resolve));
+  const endWaiting = (errorType: "timeout" | "cancelled", message: () => string) => {
+    if (phase !== "waiting") return;
+    phase = "ended";
+    draft.endedWaiting = true;
+    end(failed(draft, errorType, message()));
+  };
+  const waited = () => `${Math.round(performance.now() - began)} ms`;
+  const timer = setTimeout(
+    () => endWaiting("timeout", () => `The call took longer than callTimeoutMs (${draft.callTimeoutMs} ms), ${waited()} of it waiting for this agent's earlier calls to end (an agent runs one program at a time), so its program did not run${timeSpent(draft)}.`),
+    callTimeLeftMs(draft),
+  );
+  const onAbort = () => endWaiting("cancelled", () => `The call was cancelled after waiting ${waited()} for this agent's earlier calls to end; its program did not run.`);
+  if (draft.signal?.aborted) onAbort();
+  else draft.signal?.addEventListener("abort", onAbort, { once: true });
+  const turn = state.queue.run(async (): Promise<Turn<T>> => {
+    if (phase === "ended") return { ran: false, outcome: await ended };
+    phase = "started";
+    return { ran: true, value: await task() };
+  });
+  try {
+    return await Promise.race([turn, ended.then((outcome): Turn<T> => ({ ran: false, outcome }))]);
+  } finally {
+    clearTimeout(timer);
+    draft.signal?.removeEventListener("abort", onAbort);
+  }
 }
 
 /** How long a run waits for its agent's lock held by another process: that process's run and commit, with room to spare. */

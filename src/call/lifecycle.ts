@@ -65,7 +65,8 @@ async function performOpenCall(state: AgentState, method: string, rawArgs: reado
   if (!draft.finalized) {
     if (state.link === undefined) outcome = (await finalize(state, draft, outcome)) as Outcome;
     // Refused because its agent's program waits for it: that program holds the queue, so the record is committed after it, and the caller is answered now.
-    else if (draft.waitingAgents.has(state.id)) void state.queue.run(() => finalize(state, draft, outcome)).catch(() => undefined);
+    // So is one that ended while it waited for the agent's earlier calls.
+    else if (draft.waitingAgents.has(state.id) || draft.endedWaiting) void state.queue.run(() => finalize(state, draft, outcome)).catch(() => undefined);
     else outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
   }
   // Agents the program handed back: live ones for the application, their text for a program.
