@@ -1,4 +1,6 @@
-import { trace, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { context, trace, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -126,6 +128,60 @@ describe("OpenTelemetry spans", () => {
     expect(weather?.attributes).toMatchObject({ "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "weather", "gen_ai.tool.call.id": expect.any(String), "improv.tool.effect": "read" });
     expect(add?.status.code).toBe(SpanStatusCode.ERROR);
     expect(add?.attributes["error.type"]).toBe("tool");
+  });
+
+  test("with a context manager registered, a tool's execute_tool span is the active one while it runs, so spans the tool starts are its children", async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    try {
+      const appTracer = trace.getTracer("application");
+      const agent = Agent.for("instrumented", {
+        provider: new ScriptedProvider({ programs: { look: "return (await tools.lookup({})).found" } }),
+        tools: {
+          lookup: {
+            description: "Looks something up, with spans of its own.",
+            inputSchema: { type: "object" },
+            annotations: { readOnlyHint: true },
+            execute: async () => {
+              appTracer.startSpan("application query").end();
+              await new Promise((resolve) => setTimeout(resolve, 5));
+              appTracer.startSpan("application query after a wait").end();
+              return { found: true };
+            },
+          },
+        },
+      });
+      expect((await agent.look()).value).toBe(true);
+      const [tool] = named("execute_tool lookup");
+      const [first] = named("application query");
+      const [second] = named("application query after a wait");
+      expect(parentOf(first!)).toBe(tool!.spanContext().spanId);
+      expect(parentOf(second!)).toBe(tool!.spanContext().spanId);
+      expect(first!.spanContext().traceId).toBe(tool!.spanContext().traceId);
+    } finally {
+      context.disable();
+      manager.disable();
+    }
+  });
+
+  test("with a context manager registered, a fetch's execute_tool span is the active one as the HTTP request is made (where HTTP client instrumentation reads its parent)", async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    const server = await startWebServer({ "/feed": json({ ok: true }) });
+    const activeAtRequest: (string | undefined)[] = [];
+    const onRequest = () => activeAtRequest.push(trace.getActiveSpan()?.spanContext().spanId);
+    subscribe("undici:request:create", onRequest);
+    try {
+      const agent = Agent.for("fetcher", { provider: new ScriptedProvider({ programs: { read: `return (await fetch("${server.origin}/feed")).status` } }), egress: { allow: [server.origin] } });
+      expect((await agent.read()).value).toBe(200);
+      const [fetched] = named("execute_tool fetch");
+      expect(activeAtRequest).toEqual([fetched!.spanContext().spanId]);
+    } finally {
+      unsubscribe("undici:request:create", onRequest);
+      await server.close();
+      context.disable();
+      manager.disable();
+    }
   });
 
   test("each fetch is an execute_tool fetch span under the run's, with its method, cleaned URL and status, and no injected secret", async () => {

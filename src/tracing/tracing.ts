@@ -78,6 +78,17 @@ export function endSpan(span: Span | undefined, attributes: Attributes = {}, err
   span.end();
 }
 
+/**
+ * Runs `work` with `span` as the active span, so spans the application's own code starts inside
+ * it (a tool's HTTP client, its database driver) are its children, where the application
+ * registered a context manager. Without a span, `work` runs as it is.
+ */
+export function inSpan<T>(span: Span | undefined, work: () => T): T {
+  const otelApi = span === undefined ? null : otel();
+  if (otelApi === null || span === undefined) return work();
+  return otelApi.context.with(otelApi.trace.setSpan(otelApi.context.active(), span), work);
+}
+
 /** The ids a log line carries to join it to its span, or nothing when the span records nothing. */
 export function spanIds(span: Span | undefined): { otel_trace_id: string; otel_span_id: string } | undefined {
   if (span === undefined || !span.isRecording()) return undefined;

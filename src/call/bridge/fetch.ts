@@ -3,7 +3,7 @@ import { prepareRequest, sendRequest } from "../../egress/fetcher.ts";
 import { cleanUrl } from "../../egress/provenance.ts";
 import { bridgeFailure, type BridgeAnswer, type FetchRequest } from "../../sandbox/protocol.ts";
 import type { AskingRun } from "../../sandbox/host/pending-run.ts";
-import { endSpan, startSpan } from "../../tracing/tracing.ts";
+import { endSpan, inSpan, startSpan } from "../../tracing/tracing.ts";
 import type { ToolEffect } from "../../tools/grant.ts";
 import type { Call } from "../draft.ts";
 import { askApproval } from "./approval.ts";
@@ -49,7 +49,8 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
     // From here the world may change: the call's programs are not run again on their own.
     draft.tools.markWrote("fetch");
   }
-  const outcome = await sendRequest(policy, prepared, run.signal, run.timeLeftMs());
+  // Spans an HTTP client instrumentation makes for the request are children of the fetch's.
+  const outcome = await inSpan(span, () => sendRequest(policy, prepared, run.signal, run.timeLeftMs()));
   if (!outcome.ok) return fail(outcome.message, !outcome.refused, outcome.cancelled ? "cancelled" : "tool");
   const answered = { url: cleanUrl(outcome.finalUrl, policy.secrets), status: outcome.response.status, bytes: outcome.bytes };
   draft.tools.end(entry, true, undefined, answered);

@@ -3,7 +3,7 @@ import { readToolInput } from "../../sandbox/host/inbound.ts";
 import { SANDBOX_LIMITS } from "../../sandbox/limits.ts";
 import { bridgeFailure, type BridgeAnswer, type ToolRequest } from "../../sandbox/protocol.ts";
 import type { AskingRun } from "../../sandbox/host/pending-run.ts";
-import { endSpan, startSpan } from "../../tracing/tracing.ts";
+import { endSpan, inSpan, startSpan, type Span } from "../../tracing/tracing.ts";
 import type { GrantedTool } from "../../tools/grant.ts";
 import type { SchemaCheck } from "../../tools/schema.ts";
 import type { Tool } from "../../tools/tool.ts";
@@ -36,14 +36,14 @@ export async function answerTool(request: ToolRequest, call: Call, run: AskingRu
     { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": granted.path, "gen_ai.tool.call.id": toolCallId, "improv.call_id": draft.callId, "improv.tool.effect": granted.effect },
     draft.runSpan,
   );
-  const answer = await runTool(call, run, granted, entry, input, toolCallId);
+  const answer = await runTool(call, run, granted, entry, input, toolCallId, span);
   endSpan(span, {}, answer.ok ? undefined : answer.failure.errorType, answer.ok ? undefined : answer.failure.message);
   return answer;
 }
 
 type Input = ReturnType<typeof readToolInput>;
 
-async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: ToolCallEntry, input: Input, toolCallId: string): Promise<BridgeAnswer<"tool">> {
+async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: ToolCallEntry, input: Input, toolCallId: string, span: Span | undefined): Promise<BridgeAnswer<"tool">> {
   const { draft } = call;
   const fail = (errorType: ErrorType, message: string, retriable = false) => {
     draft.tools.end(entry, false, { errorType, message });
@@ -69,7 +69,8 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   // From here the world may change: the call's programs are not run again on their own.
   if (granted.effect === "write") draft.tools.markWrote(granted.path);
   const options = { callId: draft.callId, toolCallId, messages: [], context: {} };
-  const outcome = await bounded(call, run, granted, (signal) => (granted.tool as Required<Pick<Tool, "execute">>).execute(value, { ...options, signal, abortSignal: signal }));
+  // The tool's span is the active one while it runs: spans its own code starts are its children.
+  const outcome = await bounded(call, run, granted, (signal) => inSpan(span, () => (granted.tool as Required<Pick<Tool, "execute">>).execute(value, { ...options, signal, abortSignal: signal })));
   if (!outcome.ok) return fail(outcome.errorType, `tools.${granted.path}: ${outcome.message}`, true);
   const copied = copyToolResult(outcome.value, SANDBOX_LIMITS.maxAnswerChars);
   if (!copied.ok) return fail("tool", `tools.${granted.path} returned a value a program cannot receive: ${copied.message}.`);
