@@ -356,7 +356,8 @@ describe("improv telemetry", () => {
     expect(report.overall.toolMs).toBeGreaterThan(0);
     expect(report.overall.tools).toEqual({
       weather: { calls: 3, callsWithFailures: 2, referenced: 3 },
-      "notes.append": { calls: 1, callsWithFailures: 1, referenced: 2 },
+      // The note call's failed call was weather's, not notes.append's (tool_failed_names).
+      "notes.append": { calls: 1, callsWithFailures: 0, referenced: 2 },
     });
     expect(report.byRole.desk).toMatchObject({ calls: 5, callsUsingTools: 3, toolCalls: 5, toolErrors: 2, toolOutcomes: 1, reachesTools: 4 });
     expect(report.byRole.plain).toMatchObject({ calls: 1, callsUsingTools: 0, toolCalls: 0, reachesTools: 0, tools: {} });
@@ -378,7 +379,7 @@ describe("improv telemetry", () => {
     // Groups that neither call nor reach tools are left out.
     expect(section).not.toMatch(/\n(plain|desk\.plain) /);
     // tool, calls, with failures, referenced
-    expect(section).toMatch(/\nweather +3 +2 +3\nnotes\.append +1 +1 +2\n/);
+    expect(section).toMatch(/\nweather +3 +2 +3\nnotes\.append +1 +0 +2\n/);
   });
 
   test("tool figures are summed exactly over lines, older lines without them count as none, and --json carries them", async () => {
@@ -411,6 +412,23 @@ describe("improv telemetry", () => {
     expect(text.stdout.text).toContain("  tool calls            6  (2 failed, 33.3%; 49.8 ms in tools)");
     expect(text.stdout.text).toMatch(/\ntools by role +calls +using tools +reach tools +tool calls +failed +tool ms +outcome tool\ndesk +3 +100\.0% +100\.0% +6 +2 +49\.8 +1\n\n/);
     expect(text.stdout.text).toMatch(/\ndesk\.ask +2 +100\.0% +100\.0% +5 +1 +19\.8 +0\ndesk\.fail +1 +100\.0% +100\.0% +1 +1 +30\.0 +1\n/);
+  });
+
+  test("tool_failed_names says which tool failed; older lines without it count their failures toward every tool they called", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "failed-names.jsonl");
+    const call = (id: string, fields: Record<string, unknown>) => JSON.stringify({ call_id: id, outcome_status: "ok", role: "desk", method: "ask", tool_call_count: 2, tool_names: ["weather", "notes.append"], tool_ms: 1, ...fields });
+    writeFileSync(
+      file,
+      [
+        call("new", { tool_error_count: 1, tool_failed_names: ["notes.append"] }),
+        call("old", { tool_error_count: 1 }),
+        call("claims a tool it did not call", { tool_error_count: 1, tool_failed_names: ["elsewhere"] }),
+        call("names failures without any", { tool_error_count: 0, tool_failed_names: ["weather"] }),
+      ].join("\n"),
+    );
+    const report = await run({ inputs: [file], json: true }).promise;
+    expect(report.overall.tools).toEqual({ weather: { calls: 4, callsWithFailures: 1, referenced: 0 }, "notes.append": { calls: 4, callsWithFailures: 2, referenced: 0 } });
   });
 
   test("logs without tool use say so in one line", async () => {

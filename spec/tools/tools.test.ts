@@ -111,6 +111,16 @@ describe("tools: records", () => {
     expect(Buffer.byteLength(JSON.stringify(record))).toBeLessThanOrEqual(64 * 1024);
     expect(logLines(log).at(-1)).toMatchObject({ tool_call_count: 60, tool_error_count: 9, tool_names: ["echo"] });
   });
+
+  test("the log line names which tools failed, not every tool the call used", async () => {
+    const ok: Tool = { description: "Answers.", inputSchema: {}, annotations: { readOnlyHint: true }, execute: () => "fine" };
+    const broken: Tool = { description: "Fails.", inputSchema: {}, annotations: { readOnlyHint: true }, execute: () => Promise.reject(new Error("down")) };
+    const { agent, log } = agentWith({ mixed: "await tools.ok({}); await tools.ok({}); try { await tools.broken({}) } catch {} ; return 1", clean: "return await tools.ok({})" }, { ok, broken });
+    expect((await agent.mixed()).value).toBe(1);
+    expect(logLines(log).at(-1)).toMatchObject({ tool_call_count: 3, tool_names: ["ok", "broken"], tool_error_count: 1, tool_failed_names: ["broken"] });
+    expect((await agent.clean()).value).toBe("fine");
+    expect(logLines(log).at(-1)).toMatchObject({ tool_error_count: 0, tool_failed_names: [] });
+  });
 });
 
 describe("tools: failures", () => {

@@ -8,8 +8,9 @@ export interface ToolUse {
   /** Calls whose program called the tool. */
   calls: number;
   /**
-   * Of those, calls in which a tool call failed. A log line counts failures, not which tool
-   * failed, so a call that used several tools counts toward each of them.
+   * Of those, calls in which a call of this tool failed (`tool_failed_names`). A line written
+   * before that field existed says only how many tool calls failed: its failures count toward
+   * every tool it called.
    */
   callsWithFailures: number;
   /** Calls whose program's syntax reaches the tool (the static scan). */
@@ -65,6 +66,8 @@ export interface ToolFields {
   readonly endedByTool: boolean;
   readonly reaches: boolean;
   readonly called: readonly string[];
+  /** The tools of which a call failed, where the line says (`tool_failed_names`); undefined on older lines, which say only how many failed. */
+  readonly failed: readonly string[] | undefined;
   readonly referenced: readonly string[];
 }
 
@@ -82,6 +85,7 @@ export function toolFieldsOf(line: Record<string, unknown>): ToolFields {
     endedByTool: line.outcome_status !== "ok" && line.error_type === "tool",
     reaches: line.tool_access_detected === true,
     called: called.length <= calls ? called : [],
+    failed: failedNames(line.tool_failed_names, called),
     referenced: toolNames(line.tools_referenced),
   };
 }
@@ -102,6 +106,12 @@ function toolNames(value: unknown): string[] {
   return [...names];
 }
 
+/** A line's `tool_failed_names`, those it also says it called; undefined when it has none (an older line) or it is not a list. */
+function failedNames(value: unknown, called: readonly string[]): string[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  return toolNames(value).filter((name) => called.includes(name));
+}
+
 export function addToolUse(stats: ToolStats, tools: ToolFields): void {
   if (tools.calls > 0) stats.callsUsingTools += 1;
   stats.toolCalls += tools.calls;
@@ -109,10 +119,10 @@ export function addToolUse(stats: ToolStats, tools: ToolFields): void {
   stats.toolMs = Math.round((stats.toolMs + tools.ms) * 1000) / 1000;
   if (tools.endedByTool) stats.toolOutcomes += 1;
   if (tools.reaches) stats.reachesTools += 1;
-  for (const use of toolUses(stats.tools, tools.called)) {
-    use.calls += 1;
-    if (tools.errors > 0) use.callsWithFailures += 1;
-  }
+  for (const use of toolUses(stats.tools, tools.called)) use.calls += 1;
+  // Which tools failed, where the line says; an older line's failures count toward every tool it called.
+  const failed = tools.errors === 0 ? [] : (tools.failed ?? tools.called);
+  for (const use of toolUses(stats.tools, failed)) use.callsWithFailures += 1;
   for (const use of toolUses(stats.tools, tools.referenced)) use.referenced += 1;
 }
 

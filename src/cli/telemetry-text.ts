@@ -105,8 +105,8 @@ function toolList(overall: GroupStats): string[] {
   const rows = tools.slice(0, MAX_LISTED_TOOLS).map(([name, use]) => [name, String(use.calls), String(use.callsWithFailures), String(use.referenced)]);
   const lines = alignedTable(["tool", "calls", "with failures", "referenced"], rows);
   if (tools.length > MAX_LISTED_TOOLS) lines.push(`… and ${tools.length - MAX_LISTED_TOOLS} more tools`);
-  lines.push("  calls: calls whose program called the tool; with failures: of those, calls in which a tool call failed");
-  lines.push("  (a call that used several tools counts toward each); referenced: calls whose program's syntax reaches it.");
+  lines.push("  calls: calls whose program called the tool; with failures: of those, calls in which a call of it failed");
+  lines.push("  (lines older than tool_failed_names: toward every tool they called); referenced: calls whose program's syntax reaches it.");
   return lines;
 }
 

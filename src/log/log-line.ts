@@ -58,7 +58,7 @@ export interface LogLineInput {
   /** False when the call's record could not be kept (its store failed). */
   readonly recordAppended?: boolean;
   /** What the call's programs did with tools (counts over every call, failed attempts' included). */
-  readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_ms: number };
+  readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_failed_names: readonly string[]; readonly tool_ms: number };
   /** The ids of the call's span, when tracing records it. */
   readonly otel?: { readonly otel_trace_id: string; readonly otel_span_id: string } | undefined;
   readonly debug?: {
@@ -110,6 +110,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     tool_call_count: input.tools?.tool_call_count ?? 0,
     tool_names: input.tools?.tool_names ?? [],
     tool_error_count: input.tools?.tool_error_count ?? 0,
+    tool_failed_names: input.tools?.tool_failed_names ?? [],
     tool_ms: input.tools?.tool_ms ?? 0,
     tool_access_detected: toolScan?.toolAccessDetected ?? false,
     tools_referenced: toolScan?.toolsReferenced ?? [],

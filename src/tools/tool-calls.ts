@@ -59,6 +59,8 @@ export class ToolCallLog {
   #errors = 0;
   #ms = 0;
   readonly #names = new Set<string>();
+  /** Tools of which a call failed, for the log line (bounded as `#names` is). */
+  readonly #failedNames = new Set<string>();
   readonly #open = new Set<ToolCallEntry>();
   readonly #wrote = new Set<string>();
   /** By attempt: the distinct URLs that answered a fetch with a 2xx status. */
@@ -112,7 +114,10 @@ export class ToolCallLog {
       ...(fetched === undefined ? {} : { fetched }),
     };
     this.#ms += durationMs;
-    if (!ok) this.#errors += 1;
+    if (!ok) {
+      this.#errors += 1;
+      if (this.#failedNames.size < MAX_LOGGED_NAMES) this.#failedNames.add(entry.tool);
+    }
     if (fetched !== undefined && fetched.status >= 200 && fetched.status <= 299) {
       let sources = this.#sources.get(entry.attempt);
       if (sources === undefined) this.#sources.set(entry.attempt, (sources = new Set()));
@@ -139,15 +144,17 @@ export class ToolCallLog {
   }
 
   /** The log line's tool fields. Calls still in flight count as failed, for the time they had. */
-  logFields(): { tool_call_count: number; tool_names: string[]; tool_error_count: number; tool_ms: number } {
+  logFields(): { tool_call_count: number; tool_names: string[]; tool_error_count: number; tool_failed_names: string[]; tool_ms: number } {
     const now = performance.now();
     let errors = this.#errors;
     let ms = this.#ms;
+    const failed = new Set(this.#failedNames);
     for (const entry of this.#open) {
       errors += 1;
       ms += now - entry.startedMs;
+      if (failed.size < MAX_LOGGED_NAMES) failed.add(entry.tool);
     }
-    return { tool_call_count: this.#count, tool_names: [...this.#names], tool_error_count: errors, tool_ms: Math.round(ms * 1000) / 1000 };
+    return { tool_call_count: this.#count, tool_names: [...this.#names], tool_error_count: errors, tool_failed_names: [...failed], tool_ms: Math.round(ms * 1000) / 1000 };
   }
 }
 

@@ -18,7 +18,7 @@ export function toolsSection(report: TelemetryReport): string {
       .filter(([, use]) => use.calls > 0)
       .slice(0, MAX_TOOL_ROWS)
       .map(([name, use]) => ({ label: name, parts: [use.calls - use.callsWithFailures, use.callsWithFailures] })),
-    "From tool_names and tool_error_count: a line counts failed tool calls, not which tool failed, so a call that used several tools counts toward each.",
+    "From tool_names and tool_failed_names. Lines written before tool_failed_names existed say only how many tool calls failed: such a line's failures count toward every tool it called.",
   );
   const byMethod = rowChart(
     "tool-calls",
