@@ -88,7 +88,8 @@ export async function bridgeRoundTrip(): Promise<Subject> {
       if (asked.request === undefined) throw new Error("the bridge baseline's program did not ask");
       reply = once(child, "message");
       child.send({ answer });
-      await reply;
+      const [settled] = (await reply) as [{ value?: unknown }];
+      if (settled.value !== 3) throw new Error("the bridge baseline's program did not settle with its value");
     },
     close: () => child.kill(),
   };

@@ -13,12 +13,14 @@ const post = new ivm.Callback((request: unknown) => {
 });
 const source = `
   const post = $0;
-  let resolveAnswer, result;
+  let resolveAnswer, entry;
   const ask = (request) => new Promise((resolve) => { resolveAnswer = resolve; post(request); });
   const program = async (args) => { const answer = await ask({ kind: "tool", input: "{}" }); return args[0] + args[1] + (answer.value ?? 0); };
+  // As in improv's runtime: an entry answers with an object the program's settling fills in,
+  // read when isolated-vm copies it out, after the entry's microtasks have run.
   return {
-    start(args) { result = undefined; program(args).then((value) => { result = { value }; }); return { result: result ?? null }; },
-    deliver(answer) { resolveAnswer(answer); return { result: result ?? null }; },
+    start(args) { entry = { result: null }; program(args).then((value) => { entry.result = { value }; }); return entry; },
+    deliver(answer) { entry = { result: null }; resolveAnswer(answer); return entry; },
   };`;
 const api = context.evalClosureSync(source, [post], { result: { reference: true } }) as ivm.Reference;
 const start = api.getSync("start", { reference: true }) as ivm.Reference;
@@ -26,8 +28,8 @@ const deliver = api.getSync("deliver", { reference: true }) as ivm.Reference;
 const copy = { arguments: { copy: true }, result: { copy: true } } as const;
 
 process.on("message", (message: { args?: unknown[]; answer?: unknown }) => {
-  const entry = message.args !== undefined ? start.applySync(undefined, [message.args], copy) : deliver.applySync(undefined, [message.answer], copy);
-  const { result } = entry as { result: { value: unknown } | null };
+  const answered = message.args !== undefined ? start.applySync(undefined, [message.args], copy) : deliver.applySync(undefined, [message.answer], copy);
+  const { result } = answered as { result: { value: unknown } | null };
   if (result !== null) process.send?.({ value: result.value });
   else process.send?.({ request: asked });
 });

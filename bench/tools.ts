@@ -50,9 +50,11 @@ export async function toolFigures(options: { count: number; warmup: number; slow
   // reuse off both would also render prompts and ask the provider: more work around the
   // difference, and more noise in it.
   const agent = Agent.for("bench-tools", { provider, log: false, tools: { ping: readOnlyTool(() => null), slow: readOnlyTool(waitSlowTool) } });
-  const [sandbox, bridge] = [await sandboxRoundTrip(), await bridgeRoundTrip()];
+  const sandbox = await sandboxRoundTrip();
+  let bridge: Awaited<ReturnType<typeof bridgeRoundTrip>> | undefined;
   let calls;
   try {
+    bridge = await bridgeRoundTrip();
     calls = await measureInterleaved(
       { withTool: { task: () => expectOk(agent.withTool(1, 2)) }, withoutTool: { task: () => expectOk(agent.withoutTool(1, 2)) }, sandboxRoundTrip: sandbox, bridgeRoundTrip: bridge },
       options.count,
@@ -60,7 +62,7 @@ export async function toolFigures(options: { count: number; warmup: number; slow
     );
   } finally {
     sandbox.close?.();
-    bridge.close?.();
+    bridge?.close?.();
   }
   const addedP50 = calls.withTool.p50 - calls.withoutTool.p50;
   const requestFloorP50 = calls.bridgeRoundTrip.p50 - calls.sandboxRoundTrip.p50;

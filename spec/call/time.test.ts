@@ -126,23 +126,49 @@ describe("callTimeoutMs bounds the whole call", () => {
     expect((await agent.peek()).value).toBeNull();
   });
 
-  test("a durable agent's call that ends waiting is answered at once, and its record follows the running call's in the store", async () => {
+  test("a durable agent's calls that end waiting are answered at once; closing right after still commits their records, after the running call's, with the time they took", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "improv-queue-")), "agents.db");
     const store = new SqliteStore(file);
     const scripted = new ScriptedProvider({ programs: { hold: `${spin(1_500)} return 'held'`, mark: "context.marked = true; return 'marked'", peek: "return context.marked ?? null" } });
     const agent = await Agent.open("durable-busy", { provider: scripted, store, executionTimeoutMs: 5_000, reuse: false });
     const holding = agent.hold();
     const began = performance.now();
-    const waiting = await Agent.call(agent, "mark", [], { callTimeoutMs: 300 });
+    const waiting = await Promise.all([1, 2, 3].map(() => Agent.call(agent, "mark", [], { callTimeoutMs: 300 })));
     expect(performance.now() - began).toBeLessThan(1_200);
-    expect(waiting.errorType).toBe("timeout");
-    expect((await holding).value).toBe("held");
-    await waitFor(() => Agent.history(agent).length === 2);
+    expect(waiting.map((outcome) => outcome.errorType)).toEqual(["timeout", "timeout", "timeout"]);
+    // Closed as soon as the callers have their answers: closing waits for the records still to be written.
     await Agent.close(agent);
-    const reopened = await Agent.open("durable-busy", { provider: scripted, store: new SqliteStore(file) });
-    expect(Agent.history(reopened).map((record) => [record.method_name, record.outcome_summary.status])).toEqual([["hold", "ok"], ["mark", "error"]]);
+    await store.close();
+    expect((await holding).value).toBe("held");
+    const reopenedStore = new SqliteStore(file);
+    const reopened = await Agent.open("durable-busy", { provider: scripted, store: reopenedStore });
+    const records = Agent.history(reopened);
+    expect(records.map((record) => [record.method_name, record.outcome_summary.status])).toEqual([["hold", "ok"], ["mark", "error"], ["mark", "error"], ["mark", "error"]]);
+    // Each record's duration is the time until its caller was answered, not until it was written.
+    for (const record of records.slice(1)) expect(record.duration_ms).toBeLessThan(1_000);
     expect((await reopened.peek()).value).toBeNull();
     await Agent.close(reopened);
+    await reopenedStore.close();
+  });
+
+  test("a durable agent's call whose provider outlasts its callTimeoutMs while another program runs is answered at its limit", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "improv-queue-")), "agents.db");
+    const store = new SqliteStore(file);
+    const scripted = new ScriptedProvider({ programs: { hold: `${spin(2_000)} return 'held'`, slow: { delayMs: 1_000, code: "return 1" } } });
+    const agent = await Agent.open("durable-slow", { provider: scripted, store, executionTimeoutMs: 5_000, reuse: false });
+    const holding = agent.hold();
+    const began = performance.now();
+    const outcome = await Agent.call(agent, "slow", [], { callTimeoutMs: 300 });
+    expect(performance.now() - began).toBeLessThan(1_200);
+    expect(outcome.errorType).toBe("timeout");
+    expect((await holding).value).toBe("held");
+    await Agent.close(agent);
+    await store.close();
+    const reopenedStore = new SqliteStore(file);
+    const reopened = await Agent.open("durable-slow", { provider: scripted, store: reopenedStore });
+    expect(Agent.history(reopened).map((record) => [record.method_name, record.outcome_summary.error_type])).toEqual([["hold", null], ["slow", "timeout"]]);
+    await Agent.close(reopened);
+    await reopenedStore.close();
   });
 
   test("a delegated call ends with the program that made it", async () => {

@@ -68,7 +68,7 @@ type Turn<T> = { readonly ran: true; readonly value: T } | { readonly ran: false
 /**
  * Runs `task` in its agent's queue (one program of an agent at a time). A call that waits there
  * behind the agent's earlier calls still ends at its `callTimeoutMs`, or when it is cancelled:
- * its task never runs, and its caller is answered at once (see `CallDraft.endedWaiting`). Once
+ * its task never runs, and its caller is answered at once (see `performOpenCall`). Once
  * the task has started, the run's own limits apply.
  */
 async function inTurn<T>(call: Call, task: () => Promise<T>): Promise<Turn<T>> {
@@ -81,7 +81,6 @@ async function inTurn<T>(call: Call, task: () => Promise<T>): Promise<Turn<T>> {
   const endWaiting = (errorType: "timeout" | "cancelled", message: () => string) => {
     if (phase !== "waiting") return;
     phase = "ended";
-    draft.endedWaiting = true;
     end(failed(draft, errorType, message()));
   };
   const waited = () => `${Math.round(performance.now() - began)} ms`;

@@ -127,8 +127,8 @@ export interface CallDraft {
   /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
   readonly failures: AttemptFailure[];
   finalized: boolean;
-  /** It ended while it waited for its agent's earlier calls (its time ran out, or it was cancelled): its caller is answered without waiting for them. */
-  endedWaiting: boolean;
+  /** When its caller was answered, for a call whose record is written after that (see `performOpenCall`). @unit ms, on `performance.now()`'s clock */
+  answeredMs?: number;
 }
 
 /** Tokens a call's provider requests reported, summed; `cached` and `cacheWrite` null when no request reported them. */
@@ -186,7 +186,6 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
     failures: [],
     finalized: false,
-    endedWaiting: false,
     span: undefined,
     runSpan: undefined,
   };

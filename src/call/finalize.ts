@@ -35,7 +35,7 @@ export async function finalize(
   if (draft.finalized) return outcome;
   draft.artifactHit = endedByKeptProgram(draft, outcome);
   // One duration for both, so the record and the log line agree.
-  const durationMs = performance.now() - draft.startedMs;
+  const durationMs = (draft.answeredMs ?? performance.now()) - draft.startedMs;
   let final = outcome;
   const keepValue = final.ok && draft.valueText !== undefined && KeptValues.fits(target.options.keepValues, draft.valueText);
   let serialized = buildRecord(draft, final, durationMs, keepValue);

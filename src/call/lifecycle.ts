@@ -11,7 +11,7 @@ import { endSpan, startSpan } from "../tracing/tracing.ts";
 import { findUncloneable, splitArguments } from "./arguments.ts";
 import { askProvider, renderCallPrompts } from "./ask.ts";
 import { pullFailure, runAttempt } from "./commit.ts";
-import { callOverdue, failed, newDraft, waitsForItself, type Call, type CallOrigin } from "./draft.ts";
+import { callOverdue, failed, newDraft, waitsForItself, type Call, type CallDraft, type CallOrigin } from "./draft.ts";
 import { finalize } from "./finalize.ts";
 import { keepIfDecided, reuseFor, runKept } from "./reuse.ts";
 
@@ -32,11 +32,17 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     state.calls.leave();
     return closedOutcome("store", `The store ${store.label} was closed (store.close()): its agents take no more calls. Open the store and the agent again (Agent.open()) to go on.`);
   }
+  // A record written after its caller was answered keeps the call in flight until it is written: closing waits for it.
+  let written: Promise<unknown> | undefined;
   try {
-    return await performOpenCall(state, method, rawArgs, origin);
+    return await performOpenCall(state, method, rawArgs, origin, (write) => (written = write));
   } finally {
-    store?.endCall?.();
-    state.calls.leave();
+    const leave = () => {
+      store?.endCall?.();
+      state.calls.leave();
+    };
+    if (written === undefined) leave();
+    else void written.finally(leave);
   }
 }
 
@@ -45,7 +51,7 @@ function closedOutcome(errorType: "cancelled" | "store", message: string): Outco
   return Outcome.failure(randomUUID(), errorType, message, { retriable: false });
 }
 
-async function performOpenCall(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): Promise<Outcome> {
+async function performOpenCall(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin, writtenLater?: (write: Promise<unknown>) => void): Promise<Outcome> {
   const draft = newDraft(state, method, rawArgs, origin);
   draft.span = startSpan(
     `invoke_agent ${state.role}`,
@@ -64,10 +70,12 @@ async function performOpenCall(state: AgentState, method: string, rawArgs: reado
   // agent's at once, not behind a program that is running. Without a context there is no conflict.
   if (!draft.finalized) {
     if (state.link === undefined) outcome = (await finalize(state, draft, outcome)) as Outcome;
-    // Refused because its agent's program waits for it: that program holds the queue, so the record is committed after it, and the caller is answered now.
-    // So is one that ended while it waited for the agent's earlier calls.
-    else if (draft.waitingAgents.has(state.id) || draft.endedWaiting) void state.queue.run(() => finalize(state, draft, outcome)).catch(() => undefined);
-    else outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
+    else if (answersBeforeWriting(state, draft, outcome)) {
+      // The record is committed after the program that holds the queue, and the caller is answered now.
+      draft.answeredMs = performance.now();
+      const write = state.queue.run(() => finalize(state, draft, outcome)).catch(() => undefined);
+      writtenLater?.(write);
+    } else outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
   }
   // Agents the program handed back: live ones for the application, their text for a program.
   if (outcome.ok && draft.agentsInValue) {
@@ -87,6 +95,17 @@ async function performOpenCall(state: AgentState, method: string, rawArgs: reado
     outcome.errorMessage,
   );
   return outcome;
+}
+
+/**
+ * Whether a durable agent's call is answered before its record is committed, because committing
+ * it now would wait for a program of the agent that is running: when that program waits for
+ * this very call (a tool calling back into its agent), or when the call ended at its
+ * `callTimeoutMs` or was cancelled, which answer the caller then and there.
+ */
+function answersBeforeWriting(state: AgentState, draft: CallDraft, outcome: Outcome): boolean {
+  if (draft.waitingAgents.has(state.id)) return true;
+  return (outcome.errorType === "timeout" || outcome.errorType === "cancelled") && state.queue.busy;
 }
 
 async function tellCall(call: Call): Promise<Outcome> {
