@@ -2,7 +2,8 @@ import { describe, expect, test } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent, ScriptedProvider, SqliteStore, type Provider } from "../../src/index.ts";
+import { Agent, PostgresStore, ScriptedProvider, SqliteStore, type Provider } from "../../src/index.ts";
+import { postgresUnavailable, startPostgres } from "../helpers/postgres.ts";
 import { scriptedAgent } from "../helpers/agents.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
@@ -189,4 +190,30 @@ describe("callTimeoutMs bounds the whole call", () => {
     expect((await agent.leave()).value).toBe("left");
     await waitFor(() => helperAborted);
   });
+});
+
+describe.skipIf(postgresUnavailable() !== undefined)("callTimeoutMs and other processes' turns (PostgreSQL)", () => {
+  test("a call waiting for another process's turn on the agent ends at its callTimeoutMs, saying where the time went", async () => {
+    const server = await startPostgres();
+    try {
+      const url = await server.database("turn_wait");
+      const [first, second] = [new PostgresStore(url), new PostgresStore(url)];
+      const scripted = new ScriptedProvider({ programs: { hold: `${spin(3_000)} return 'held'`, mark: "context.marked = true; return 'marked'" } });
+      const holder = await Agent.open("shared", { provider: scripted, store: first, executionTimeoutMs: 10_000, reuse: false });
+      const waiter = await Agent.open("shared", { provider: scripted, store: second, executionTimeoutMs: 10_000, reuse: false });
+      const holding = holder.hold();
+      await waitFor(() => scripted.calls.some((call) => call.method === "hold"));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const began = performance.now();
+      const outcome = await Agent.call(waiter, "mark", [], { callTimeoutMs: 800 });
+      expect(performance.now() - began).toBeLessThan(2_000);
+      expect(outcome.errorType).toBe("timeout");
+      expect(outcome.errorMessage).toMatch(/, \d+ ms waiting for other processes' turns on this agent\.$/);
+      expect((await holding).value).toBe("held");
+      await Promise.all([Agent.close(holder), Agent.close(waiter)]);
+      await Promise.all([first.close(), second.close()]);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
 });

@@ -50,7 +50,9 @@ export async function runAttempt(call: Call, code: string, attempt: number, kept
     if (link === undefined) return runAndCommit(call, prepared, code, attempt, undefined);
     // Processes sharing a durable agent take turns where the store has per-agent locks.
     // Past the call's time the run would not start anyway (it ends timeout): no longer wait for the lock than that.
+    const waitBegan = performance.now();
     const turn = await link.turn({ waitMs: Math.min(lockWaitMs(state), callTimeLeftMs(draft)), programKey: keptKey });
+    draft.turnWaitMs += performance.now() - waitBegan;
     try {
       if (keptKey !== undefined && turn.program !== undefined && turn.program !== code) return STALE;
       draft.turn = turn;

@@ -120,6 +120,8 @@ export interface CallDraft {
   providerMs: number;
   runMs: number;
   delegatedMs: number;
+  /** Time a durable agent's call waited for other processes' turns on the agent (their lock). @unit ms */
+  turnWaitMs: number;
   /** The agents whose programs wait for this call (through delegate chains and tools): a call of one of them would wait for itself. */
   readonly waitingAgents: ReadonlySet<string>;
   /** Runs application code of this call (a tool, its approval) in the async context the call was made in, not the bridge's. */
@@ -181,6 +183,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     providerMs: 0,
     runMs: 0,
     delegatedMs: 0,
+    turnWaitMs: 0,
     // Taken only where a tool may run: its code sees the stores the application's call set.
     inCaller: origin.inCaller ?? (state.options.tools.names.length > 0 || state.options.egress !== undefined ? (AsyncLocalStorage.snapshot() as InCaller) : runHere),
     waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
@@ -210,6 +213,8 @@ export function timeSpent(draft: CallDraft): string {
   const waits = draft.tools.logFields().tool_ms + draft.delegatedMs;
   const parts = [`${Math.round(draft.providerMs)} ms waiting for the provider`, `${Math.round(draft.runMs)} ms in its programs' runs`];
   if (waits > 0) parts.push(`${Math.round(waits)} ms of them waiting for tools, fetches and delegated calls`);
+  // Rounded, a wait for an uncontended lock says nothing.
+  if (draft.turnWaitMs >= 1) parts.push(`${Math.round(draft.turnWaitMs)} ms waiting for other processes' turns on this agent`);
   return `: ${parts.join(", ")}`;
 }
 
