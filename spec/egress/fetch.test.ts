@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { once } from "node:events";
 import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { gzipSync } from "node:zlib";
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompressSync } from "node:zlib";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type AgentOptions, type HistoryRecord } from "../../src/index.ts";
 import { json, redirect, startWebServer, type Route, type WebServer } from "../helpers/web-server.ts";
@@ -294,6 +294,70 @@ describe("what comes back is bounded", () => {
       expect(outcome.value, path).toMatchObject({ name: "EgressError", message: expect.stringContaining("the body is larger than egress.maxResponseBytes (100000 bytes)") });
     }
     expect((await agent.get("/small")).value).toEqual({ status: 200 });
+  });
+
+  test("bodies are decoded as content-encoding says (gzip, deflate either way, br, zstd, stacked); an unknown coding is left as sent", async () => {
+    const text = JSON.stringify({ headline: "Rain tomorrow", body: "x".repeat(2_000) });
+    const encoded = (encoding: string, body: Buffer): Route => (_request, response) => {
+      response.setHeader("content-type", "application/json");
+      response.setHeader("content-encoding", encoding);
+      response.end(body);
+    };
+    const site = await serve({
+      "/gzip": encoded("gzip", gzipSync(text)),
+      "/deflate": encoded("deflate", deflateSync(text)),
+      "/raw-deflate": encoded("deflate", deflateRawSync(text)),
+      "/br": encoded("br", brotliCompressSync(text)),
+      "/zstd": encoded("zstd", zstdCompressSync(text)),
+      "/stacked": encoded("deflate, gzip", gzipSync(deflateSync(text))),
+      "/unknown": encoded("compress-9000", Buffer.from("opaque bytes")),
+      "/corrupt": encoded("gzip", Buffer.from("not gzip at all")),
+    });
+    const { agent } = agentWith({ get: `const r = await fetch("${site.origin}" + args[0]); const t = await r.text(); try { return JSON.parse(t).headline } catch { return t }` }, { egress: { allow: [site.origin] } });
+    for (const path of ["/gzip", "/deflate", "/raw-deflate", "/br", "/zstd", "/stacked"]) expect((await agent.get(path)).value, path).toBe("Rain tomorrow");
+    expect((await agent.get("/unknown")).value).toBe("opaque bytes");
+    const corrupt = await agent.get("/corrupt");
+    expect(corrupt.errorType).toBe("tool");
+    expect(corrupt.errorMessage).toMatch(/^EgressError: fetch http:\/\/127\.0\.0\.1:\d+\/corrupt: incorrect header check/);
+  });
+
+  test("what the server sees and what the program gets: fetch's default headers, the server's status text, repeated headers joined, no body for HEAD or 204", async () => {
+    const site = await serve({
+      "/echo": (request, response) => {
+        response.statusCode = 202;
+        response.statusMessage = "Taken Gladly";
+        response.setHeader("x-tag", ["a", "b"]);
+        response.setHeader("content-type", "application/json");
+        response.end(JSON.stringify({ method: request.method, body: request.body }));
+      },
+      "/empty": (_request, response) => {
+        response.statusCode = 204;
+        response.end();
+      },
+      "/head": (_request, response) => {
+        response.setHeader("content-length", "5");
+        response.end("hello");
+      },
+    });
+    const { agent } = agentWith(
+      {
+        post: `const r = await fetch("${site.origin}/echo", { method: "POST", body: "hi" }); return { status: r.status, statusText: r.statusText, tag: r.headers.get("x-tag"), names: [...r.headers.entries()].map(([name]) => name), echoed: await r.json() }`,
+        own: `const r = await fetch("${site.origin}/echo", { headers: { "user-agent": "my-agent/1", accept: "application/json" } }); return r.status`,
+        empty: `const r = await fetch("${site.origin}/empty"); return [r.status, await r.text()]`,
+        head: `const r = await fetch("${site.origin}/head", { method: "HEAD" }); return [r.status, await r.text(), r.headers.get("content-length")]`,
+      },
+      { egress: { allow: [site.origin], methods: ["GET", "HEAD", "POST"] }, toolApproval: () => true },
+    );
+    const posted = await agent.post();
+    expect(posted.value).toMatchObject({ status: 202, statusText: "Taken Gladly", tag: "a, b", echoed: { method: "POST", body: "hi" } });
+    const names = (posted.value as { names: string[] }).names;
+    expect(names).toEqual([...names].sort());
+    expect(site.requests.at(-1)?.headers).toMatchObject({ accept: "*/*", "accept-language": "*", "sec-fetch-mode": "cors", "user-agent": "node", "accept-encoding": "gzip, deflate", "content-type": "text/plain;charset=UTF-8" });
+    expect((await agent.own()).value).toBe(202);
+    expect(site.requests.at(-1)?.headers).toMatchObject({ "user-agent": "my-agent/1", accept: "application/json" });
+    expect(site.requests.at(-1)?.headers["content-type"]).toBeUndefined();
+    expect((await agent.empty()).value).toEqual([204, ""]);
+    expect((await agent.head()).value).toEqual([200, "", "5"]);
   });
 
   test("a server that sends its headers slowly, or never answers: stopped at timeoutMs, retriable", async () => {
