@@ -1,4 +1,5 @@
 import { describe, expect, test } from "vitest";
+import { KeptValues } from "../../src/history/kept-values.ts";
 import { StoreError, type Store } from "../../src/store/store.ts";
 
 /** A JSON record text with a recognisable call id. */
@@ -62,6 +63,40 @@ export function storeContract(name: string, make: () => Promise<Store>): void {
       await store.close();
     });
 
+    test("kept values: the latest `count` within `maxBytes` remain, as the in-memory rule keeps them, whatever count each write names", async () => {
+      const store = await make();
+      await store.open("v1", "r");
+      const model = new KeptValues();
+      const refs: string[] = [];
+      let n = 0;
+      const keep = async (count: number, maxBytes: number, text: string) => {
+        const ref = `v${n}`;
+        refs.push(ref);
+        await store.write("v1", { record: record(n), value: { ref, text, count, maxBytes } });
+        model.keep({ count, maxBytes }, ref, text);
+        n += 1;
+      };
+      const check = async () => {
+        const expected = [...model.entries()];
+        expect((await store.open("v1", "r")).values).toEqual(expected);
+        const held = new Map(expected);
+        for (const ref of refs) expect(await store.value("v1", ref)).toBe(held.get(ref));
+      };
+      for (let i = 0; i < 10; i += 1) await keep(3, 1_000_000, `"small ${i}"`);
+      await check();
+      // A larger count keeps what is there and more; a smaller one drops down to it at once.
+      for (let i = 0; i < 3; i += 1) await keep(5, 1_000_000, `"more ${i}"`);
+      await check();
+      await keep(2, 1_000_000, '"fewer"');
+      await check();
+      for (let i = 0; i < 4; i += 1) await keep(2, 1_000_000, `"two ${i}"`);
+      await check();
+      // Values large for the byte bound are held to it at once.
+      for (let i = 0; i < 3; i += 1) await keep(10, 500, `"${"x".repeat(100)}${i}"`);
+      await check();
+      await store.close();
+    });
+
     test("replacing the history starts a new epoch; a view of the old one is reset", async () => {
       const store = await make();
       await store.open("a1", "r");
@@ -97,6 +132,9 @@ export function storeContract(name: string, make: () => Promise<Store>): void {
       await store.forget("a_%");
       expect((await store.agents()).map((agent) => agent.id)).toEqual(["A1/other", "a10", "a1_x", "ab%/child"]);
       await expect(store.changes("a1", { version: 0, epoch: 0, length: 0 })).rejects.toThrow(StoreError);
+      // Its records and values went with it: the id starts over.
+      expect(await store.open("a1/helper", "r")).toMatchObject({ length: 0, records: [], values: [] });
+      expect(await store.write("a1/helper", { record: record(2) })).toMatchObject({ ok: true, position: 0 });
       await store.close();
     });
 

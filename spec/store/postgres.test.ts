@@ -2,6 +2,9 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Agent, PostgresStore } from "../../src/index.ts";
+import { EMPTY_CONTEXT, encodeContext } from "../../src/store/context-codec.ts";
+import { POSTGRES_MIGRATIONS } from "../../src/store/migrations.ts";
+import { leanStatements } from "../../src/store/postgres-store.ts";
 import { postgresUnavailable, startPostgres, type PostgresServer } from "../helpers/postgres.ts";
 import { durableAgentContract, provider } from "./agents-contract.ts";
 import { storeContract } from "./contract.ts";
@@ -35,6 +38,18 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
   storeContract("PostgresStore", async () => openStore(await freshDatabase()));
   durableAgentContract("PostgresStore", freshDatabase, openStore);
 
+  // A call's two statements bypass pg's general query path through its connection internals;
+  // where those are not what improv expects, the general path answers instead, the same.
+  describe("through pg's general query path", () => {
+    beforeAll(() => {
+      leanStatements.enabled = false;
+    });
+    afterAll(() => {
+      leanStatements.enabled = true;
+    });
+    storeContract("PostgresStore (general query path)", async () => openStore(await freshDatabase()));
+  });
+
   describe("PostgresStore only", () => {
     test("Agent.for cannot load from PostgreSQL synchronously and says to use Agent.open", async () => {
       const store = openStore(await freshDatabase());
@@ -63,6 +78,38 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
       expect(kept?.uses).toBe(6);
       expect((await store.records("s1")).map((record) => JSON.parse(record).program_source)).toEqual(["generated", ...Array.from({ length: 6 }, () => "reused")]);
       expect(await store.value("s1", Agent.history(counter).at(-1)!.call_id)).toBeDefined();
+    });
+
+    test("a store of schema version 5 is migrated forward: its records and kept values stay, the next values are held to their count, and forgetting still deletes records", async () => {
+      const url = await freshDatabase();
+      const setup = new pg.Client({ connectionString: url });
+      await setup.connect();
+      try {
+        await setup.query("BEGIN");
+        await setup.query("CREATE TABLE improv_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+        for (const migration of POSTGRES_MIGRATIONS.slice(0, 5)) await setup.query(migration);
+        await setup.query("INSERT INTO improv_meta VALUES ('schema_version', '5')");
+        await setup.query("INSERT INTO improv_agents (id, role, version, epoch, first, length, context, created_at, updated_at) VALUES ('a1', 'r', 0, 0, 0, 3, $1, now(), now())", [Buffer.from(encodeContext(EMPTY_CONTEXT))]);
+        for (let n = 0; n < 3; n += 1) {
+          await setup.query("INSERT INTO improv_records (agent_id, position, record) VALUES ('a1', $1, $2)", [n, JSON.stringify({ call_id: `c${n}`, trace_id: "t" })]);
+          await setup.query("INSERT INTO improv_values (agent_id, ref, seq, value, bytes) VALUES ('a1', $1, $2, $3, 8)", [`c${n}`, n + 1, `"v${n}"`]);
+        }
+        await setup.query("COMMIT");
+      } finally {
+        await setup.end();
+      }
+      const store = openStore(url);
+      const opened = await store.open("a1", "r");
+      expect(opened.records).toHaveLength(3);
+      expect(opened.values).toEqual([["c0", '"v0"'], ["c1", '"v1"'], ["c2", '"v2"']]);
+      expect(await store.value("a1", "c1")).toBe('"v1"');
+      expect(await store.traceRecords("t")).toHaveLength(3);
+      for (let n = 3; n < 5; n += 1) expect(await store.write("a1", { record: JSON.stringify({ call_id: `c${n}` }), value: { ref: `c${n}`, text: `"v${n}"`, count: 3, maxBytes: 1_000 } })).toMatchObject({ ok: true, position: n });
+      expect((await store.open("a1", "r")).values).toEqual([["c2", '"v2"'], ["c3", '"v3"'], ["c4", '"v4"']]);
+      expect(await store.value("a1", "c1")).toBeUndefined();
+      await store.forget("a1");
+      expect(await store.open("a1", "r")).toMatchObject({ length: 0, records: [], values: [] });
+      expect(await store.write("a1", { record: JSON.stringify({ call_id: "again" }) })).toMatchObject({ ok: true, position: 0 });
     });
 
     test("turn connections the server ends are made again; calls go on", async () => {

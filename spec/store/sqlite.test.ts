@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, test } from "vitest";
+import { EMPTY_CONTEXT, encodeContext } from "../../src/store/context-codec.ts";
 import { SQLITE_MIGRATIONS } from "../../src/store/migrations.ts";
 import { SqliteStore } from "../../src/store/sqlite-store.ts";
 import { StoreError } from "../../src/store/store.ts";
@@ -70,6 +71,30 @@ describe("SqliteStore set-up", () => {
     expect(await store.program("calc.add(2)@v")).toMatchObject({ code: "return args[0]", uses: 0, why: "a reason" });
     await store.close();
     expect((new DatabaseSync(path).prepare("SELECT value FROM improv_meta WHERE key = 'schema_version'").get() as { value: string }).value).toBe(String(SQLITE_MIGRATIONS.length));
+  });
+
+  test("a store of schema version 4 is migrated forward: its records and kept values stay, and the next values are held to their count", async () => {
+    const path = freshPath();
+    const db = new DatabaseSync(path);
+    db.exec("CREATE TABLE improv_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    for (const migration of SQLITE_MIGRATIONS.slice(0, 4)) db.exec(migration);
+    db.exec("INSERT INTO improv_meta VALUES ('schema_version', '4')");
+    db.prepare("INSERT INTO improv_agents (id, role, version, epoch, first, length, context, created_at, updated_at) VALUES ('a1', 'r', 0, 0, 0, 3, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')").run(encodeContext(EMPTY_CONTEXT));
+    for (let n = 0; n < 3; n += 1) {
+      db.prepare("INSERT INTO improv_records (agent_id, position, record) VALUES ('a1', ?, ?)").run(n, JSON.stringify({ call_id: `c${n}`, trace_id: "t" }));
+      db.prepare("INSERT INTO improv_values (agent_id, ref, seq, value, bytes) VALUES ('a1', ?, ?, ?, 8)").run(`c${n}`, n + 1, `"v${n}"`);
+    }
+    db.close();
+    const store = new SqliteStore(path);
+    const opened = await store.open("a1", "r");
+    expect(opened.records).toHaveLength(3);
+    expect(opened.values).toEqual([["c0", '"v0"'], ["c1", '"v1"'], ["c2", '"v2"']]);
+    expect(await store.value("a1", "c1")).toBe('"v1"');
+    expect(await store.traceRecords("t")).toHaveLength(3);
+    for (let n = 3; n < 5; n += 1) expect(await store.write("a1", { record: JSON.stringify({ call_id: `c${n}` }), value: { ref: `c${n}`, text: `"v${n}"`, count: 3, maxBytes: 1_000 } })).toMatchObject({ ok: true, position: n });
+    expect((await store.open("a1", "r")).values).toEqual([["c2", '"v2"'], ["c3", '"v3"'], ["c4", '"v4"']]);
+    expect(await store.value("a1", "c1")).toBeUndefined();
+    await store.close();
   });
 
   test("a file that cannot be written is a StoreError naming the store", () => {

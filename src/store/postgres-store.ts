@@ -37,7 +37,7 @@ interface AgentRow {
 
 /**
  * The store for many processes or machines: PostgreSQL through `pg`. Each write is one
- * transaction that locks only its agent's row (`SELECT … FOR UPDATE`), never the store.
+ * transaction that locks only its agent's row (updating it first), never the store.
  *
  * @example
  * const store = new PostgresStore("postgres://app@127.0.0.1:5432/app");
@@ -161,7 +161,7 @@ export class PostgresStore implements Store {
     return this.#use("read a trace", async (client) =>
       (
         await client.query<{ agent_id: string; role: string; record: string }>(
-          "SELECT r.agent_id, a.role, r.record FROM improv_records r JOIN improv_agents a ON a.id = r.agent_id WHERE ((r.record::jsonb) ->> 'trace_id') = $1 ORDER BY r.agent_id COLLATE \"C\", r.position",
+          "SELECT r.agent_id, a.role, r.record FROM improv_records r JOIN improv_agents a ON a.id = r.agent_id WHERE ((r.record::json) ->> 'trace_id') = $1 ORDER BY r.agent_id COLLATE \"C\", r.position",
           [traceId],
         )
       ).rows.map((row) => ({ agentId: row.agent_id, role: row.role, record: row.record })),
@@ -169,7 +169,7 @@ export class PostgresStore implements Store {
   }
 
   async value(id: string, ref: string): Promise<string | undefined> {
-    return this.#use("read a kept value", async (client) => (await client.query<{ value: string }>("SELECT value FROM improv_values WHERE agent_id = $1 AND ref = $2", [id, ref])).rows[0]?.value);
+    return this.#use("read a kept value", async (client) => (await client.query<{ value: string }>("SELECT value FROM improv_values WHERE agent_id = $1 AND ref = $2 ORDER BY seq DESC LIMIT 1", [id, ref])).rows[0]?.value);
   }
 
   async forget(id: string): Promise<void> {
@@ -295,10 +295,12 @@ export class PostgresStore implements Store {
       const connection = this.#turnConnection(id);
       const client = await connection.client;
       for (let pause = 2; ; pause = Math.min(50, pause * 2)) {
-        const row = (await referenced(client, () => client.query<TurnRow>({ name: "improv_turn", text: TURN_SQL, values: [id, options.programKey ?? null] }))).rows[0];
-        if (row?.taken === true || Date.now() >= deadline) {
-          const stand = row === undefined || row.version === null ? undefined : { version: Number(row.version), epoch: Number(row.epoch), length: Number(row.length) };
-          return this.#turnOf(id, connection, client, row?.taken === true, stand, options.programKey === undefined ? undefined : (row?.program ?? null));
+        // taken, version, epoch, length, program
+        const row = (await referenced(client, () => lean(client, "improv_turn", TURN_SQL, [id, options.programKey ?? null])))[0];
+        const taken = row?.[0] === "t";
+        if (taken || Date.now() >= deadline) {
+          const stand = row === undefined || row[1] === null ? undefined : { version: Number(row[1]), epoch: Number(row[2]), length: Number(row[3]) };
+          return this.#turnOf(id, connection, client, taken, stand, options.programKey === undefined ? undefined : (row?.[4] ?? null));
         }
         await new Promise((resolve) => setTimeout(resolve, pause * (0.5 + Math.random())));
       }
@@ -366,7 +368,8 @@ export class PostgresStore implements Store {
 
   /** Creates or migrates the schema once per store, in one transaction serialised across processes. */
   #prepare(): Promise<void> {
-    this.#ready ??= this.#checkout(async (client) => {
+    if (this.#ready !== undefined) return this.#ready;
+    const ready = this.#checkout(async (client) => {
       try {
         await client.query("BEGIN");
         await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
@@ -384,10 +387,12 @@ export class PostgresStore implements Store {
         throw error;
       }
     });
-    this.#ready.catch(() => {
-      this.#ready = undefined;
+    // A failed attempt is made again by the next use.
+    ready.catch(() => {
+      if (this.#ready === ready) this.#ready = undefined;
     });
-    return this.#ready;
+    this.#ready = ready;
+    return ready;
   }
 
   async #use<T>(doing: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -498,19 +503,15 @@ interface TurnConnection {
   broken: boolean;
 }
 
-interface TurnRow {
-  readonly taken: boolean;
-  readonly version: string | null;
-  readonly epoch: string | null;
-  readonly length: string | null;
-  readonly program: string | null;
-}
-
 /** A turn's one statement: the agent's advisory lock tried, where the agent stands, and the program kept under key `$2`. */
 const TURN_SQL = `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS taken, a.version, a.epoch, a.length, (SELECT code FROM improv_programs WHERE key = $2) AS program
   FROM (VALUES (1)) AS one (x) LEFT JOIN improv_agents a ON a.id = $1`;
 
-const COMMIT_SQL = "SELECT r_ok, r_version, r_epoch, r_length, r_position FROM improv_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+/**
+ * A call's commit (`improv_commit`), called in the select list, not as a table in FROM (which
+ * stores its one row in a tuple store first): its answer is one composite, `(ok,version,epoch,length,position)`.
+ */
+const COMMIT_SQL = "SELECT improv_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 
 /** Which of `count` turn connections carries agent `id`'s turns. */
 function turnIndex(id: string, count: number): number {
@@ -526,7 +527,7 @@ async function commitOn(client: pg.ClientBase, label: string, id: string, write:
     id,
     write.baseVersion ?? null,
     write.record ?? null,
-    write.context === undefined ? null : Buffer.from(encodeContext(write.context)),
+    write.context === undefined ? null : encodeContext(write.context),
     value?.ref ?? null,
     value?.text ?? null,
     value === undefined ? null : value.text.length * 2,
@@ -537,15 +538,136 @@ async function commitOn(client: pg.ClientBase, label: string, id: string, write:
     ranProgram?.code ?? null,
     unlock,
   ];
-  let row: { r_ok: boolean; r_version: string; r_epoch: string; r_length: string; r_position: string | null } | undefined;
+  let answer: string | null | undefined;
   try {
-    row = (await client.query({ name: "improv_commit", text: COMMIT_SQL, values })).rows[0];
+    answer = (await lean(client, "improv_commit", COMMIT_SQL, values))[0]?.[0];
   } catch (error) {
     // The function's own refusal: the agent was forgotten.
     if ((error as { code?: unknown }).code === "P0002") throw new StoreError(label, (error as Error).message, { cause: error });
     throw error;
   }
-  if (row === undefined) throw new Error("improv_commit returned no row");
-  if (!row.r_ok) return { ok: false, conflict: true, version: Number(row.r_version) };
-  return { ok: true, version: Number(row.r_version), epoch: Number(row.r_epoch), length: Number(row.r_length), ...(row.r_position === null ? {} : { position: Number(row.r_position) }) };
+  // A composite of a boolean and numbers, as text: "(t,7,0,7,6)"; an empty field is NULL.
+  const [ok, version, epoch, length, position] = answer?.slice(1, -1).split(",") ?? [];
+  if (ok === undefined || version === undefined) throw new Error(`improv_commit answered ${String(answer)}`);
+  if (ok !== "t") return { ok: false, conflict: true, version: Number(version) };
+  return { ok: true, version: Number(version), epoch: Number(epoch), length: Number(length), ...(position === undefined || position === "" ? {} : { position: Number(position) }) };
+}
+
+/**
+ * Runs the named statement `name` (`text`, parsed once per connection) with `values`, and
+ * answers its rows as arrays of text fields (null for SQL NULL). For the two statements of every
+ * call, its turn and its commit: through `pg`'s `Submittable` interface, each run is one Bind,
+ * Execute and Sync, without the general query path's work per run (copying the query's config,
+ * asking for the row's description and reading it, building a result object, a parser per
+ * field), about 30 µs a statement here (docs/performance.md). It keeps `pg`'s record of the
+ * connection's prepared statements as `pg`'s own queries do.
+ */
+function lean(client: pg.ClientBase, name: string, text: string, values: readonly unknown[]): Promise<(string | null)[][]> {
+  // `pg`'s connection internals are not its public API: where they are not what this was written
+  // against, the same statement goes the general way, with every field left as text.
+  if (!leanStatements.enabled || !wireConnectionOf(client)) {
+    return client.query({ name, text, values: values.map(wireValue), rowMode: "array", types: AS_TEXT }).then((result) => result.rows as (string | null)[][]);
+  }
+  return new Promise((resolve, reject) => {
+    client.query(new LeanStatement(name, text, values, (error, rows) => (error === undefined ? resolve(rows) : reject(error))));
+  });
+}
+
+/** Whether statements take the lean way (tests turn it off to check the general way gives the same answers). */
+export const leanStatements = { enabled: true };
+
+/** Every field as the server sent it, as text (what the lean way reads). */
+const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig;
+
+/** Whether `client`'s connection has the parts a {@link LeanStatement} writes to. */
+function wireConnectionOf(client: pg.ClientBase): boolean {
+  const connection = (client as unknown as { connection?: Partial<WireConnection> }).connection;
+  return (
+    typeof connection === "object" &&
+    typeof connection.parse === "function" &&
+    typeof connection.bind === "function" &&
+    typeof connection.execute === "function" &&
+    typeof connection.sync === "function" &&
+    typeof connection.sendCopyFail === "function" &&
+    typeof connection.parsedStatements === "object" &&
+    connection.parsedStatements !== null &&
+    typeof connection.stream === "object"
+  );
+}
+
+/** The part of `pg`'s connection a {@link LeanStatement} writes to. */
+interface WireConnection {
+  readonly stream: { cork?(): void; uncork?(): void };
+  readonly parsedStatements: Record<string, string | undefined>;
+  readonly submittedNamedStatements?: Record<string, string | undefined>;
+  parse(query: { readonly name: string; readonly text: string }): void;
+  bind(config: { readonly statement: string; readonly values: readonly unknown[]; readonly valueMapper: (value: unknown) => unknown }): void;
+  execute(config: { readonly portal: string; readonly rows: number }): void;
+  sync(): void;
+  sendCopyFail(message: string): void;
+}
+
+/** One run of a named statement (see {@link lean}); `pg`'s client calls its `handle…` methods as the server answers. */
+class LeanStatement implements pg.Submittable {
+  readonly name: string;
+  readonly text: string;
+  readonly #values: readonly unknown[];
+  readonly #rows: (string | null)[][] = [];
+  #failed = false;
+  /** Called once; `pg` wraps it (its query timeout). */
+  callback: (error: Error | undefined, rows: (string | null)[][]) => void;
+
+  constructor(name: string, text: string, values: readonly unknown[], callback: (error: Error | undefined, rows: (string | null)[][]) => void) {
+    this.name = name;
+    this.text = text;
+    this.#values = values;
+    this.callback = callback;
+  }
+
+  submit(given: pg.Connection): void {
+    const connection = given as unknown as WireConnection;
+    // One write for the whole exchange.
+    connection.stream.cork?.();
+    try {
+      if (connection.parsedStatements[this.name] === undefined && connection.submittedNamedStatements?.[this.name] === undefined) {
+        connection.parse({ name: this.name, text: this.text });
+        if (connection.submittedNamedStatements !== undefined) connection.submittedNamedStatements[this.name] = this.text;
+      }
+      connection.bind({ statement: this.name, values: this.#values, valueMapper: wireValue });
+      connection.execute({ portal: "", rows: 0 });
+      connection.sync();
+    } finally {
+      connection.stream.uncork?.();
+    }
+  }
+
+  handleDataRow(message: { readonly fields: (string | null)[] }): void {
+    this.#rows.push(message.fields);
+  }
+
+  handleReadyForQuery(): void {
+    if (!this.#failed) this.callback(undefined, this.#rows);
+  }
+
+  handleError(error: Error): void {
+    this.#failed = true;
+    this.callback(error, []);
+  }
+
+  handleRowDescription(): void {}
+  handleCommandComplete(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyData(): void {}
+  handleCopyInResponse(given: pg.Connection): void {
+    (given as unknown as WireConnection).sendCopyFail("improv sends no COPY data");
+  }
+}
+
+/** A parameter as the server reads it: SQL NULL, bytes (sent as binary), or text. */
+function wireValue(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (Buffer.isBuffer(value)) return value;
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  return String(value);
 }

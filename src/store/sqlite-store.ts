@@ -8,7 +8,7 @@ import { refuseOtherUrls, type KeptProgram, type ProgramToKeep } from "./store.t
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { closeTimeout, Drain } from "../drain.ts";
 import { checkOptionNames } from "../option-check.ts";
-import { checksBytes, evictValuesSql, RoleMismatchError, valueStatements, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
+import { checksBytes, RoleMismatchError, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
 
 /** Options of {@link SqliteStore}. */
 /** The options `new SqliteStore()` takes. */
@@ -47,9 +47,6 @@ interface AgentRow {
  * const store = new SqliteStore("data/improv.db");
  * const calc = await Agent.open("calculator", { store, id: "calc-1" });
  */
-const SQLITE_VALUES = valueStatements((index) => `?${index}`);
-const SQLITE_EVICT_BY_BYTES = evictValuesSql((index) => `?${index}`);
-
 export class SqliteStore implements SyncStore {
   readonly label: string;
   /** The database file's absolute path (or `:memory:`). */
@@ -138,41 +135,64 @@ export class SqliteStore implements SyncStore {
     });
   }
 
+  /**
+   * A call's commit, in one `BEGIN IMMEDIATE` transaction of prepared statements: the agent's row
+   * first, where one `UPDATE` checks the version and bumps it with the length and the kept-value
+   * count (a refused version check changes nothing), and the row then read says where the record
+   * goes (cheaper than `RETURNING`, which SQLite buffers in a temporary table); then the record,
+   * the value (over the one it evicts), and the kept program's count.
+   * The context is encoded, and the time taken, before the write lock is.
+   */
   writeSync(id: string, write: AgentWrite): WriteResult {
+    const context = write.context === undefined ? null : encodeContext(write.context);
+    const now = new Date().toISOString();
+    if (write.replaceHistory !== undefined) return this.#guard("write a call", () => this.#transaction(() => this.#replaceHistory(id, write, context, now)));
+    const { record, ranProgram } = write;
+    const value = record === undefined ? undefined : write.value;
+    const base = context !== null && write.baseVersion !== undefined ? write.baseVersion : null;
     return this.#guard("write a call", () =>
       this.#transaction(() => {
-        const row = this.#row(id);
-        if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
-        if (write.context !== undefined && write.baseVersion !== undefined && row.version !== write.baseVersion) {
-          return { ok: false, conflict: true, version: row.version } as const;
-        }
-        let { version, epoch, first, length } = row;
-        if (write.replaceHistory !== undefined) {
-          this.#statement("DELETE FROM improv_records WHERE agent_id = ?").run(id);
-          epoch += 1;
-          first = 0;
-          length = 0;
-          const insert = this.#statement("INSERT INTO improv_records (agent_id, position, record) VALUES (?, ?, ?)");
-          for (const record of write.replaceHistory) insert.run(id, first + length++, record);
-        }
+        if (Number(this.#statement(ADVANCE).run(context, base, record === undefined ? 0 : 1, value === undefined ? 0 : 1, now, id).changes) === 0) return this.#refused(id);
+        const row = this.#statement(ADVANCED).get(id) as unknown as AdvancedRow;
         let position: number | undefined;
-        if (write.record !== undefined) {
-          position = first + length;
-          this.#statement("INSERT INTO improv_records (agent_id, position, record) VALUES (?, ?, ?)").run(id, position, write.record);
-          length += 1;
-          if (write.value !== undefined) this.#keepValue(id, write.value);
+        if (record !== undefined) {
+          position = row.first + row.length - 1;
+          this.#statement(INSERT_RECORD).run(id, position, record);
+          if (value !== undefined) this.#keepValue(id, value, row.value_seq, row.value_count);
         }
-        const now = new Date().toISOString();
-        if (write.context !== undefined) {
-          version += 1;
-          this.#statement("UPDATE improv_agents SET context = ?, version = ?, epoch = ?, first = ?, length = ?, updated_at = ? WHERE id = ?").run(encodeContext(write.context), version, epoch, first, length, now, id);
-        } else {
-          this.#statement("UPDATE improv_agents SET version = ?, epoch = ?, first = ?, length = ?, updated_at = ? WHERE id = ?").run(version, epoch, first, length, now, id);
-        }
-        if (write.ranProgram !== undefined) this.#statement(COUNT_USE).run(now, write.ranProgram.key, write.ranProgram.code);
-        return { ok: true, version, epoch, length, ...(position === undefined ? {} : { position }) } as const;
+        if (ranProgram !== undefined) this.#statement(COUNT_USE).run(now, ranProgram.key, ranProgram.code);
+        return { ok: true, version: row.version, epoch: row.epoch, length: row.length, ...(position === undefined ? {} : { position }) } as const;
       }),
     );
+  }
+
+  /** Why a commit's update of the agent's row found none: the version changed (a conflict), or the agent is gone. */
+  #refused(id: string): WriteResult {
+    const row = this.#statement("SELECT version FROM improv_agents WHERE id = ?").get(id) as { version: number } | undefined;
+    if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+    return { ok: false, conflict: true, version: row.version };
+  }
+
+  /** A write that replaces the whole history (application-supplied history), in the caller's transaction. */
+  #replaceHistory(id: string, write: AgentWrite, context: Uint8Array | null, now: string): WriteResult {
+    const row = this.#statement("SELECT version, epoch, value_seq, value_count FROM improv_agents WHERE id = ?").get(id) as { version: number; epoch: number; value_seq: number; value_count: number } | undefined;
+    if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
+    if (context !== null && write.baseVersion !== undefined && row.version !== write.baseVersion) return { ok: false, conflict: true, version: row.version };
+    this.#statement("DELETE FROM improv_records WHERE agent_id = ?").run(id);
+    const epoch = row.epoch + 1;
+    let length = 0;
+    for (const record of write.replaceHistory ?? []) this.#statement(INSERT_RECORD).run(id, length++, record);
+    let position: number | undefined;
+    let valueSeq = row.value_seq;
+    if (write.record !== undefined) {
+      position = length++;
+      this.#statement(INSERT_RECORD).run(id, position, write.record);
+      if (write.value !== undefined) this.#keepValue(id, write.value, (valueSeq += 1), row.value_count);
+    }
+    const version = row.version + (context === null ? 0 : 1);
+    this.#statement("UPDATE improv_agents SET context = coalesce(?, context), version = ?, epoch = ?, first = 0, length = ?, value_seq = ?, updated_at = ? WHERE id = ?").run(context, version, epoch, length, valueSeq, now, id);
+    if (write.ranProgram !== undefined) this.#statement(COUNT_USE).run(now, write.ranProgram.key, write.ranProgram.code);
+    return { ok: true, version, epoch, length, ...(position === undefined ? {} : { position }) };
   }
 
   /**
@@ -218,14 +238,27 @@ export class SqliteStore implements SyncStore {
     });
   }
 
-  /** Keeps a call's value and holds the agent's values to their bounds (see `valueStatements`). */
-  #keepValue(id: string, write: ValueWrite): void {
+  /**
+   * Keeps a call's value as the agent's value number `seq`, in slot `seq % count` of the agent's
+   * ring (see the schema's migration 5), overwriting the value it evicts; lays the slots out again
+   * first when they are laid out for another count (`laidOutFor`). Then holds the values to their
+   * byte bound (see `BYTE_CHECK_EVERY`).
+   */
+  #keepValue(id: string, write: ValueWrite, seq: number, laidOutFor: number): void {
     const { ref, text, count, maxBytes } = write;
+    if (count < 1) return;
+    if (laidOutFor !== count) {
+      // Only the values that stay (the latest count, with this one) keep a slot: numbers within
+      // `count` of each other, so their slots differ, and none is this one's.
+      this.#statement(EVICT_OLDER_VALUES).run(id, seq - count);
+      this.#statement("UPDATE improv_values SET slot = -1 - seq WHERE agent_id = ?").run(id);
+      this.#statement("UPDATE improv_values SET slot = seq % ? WHERE agent_id = ?").run(count, id);
+      this.#statement("UPDATE improv_agents SET value_count = ? WHERE id = ?").run(count, id);
+    }
     const bytes = text.length * 2;
-    const seq = Number((this.#statement(SQLITE_VALUES.insert).get(id, ref, text, bytes) as { seq: number }).seq);
-    if (seq > count) this.#statement(SQLITE_VALUES.evictOlder).run(id, seq - count);
-    if (checksBytes(write, seq, bytes) && Number((this.#statement(SQLITE_VALUES.total).get(id) as { total: number }).total) > maxBytes) {
-      this.#statement(SQLITE_EVICT_BY_BYTES).run(id, count, maxBytes);
+    this.#statement(KEEP_VALUE).run(id, seq % count, seq, ref, bytes, text);
+    if (checksBytes(write, seq, bytes) && Number((this.#statement(VALUE_BYTES).get(id) as { total: number }).total) > maxBytes) {
+      this.#statement(EVICT_VALUES_BY_BYTES).run(id, count, maxBytes);
     }
   }
 
@@ -242,7 +275,8 @@ export class SqliteStore implements SyncStore {
   }
 
   async value(id: string, ref: string): Promise<string | undefined> {
-    return this.#guard("read a kept value", () => (this.#statement("SELECT value FROM improv_values WHERE agent_id = ? AND ref = ?").get(id, ref) as { value: string } | undefined)?.value);
+    // The agent's values in the order kept (at most its `keepValues` count), read for the call id.
+    return this.#guard("read a kept value", () => (this.#statement("SELECT value FROM improv_values WHERE agent_id = ? AND ref = ? ORDER BY seq DESC LIMIT 1").get(id, ref) as { value: string } | undefined)?.value);
   }
 
   async agents(): Promise<readonly AgentSummary[]> {
@@ -416,6 +450,39 @@ export class SqliteStore implements SyncStore {
 
 /** Where agent `?1` stands, and the code kept under key `?2` (null when none, or no key). */
 const TURN_READ = "SELECT version, epoch, length, (SELECT code FROM improv_programs WHERE key = ?2) AS program FROM improv_agents WHERE id = ?1";
+
+/**
+ * A call's update of agent `?6`'s row, refused (no change) when `?2` is a version it no longer
+ * has: the new context `?1` (a version more; kept as it was when null), `?3` records and `?4`
+ * kept values more, the time `?5`. {@link ADVANCED} then reads where the agent stands.
+ */
+const ADVANCE =
+  "UPDATE improv_agents SET version = version + (?1 IS NOT NULL), context = coalesce(?1, context), length = length + ?3, value_seq = value_seq + ?4, updated_at = ?5 WHERE id = ?6 AND (?2 IS NULL OR version = ?2)";
+const ADVANCED = "SELECT version, epoch, first, length, value_seq, value_count FROM improv_agents WHERE id = ?";
+
+interface AdvancedRow {
+  readonly version: number;
+  readonly epoch: number;
+  readonly first: number;
+  readonly length: number;
+  readonly value_seq: number;
+  /** The count the agent's value slots are laid out for. */
+  readonly value_count: number;
+}
+
+const INSERT_RECORD = "INSERT INTO improv_records (agent_id, position, record) VALUES (?, ?, ?)";
+/** Keeps agent `?1`'s value number `?3` in slot `?2`, over the value there. */
+const KEEP_VALUE =
+  "INSERT INTO improv_values (agent_id, slot, seq, ref, bytes, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (agent_id, slot) DO UPDATE SET seq = excluded.seq, ref = excluded.ref, bytes = excluded.bytes, value = excluded.value";
+/** Deletes agent `?1`'s values numbered up to `?2`. */
+const EVICT_OLDER_VALUES = "DELETE FROM improv_values WHERE agent_id = ? AND seq <= ?";
+const VALUE_BYTES = "SELECT COALESCE(SUM(bytes), 0) AS total FROM improv_values WHERE agent_id = ?";
+/** Deletes agent `?1`'s values beyond the latest `?2` within `?3` bytes (both bounds grow with age: every value older than the newest past them). */
+const EVICT_VALUES_BY_BYTES = `DELETE FROM improv_values WHERE agent_id = ?1 AND seq <= (
+  SELECT MAX(seq) FROM (
+    SELECT seq, ROW_NUMBER() OVER (ORDER BY seq DESC) AS n, SUM(bytes) OVER (ORDER BY seq DESC) AS total
+    FROM improv_values WHERE agent_id = ?1
+  ) WHERE n > ?2 OR total > ?3)`;
 
 /** Counts a use of the program `?3` kept under key `?2`, at time `?1`. */
 const COUNT_USE = "UPDATE improv_programs SET uses = uses + 1, failures_in_row = 0, last_used = ? WHERE key = ? AND code = ?";

@@ -246,40 +246,22 @@ export function childId(parentId: string, role: string): string {
 }
 
 /**
- * The statements that keep agent `?1`'s value `?2` (encoded `?3`, `?4` bytes) under the next
- * sequence number, then hold its values to the latest `count` within `maxBytes` (the rule of the
- * in-memory `KeptValues`). Sequence numbers are consecutive per agent, so the count bound is one
- * indexed range delete. The byte total is read (from a covering index) for every value larger
- * than `maxBytes / count`, and for every {@link BYTE_CHECK_EVERY}th value: smaller values cannot
- * take the total over on their own, so between checks it can exceed the bound by at most that
- * many small values. Only when it is over does the ranking delete ({@link evictValuesSql}) run.
- * `$n` placeholders for PostgreSQL, `?n` for SQLite.
+ * How a store keeps a call's value and holds the agent's values to the latest `count` within
+ * `maxBytes` (the rule of the in-memory `KeptValues`). The agent's row counts the values it kept
+ * (`value_seq`, bumped by the commit's update of that row), and value number n lies in slot
+ * n % `count` of the agent's ring: numbers are consecutive per agent, so keeping a value
+ * overwrites the one the count bound evicts (a ring laid out for another count is laid out
+ * again first). The byte total is read for every value larger than `maxBytes / count`, and for
+ * every {@link BYTE_CHECK_EVERY}th value: smaller values cannot take the total over on their own,
+ * so between checks it can exceed the bound by at most that many small values. Only when it is
+ * over are the values ranked, and those past either bound deleted (every value older than the
+ * newest of them, as both bounds grow with age).
  */
-export function valueStatements(placeholder: (index: number) => string): { insert: string; evictOlder: string; total: string } {
-  const [agent, ref, value, bytes] = [1, 2, 3, 4].map(placeholder);
-  return {
-    insert: `INSERT INTO improv_values (agent_id, ref, seq, value, bytes) SELECT ${agent}, ${ref}, COALESCE(MAX(seq), 0) + 1, ${value}, ${bytes} FROM improv_values WHERE agent_id = ${agent} RETURNING seq`,
-    evictOlder: `DELETE FROM improv_values WHERE agent_id = ${agent} AND seq <= ${placeholder(2)}`,
-    total: `SELECT COALESCE(SUM(bytes), 0) AS total FROM improv_values WHERE agent_id = ${agent}`,
-  };
-}
-
-/** How often (in values kept) the byte bound is checked when no value is large enough to need it at once. */
 export const BYTE_CHECK_EVERY = 8;
 
 /** Whether keeping a value of `bytes` as number `seq` calls for reading the byte total. */
 export function checksBytes(write: ValueWrite, seq: number, bytes: number): boolean {
   return bytes * write.count > write.maxBytes || seq % BYTE_CHECK_EVERY === 0;
-}
-
-/** SQL that deletes agent `?1`'s values beyond the latest `?2` within `?3` bytes. */
-export function evictValuesSql(placeholder: (index: number) => string): string {
-  const [agent, count, bytes] = [1, 2, 3].map(placeholder);
-  return `DELETE FROM improv_values WHERE agent_id = ${agent} AND ref IN (
-    SELECT ref FROM (
-      SELECT ref, ROW_NUMBER() OVER (ORDER BY seq DESC) AS n, SUM(bytes) OVER (ORDER BY seq DESC) AS total
-      FROM improv_values WHERE agent_id = ${agent}
-    ) AS ranked WHERE n > ${count} OR total > ${bytes})`;
 }
 
 /** The URL schemes a store location may have: anything else that looks like a URL is refused, never taken for a file name. */
