@@ -94,3 +94,22 @@ export async function bridgeRoundTrip(): Promise<Subject> {
     close: () => child.kill(),
   };
 }
+
+/** (d) and (e), started to be timed in the same rounds as a figure; `close` frees both. */
+export async function requestFloors(): Promise<{ readonly subjects: { readonly sandboxRoundTrip: Subject; readonly bridgeRoundTrip: Subject }; readonly close: () => void }> {
+  const sandbox = await sandboxRoundTrip();
+  let bridge: Subject;
+  try {
+    bridge = await bridgeRoundTrip();
+  } catch (error) {
+    sandbox.close?.();
+    throw error;
+  }
+  return {
+    subjects: { sandboxRoundTrip: sandbox, bridgeRoundTrip: bridge },
+    close: () => {
+      sandbox.close?.();
+      bridge.close?.();
+    },
+  };
+}

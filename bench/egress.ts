@@ -4,8 +4,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent as Dispatcher, fetch as hostFetch } from "undici";
 import { Agent, ScriptedProvider } from "../src/index.ts";
-import { bridgeRoundTrip, sandboxRoundTrip } from "./baselines.ts";
-import { measureInterleaved, type Subject, type Summary } from "./stats.ts";
+import { requestFloors } from "./baselines.ts";
+import { expectOk, measureInterleaved, type Summary } from "./stats.ts";
 
 export interface EgressFigures {
   /** A call whose program fetches from a local server once, the same call without the fetch, and the host fetching the same URL itself: alternating rounds. */
@@ -37,22 +37,15 @@ export async function egressFigures(options: { count: number; warmup: number }):
   const agent = Agent.for("bench-egress", { provider, log: false, egress: { allow: [origin] } });
   // The host's own request: the same client, a pool of its own, keep-alive alike.
   const dispatcher = new Dispatcher({ keepAliveTimeout: 1_000 });
-  let sandbox: Subject | undefined;
-  let bridge: Subject | undefined;
-  const expectOk = async (call: Promise<{ ok: boolean; errorMessage?: string }>) => {
-    const outcome = await call;
-    if (!outcome.ok) throw new Error(`bench call failed: ${outcome.errorMessage}`);
-  };
+  let floors: Awaited<ReturnType<typeof requestFloors>> | undefined;
   try {
-    sandbox = await sandboxRoundTrip();
-    bridge = await bridgeRoundTrip();
+    floors = await requestFloors();
     const figures = await measureInterleaved(
       {
         withFetch: { task: () => expectOk(agent.withFetch(1)) },
         withoutFetch: { task: () => expectOk(agent.withoutFetch(1)) },
         hostFetch: { task: async () => (await (await hostFetch(url, { dispatcher })).json()) as unknown },
-        sandboxRoundTrip: sandbox,
-        bridgeRoundTrip: bridge,
+        ...floors.subjects,
       },
       options.count,
       options.warmup,
@@ -60,8 +53,7 @@ export async function egressFigures(options: { count: number; warmup: number }):
     const overheadP50 = figures.withFetch.p50 - figures.withoutFetch.p50 - figures.hostFetch.p50;
     return { ...figures, overheadP50, beyondFloorP50: overheadP50 - (figures.bridgeRoundTrip.p50 - figures.sandboxRoundTrip.p50), providerRequests: provider.calls.length };
   } finally {
-    sandbox?.close?.();
-    bridge?.close?.();
+    floors?.close();
     await dispatcher.close();
     server.closeAllConnections();
     server.close();

@@ -22,6 +22,12 @@ function summarize(samples: number[]): Summary {
   return { count: samples.length, p50: percentile(samples, 0.5), p95: percentile(samples, 0.95) };
 }
 
+/** A timed call that must work: a failed call would be timed as if it had. */
+export async function expectOk(call: Promise<{ ok: boolean; errorMessage?: string }>): Promise<void> {
+  const outcome = await call;
+  if (!outcome.ok) throw new Error(`bench call failed: ${outcome.errorMessage}`);
+}
+
 /** Times `task` `count` times after `warmup` untimed runs; microseconds. */
 export async function measure(task: () => Promise<unknown> | unknown, count: number, warmup: number): Promise<Summary> {
   for (let i = 0; i < warmup; i += 1) await task();

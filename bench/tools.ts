@@ -1,7 +1,7 @@
 /** Figure 12: what one tool call adds to a call, and whether tool calls made at once overlap. */
 import { Agent, ScriptedProvider, type Tool } from "../src/index.ts";
-import { bridgeRoundTrip, sandboxRoundTrip } from "./baselines.ts";
-import { measureInterleaved, type Summary } from "./stats.ts";
+import { requestFloors } from "./baselines.ts";
+import { expectOk, measureInterleaved, type Summary } from "./stats.ts";
 
 /** How long the slow tool waits before answering. @unit ms */
 export const SLOW_TOOL_MS = 50;
@@ -37,12 +37,6 @@ function readOnlyTool(execute: () => unknown): Tool {
 
 const waitSlowTool = () => new Promise<null>((resolve) => setTimeout(() => resolve(null), SLOW_TOOL_MS));
 
-/** A timed call that must work: a failed call would be timed as if it had. */
-async function expectOk(call: Promise<{ ok: boolean; errorMessage?: string }>): Promise<void> {
-  const outcome = await call;
-  if (!outcome.ok) throw new Error(`bench call failed: ${outcome.errorMessage}`);
-}
-
 export async function toolFigures(options: { count: number; warmup: number; slowCount: number; slowWarmup: number }): Promise<ToolFigures> {
   const provider = new ScriptedProvider({ programs: PROGRAMS });
   // Reuse on: after the warm-up every call runs its kept program, with no prompt rendered and
@@ -50,19 +44,16 @@ export async function toolFigures(options: { count: number; warmup: number; slow
   // reuse off both would also render prompts and ask the provider: more work around the
   // difference, and more noise in it.
   const agent = Agent.for("bench-tools", { provider, log: false, tools: { ping: readOnlyTool(() => null), slow: readOnlyTool(waitSlowTool) } });
-  const sandbox = await sandboxRoundTrip();
-  let bridge: Awaited<ReturnType<typeof bridgeRoundTrip>> | undefined;
+  const floors = await requestFloors();
   let calls;
   try {
-    bridge = await bridgeRoundTrip();
     calls = await measureInterleaved(
-      { withTool: { task: () => expectOk(agent.withTool(1, 2)) }, withoutTool: { task: () => expectOk(agent.withoutTool(1, 2)) }, sandboxRoundTrip: sandbox, bridgeRoundTrip: bridge },
+      { withTool: { task: () => expectOk(agent.withTool(1, 2)) }, withoutTool: { task: () => expectOk(agent.withoutTool(1, 2)) }, ...floors.subjects },
       options.count,
       options.warmup,
     );
   } finally {
-    sandbox.close?.();
-    bridge?.close?.();
+    floors.close();
   }
   const addedP50 = calls.withTool.p50 - calls.withoutTool.p50;
   const requestFloorP50 = calls.bridgeRoundTrip.p50 - calls.sandboxRoundTrip.p50;

@@ -10,6 +10,22 @@ const ids = (records: readonly string[]) => records.map((text) => (JSON.parse(te
  * The contract every Store keeps, run against each implementation (as one suite runs against
  * every adapter). `make` returns a fresh, empty store.
  */
+/**
+ * What a store migrated from before kept values lay in a ring must still hold: agent `a1`'s
+ * three records (trace `t`) and values `c0`…`c2` (`"v0"`…) as the older schema kept them, and
+ * the next values held to their count.
+ */
+export async function expectMigratedValues(store: Store): Promise<void> {
+    const opened = await store.open("a1", "r");
+    expect(opened.records).toHaveLength(3);
+    expect(opened.values).toEqual([["c0", '"v0"'], ["c1", '"v1"'], ["c2", '"v2"']]);
+    expect(await store.value("a1", "c1")).toBe('"v1"');
+    expect(await store.traceRecords("t")).toHaveLength(3);
+    for (let n = 3; n < 5; n += 1) expect(await store.write("a1", { record: JSON.stringify({ call_id: `c${n}` }), value: { ref: `c${n}`, text: `"v${n}"`, count: 3, maxBytes: 1_000 } })).toMatchObject({ ok: true, position: n });
+    expect((await store.open("a1", "r")).values).toEqual([["c2", '"v2"'], ["c3", '"v3"'], ["c4", '"v4"']]);
+    expect(await store.value("a1", "c1")).toBeUndefined();
+}
+
 export function storeContract(name: string, make: () => Promise<Store>): void {
   describe(`${name}: the Store contract`, () => {
     test("open creates an agent once; opening it again finds it; another role is a TypeError naming both", async () => {

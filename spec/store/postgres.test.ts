@@ -7,7 +7,7 @@ import { POSTGRES_MIGRATIONS } from "../../src/store/migrations.ts";
 import { leanStatements } from "../../src/store/postgres-store.ts";
 import { postgresUnavailable, startPostgres, type PostgresServer } from "../helpers/postgres.ts";
 import { durableAgentContract, provider } from "./agents-contract.ts";
-import { storeContract } from "./contract.ts";
+import { expectMigratedValues, storeContract } from "./contract.ts";
 
 const unavailable = postgresUnavailable();
 if (unavailable !== undefined && process.env.CI === "true") {
@@ -99,14 +99,7 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
         await setup.end();
       }
       const store = openStore(url);
-      const opened = await store.open("a1", "r");
-      expect(opened.records).toHaveLength(3);
-      expect(opened.values).toEqual([["c0", '"v0"'], ["c1", '"v1"'], ["c2", '"v2"']]);
-      expect(await store.value("a1", "c1")).toBe('"v1"');
-      expect(await store.traceRecords("t")).toHaveLength(3);
-      for (let n = 3; n < 5; n += 1) expect(await store.write("a1", { record: JSON.stringify({ call_id: `c${n}` }), value: { ref: `c${n}`, text: `"v${n}"`, count: 3, maxBytes: 1_000 } })).toMatchObject({ ok: true, position: n });
-      expect((await store.open("a1", "r")).values).toEqual([["c2", '"v2"'], ["c3", '"v3"'], ["c4", '"v4"']]);
-      expect(await store.value("a1", "c1")).toBeUndefined();
+      await expectMigratedValues(store);
       await store.forget("a1");
       expect(await store.open("a1", "r")).toMatchObject({ length: 0, records: [], values: [] });
       expect(await store.write("a1", { record: JSON.stringify({ call_id: "again" }) })).toMatchObject({ ok: true, position: 0 });

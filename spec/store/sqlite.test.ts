@@ -8,7 +8,7 @@ import { EMPTY_CONTEXT, encodeContext } from "../../src/store/context-codec.ts";
 import { SQLITE_MIGRATIONS } from "../../src/store/migrations.ts";
 import { SqliteStore } from "../../src/store/sqlite-store.ts";
 import { StoreError } from "../../src/store/store.ts";
-import { storeContract } from "./contract.ts";
+import { expectMigratedValues, storeContract } from "./contract.ts";
 
 const freshPath = () => join(mkdtempSync(join(tmpdir(), "improv-sqlite-")), "improv.db");
 
@@ -86,14 +86,7 @@ describe("SqliteStore set-up", () => {
     }
     db.close();
     const store = new SqliteStore(path);
-    const opened = await store.open("a1", "r");
-    expect(opened.records).toHaveLength(3);
-    expect(opened.values).toEqual([["c0", '"v0"'], ["c1", '"v1"'], ["c2", '"v2"']]);
-    expect(await store.value("a1", "c1")).toBe('"v1"');
-    expect(await store.traceRecords("t")).toHaveLength(3);
-    for (let n = 3; n < 5; n += 1) expect(await store.write("a1", { record: JSON.stringify({ call_id: `c${n}` }), value: { ref: `c${n}`, text: `"v${n}"`, count: 3, maxBytes: 1_000 } })).toMatchObject({ ok: true, position: n });
-    expect((await store.open("a1", "r")).values).toEqual([["c2", '"v2"'], ["c3", '"v3"'], ["c4", '"v4"']]);
-    expect(await store.value("a1", "c1")).toBeUndefined();
+    await expectMigratedValues(store);
     await store.close();
   });
 
