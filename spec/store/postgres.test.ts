@@ -38,6 +38,24 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
   storeContract("PostgresStore", async () => openStore(await freshDatabase()));
   durableAgentContract("PostgresStore", freshDatabase, openStore);
 
+  /** The turn's answer read right, whichever path its statement takes: the lock, where the agent stands, the kept program. */
+  const turnReadsItsAnswer = () =>
+    test("a turn on an agent nobody holds takes its lock and says where the agent stands and what program is kept", async () => {
+      const store = openStore(await freshDatabase());
+      await store.open("a1", "r");
+      await store.write("a1", { record: JSON.stringify({ call_id: "c0" }) });
+      await store.keepProgram({ key: "r.m(0)@v", role: "r", method: "m", code: "return 1", why: "kept" });
+      const turn = await store.turn!("a1", { waitMs: 1_000, programKey: "r.m(0)@v" });
+      try {
+        expect(turn.locked).toBe(true);
+        expect(turn.stand).toMatchObject({ length: 1 });
+        expect(turn.program).toBe("return 1");
+      } finally {
+        await turn.end();
+      }
+    });
+  turnReadsItsAnswer();
+
   // A call's two statements bypass pg's general query path through its connection internals;
   // where those are not what improv expects, the general path answers instead, the same.
   describe("through pg's general query path", () => {
@@ -48,6 +66,7 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
       leanStatements.enabled = true;
     });
     storeContract("PostgresStore (general query path)", async () => openStore(await freshDatabase()));
+    turnReadsItsAnswer();
   });
 
   describe("PostgresStore only", () => {
