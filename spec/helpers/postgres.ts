@@ -69,7 +69,9 @@ export async function startPostgres(): Promise<PostgresServer> {
   chmodSync(directory, 0o700);
   run(initdb, ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"]);
   const port = await freePort();
-  const options = `-p ${port} -k ${directory} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`;
+  // Room for the many-agents load test: four processes, each a pool of up to 10 connections and
+  // 4 turn connections, beside the connections of the process that starts them.
+  const options = `-p ${port} -k ${directory} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
   run(pgCtl, ["-D", data, "-o", options, "-l", join(directory, "server.log"), "-w", "-t", "30", "start"]);
   const base = `postgres://postgres@127.0.0.1:${port}`;
   let stopped = false;
