@@ -8,6 +8,7 @@ import type { BridgeAnswer, ChildWireMessage, HostMessage, RunReport, RunRequest
 import { writeSync } from "node:fs";
 import { BUSY_GRACE_MS, REPORT_FD, bridgeFailure, freeLine, nextRunId, packResult, resumedLine, startedLine, unpackRun } from "../protocol.ts";
 import { readBridgeRequest } from "./bridge-reader.ts";
+import { ownBytes } from "./own-bytes.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
@@ -327,7 +328,9 @@ function endRun(message: RunRequestMessage, isolate: AgentIsolate | undefined, r
   return report;
 }
 
-process.on("message", (message: HostMessage) => {
+process.on("message", (received: HostMessage) => {
+  // The one door host values come in by: every typed array gets a buffer of its own before any isolate sees it.
+  const message = ownBytes(received);
   if (Array.isArray(message)) {
     enqueueRun(unpackRun(message));
     return;
