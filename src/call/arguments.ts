@@ -1,4 +1,5 @@
 /** Splitting a dynamic call's arguments into `args` and `kwargs`, and checking they can cross. */
+import { SANDBOX_LIMITS } from "../sandbox/limits.ts";
 
 const KEYWORDS: unique symbol = Symbol("improv.kwargs");
 
@@ -44,13 +45,15 @@ export function splitArguments(raw: readonly unknown[]): CallArguments {
 
 /**
  * The path and reason of the first part of `value` that cannot be copied into the sandbox
- * by structured clone, or `undefined` when all of it can.
+ * by structured clone, or `undefined` when all of it can. Nesting counts as V8's serializer
+ * meets it (each part at its first visit, in key order): past {@link SANDBOX_LIMITS.maxValueDepth}
+ * levels the copy, or the store's, would overflow the stack.
  */
 export function findUncloneable(value: unknown, path: string): string | undefined {
   const seen = new Set<object>();
-  const stack: [unknown, string][] = [[value, path]];
+  const stack: [unknown, string, number][] = [[value, path, 0]];
   while (stack.length > 0) {
-    const [current, at] = stack.pop() as [unknown, string];
+    const [current, at, depth] = stack.pop() as [unknown, string, number];
     switch (typeof current) {
       case "function":
         return `${at} is a function`;
@@ -63,32 +66,40 @@ export function findUncloneable(value: unknown, path: string): string | undefine
     }
     if (current === null || seen.has(current)) continue;
     seen.add(current);
+    if (depth >= SANDBOX_LIMITS.maxValueDepth) return `${shortPath(at)} is nested deeper than ${SANDBOX_LIMITS.maxValueDepth} levels`;
+    if (current instanceof SharedArrayBuffer) return `${at} is a SharedArrayBuffer (memory shared with the host; pass a copy, such as new Uint8Array(view))`;
     if (isCloneableLeaf(current)) continue;
+    // Children are pushed last first, so they are visited in the serializer's order.
+    const children: [unknown, string, number][] = [];
     if (current instanceof Map) {
       let index = 0;
       for (const [key, entry] of current) {
-        stack.push([key, `${at}.<key ${index}>`], [entry, `${at}.get(${describeKey(key)})`]);
+        children.push([key, `${at}.<key ${index}>`, depth + 1], [entry, `${at}.get(${describeKey(key)})`, depth + 1]);
         index += 1;
       }
-      continue;
-    }
-    if (current instanceof Set) {
+    } else if (current instanceof Set) {
       let index = 0;
-      for (const entry of current) stack.push([entry, `${at}.<entry ${index++}>`]);
-      continue;
-    }
-    if (!Array.isArray(current) && !isPlainish(current)) return `${at} is a ${current.constructor?.name ?? "host"} object`;
-    for (const key of Object.keys(current)) {
-      let entry: unknown;
-      try {
-        entry = (current as Record<string, unknown>)[key];
-      } catch {
-        return `${at}${Array.isArray(current) ? `[${key}]` : `.${key}`} has a getter that throws`;
+      for (const entry of current) children.push([entry, `${at}.<entry ${index++}>`, depth + 1]);
+    } else {
+      if (!Array.isArray(current) && !isPlainish(current)) return `${at} is a ${current.constructor?.name ?? "host"} object`;
+      for (const key of Object.keys(current)) {
+        let entry: unknown;
+        try {
+          entry = (current as Record<string, unknown>)[key];
+        } catch {
+          return `${at}${Array.isArray(current) ? `[${key}]` : `.${key}`} has a getter that throws`;
+        }
+        children.push([entry, Array.isArray(current) ? `${at}[${key}]` : `${at}.${key}`, depth + 1]);
       }
-      stack.push([entry, Array.isArray(current) ? `${at}[${key}]` : `${at}.${key}`]);
     }
+    for (let index = children.length - 1; index >= 0; index -= 1) stack.push(children[index] as [unknown, string, number]);
   }
   return undefined;
+}
+
+/** The start of a deeply nested part's path. */
+function shortPath(path: string): string {
+  return path.length <= 60 ? path : `${path.slice(0, 50)}…`;
 }
 
 function isCloneableLeaf(value: object): boolean {

@@ -66,7 +66,9 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     const outcome = Outcome.failure(draft.callId, result.errorType, message, { retriable: result.retriable });
     end = { outcome, failure: { errorType: result.errorType, ...(result.thrownName === undefined ? {} : { thrownName: result.thrownName }), ...(result.location ? { location: result.location } : {}) } };
   } else {
-    end = await checkedEnd(call, result.value, result.valueText, result.context);
+    // A context the next run (or the store) could not take is refused now, as this program's failure: the agent stays as it was.
+    const unkept = findUncloneable(result.context, "context");
+    end = unkept === undefined ? await checkedEnd(call, result.value, result.valueText, result.context) : { outcome: failed(draft, "execution", `The program left context the agent cannot keep: ${unkept}. Keep context to plain data, less deeply nested.`) };
   }
   draft.runOutcome = end.outcome;
   return end;

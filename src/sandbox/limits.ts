@@ -28,6 +28,12 @@ export const SANDBOX_LIMITS = {
    * value), as JSON (shared parts count each time they appear). @unit characters
    */
   maxAnswerChars: 8_000_000,
+  /**
+   * Deepest nesting of a value that enters the sandbox or stays in context (arguments, context,
+   * values the application stores): structured clone, the copy into an isolate and the store's
+   * encoding recurse once per level, and overflow the stack somewhat past 1,600.
+   */
+  maxValueDepth: 500,
   /** Longest error message kept from a program. @unit characters */
   maxErrorMessageChars: 10_000,
   /**
