@@ -5,7 +5,10 @@
  * read another agent's messages through `view.buffer`.
  */
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider, configureSandbox } from "../../src/index.ts";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Agent, ScriptedProvider, SqliteStore, configureSandbox } from "../../src/index.ts";
 
 /** A function for programs: every view and ArrayBuffer reachable from a value, with everything its buffer holds. */
 const REPORT = `function report(value) {
@@ -136,6 +139,25 @@ describe("binary values entering an isolate", () => {
     const outcome = await agent.inspect();
     expect(outcome.errorMessage).toBeUndefined();
     expectOwnBytes(outcome.value, [stored, new Float64Array([1.5, -2.25]), new Uint8Array([6, 6, 6])]);
+  });
+
+  test("a durable agent's stored context: the application and its programs get views of their own bytes after a reopen", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "improv-binary-")), "improv.db");
+    const provider = new ScriptedProvider({ programs: { inspect: binaryReport("[context.stored]") } });
+    const first = new SqliteStore(path);
+    const agent = await Agent.open<{ stored: Uint8Array; note: string }>("binary-durable", { provider, store: first, id: "b-1" });
+    agent.note = "x".repeat(500);
+    agent.stored = new Uint8Array([3, 1, 4, 1, 5]);
+    await Agent.save(agent);
+    await first.close();
+    const second = new SqliteStore(path);
+    const reopened = await Agent.open<{ stored: Uint8Array; note: string }>("binary-durable", { provider, store: second, id: "b-1" });
+    const stored = reopened.stored;
+    expect({ byteOffset: stored.byteOffset, bufferLength: stored.buffer.byteLength, bytes: [...stored] }).toEqual({ byteOffset: 0, bufferLength: 5, bytes: [3, 1, 4, 1, 5] });
+    const outcome = await reopened.inspect();
+    expect(outcome.errorMessage).toBeUndefined();
+    expectOwnBytes(outcome.value, [new Uint8Array([3, 1, 4, 1, 5])]);
+    await second.close();
   });
 
   test("a delegated call's arguments and its answer, and a kept value read with content(), are their own bytes", async () => {

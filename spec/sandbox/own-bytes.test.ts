@@ -1,6 +1,6 @@
 import { deserialize, serialize } from "node:v8";
 import { describe, expect, test } from "vitest";
-import { ownBytes } from "../../src/sandbox/child/own-bytes.ts";
+import { ownBytes } from "../../src/sandbox/own-bytes.ts";
 
 /** A message as the sandbox process reads it: structured clone, its views over the one buffer it was read into. */
 function received<T>(message: T): T {

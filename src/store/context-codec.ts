@@ -1,4 +1,5 @@
 import { deserialize, serialize } from "node:v8";
+import { ownBytes } from "../sandbox/own-bytes.ts";
 import type { StoredContext } from "./store.ts";
 
 /** A new agent's context. */
@@ -29,7 +30,8 @@ function isEmptyPlainObject(value: object): boolean {
 
 /** Bytes written by {@link encodeContext} back to a context; anything else is an error. */
 export function decodeContext(bytes: Uint8Array): StoredContext {
-  const decoded = deserialize(bytes) as Partial<StoredContext> | null;
+  // Typed arrays in it would otherwise be views over the row's bytes (a driver's pooled buffer, say).
+  const decoded = ownBytes(deserialize(bytes) as Partial<StoredContext> | null);
   if (typeof decoded !== "object" || decoded === null || typeof decoded.values !== "object" || decoded.values === null || !Array.isArray(decoded.appKeys)) {
     throw new TypeError("a stored context is not in improv's format");
   }

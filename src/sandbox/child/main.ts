@@ -8,7 +8,7 @@ import type { BridgeAnswer, ChildWireMessage, HostMessage, RunReport, RunRequest
 import { writeSync } from "node:fs";
 import { BUSY_GRACE_MS, REPORT_FD, bridgeFailure, freeLine, nextRunId, packResult, resumedLine, startedLine, unpackRun } from "../protocol.ts";
 import { readBridgeRequest } from "./bridge-reader.ts";
-import { ownBytes } from "./own-bytes.ts";
+import { ownBytes } from "../own-bytes.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
 /** Idle isolates kept warm; past this, the least recently used idle one is disposed. */

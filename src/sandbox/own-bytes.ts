@@ -1,10 +1,12 @@
 /**
- * The door every host message comes in by. Messages arrive by structured clone (IPC's
- * "advanced" serialisation), whose reader makes each typed array and `DataView` a view over the
- * buffer the message was read into: a buffer that can hold other messages too, other agents'
- * runs among them. isolated-vm copies a view's whole buffer into an isolate, so a program could
- * read them through `view.buffer`. Here every view gets a buffer holding its own bytes and
- * nothing else, before any part of the message reaches an isolate.
+ * Values read back from V8's serialisation own their bytes. Node's reader makes each typed
+ * array and `DataView` a view over the buffer it reads from: for a message from the host, the
+ * sandbox process's IPC read chunk, which can hold other messages too, other agents' runs among
+ * them (isolated-vm copies a view's whole buffer into an isolate, so a program could read them
+ * through `view.buffer`); for a stored context, the row's bytes, which a driver may have read
+ * into a pooled buffer shared with unrelated data. Every view gets a buffer holding its own
+ * bytes and nothing else. The sandbox process applies this at the one door host messages come
+ * in by, before any part of one reaches an isolate.
  */
 
 /** The message with every view in it over a buffer of its own (changed in place; the same value returned). */
