@@ -61,6 +61,17 @@ describe("ownBytes: every view of a received message gets a buffer of its own", 
     expect(ownsItsBuffer(own.node.bytes)).toBe(true);
   });
 
+  test("much sharing (each of 40 levels holding the one below twice: 2^40 paths) is walked once per container", () => {
+    let level: unknown[] = [new Uint8Array([7])];
+    for (let depth = 0; depth < 40; depth += 1) level = [level, level];
+    const own = ownBytes(received({ level }));
+    let bottom: unknown = own.level;
+    while (Array.isArray(bottom) && Array.isArray(bottom[1])) bottom = bottom[1];
+    const view = (bottom as unknown[])[0] as Uint8Array;
+    expect(ownsItsBuffer(view)).toBe(true);
+    expect([...view]).toEqual([7]);
+  });
+
   test("a view that is the whole message, and primitives, pass through", () => {
     const view = ownBytes(received(new Uint8Array([1, 2])));
     expect(ownsItsBuffer(view)).toBe(true);

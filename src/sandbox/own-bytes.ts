@@ -9,32 +9,50 @@
  * in by, before any part of one reaches an isolate.
  */
 
+/**
+ * Containers the first walk visits before it gives way to one that remembers what it saw: most
+ * messages are trees of a few objects, walked fastest without a set (which costs more than the
+ * rest of the walk), while a value with cycles or much sharing is walked once per container.
+ */
+const UNREMEMBERED_VISITS = 20_000;
+
 /** The message with every view in it over a buffer of its own (changed in place; the same value returned). */
 export function ownBytes<T>(message: T): T {
   if (typeof message !== "object" || message === null) return message;
   if (ArrayBuffer.isView(message)) return ownCopy(message) as T;
+  // One copy per view, so a view the message holds twice is still one view.
   const copies = new Map<ArrayBufferView, ArrayBufferView>();
-  const own = (view: ArrayBufferView): ArrayBufferView => {
-    let copy = copies.get(view);
-    if (copy === undefined) {
-      copy = ownCopy(view);
-      copies.set(view, copy);
-    }
-    return copy;
-  };
-  const seen = new Set<object>([message]);
-  const work: object[] = [message];
-  // Each container once (cycles and shared parts survive structured clone); a view found is replaced where it stands.
+  if (!walk(message, copies, undefined)) walk(message, copies, new Set<object>());
+  return message;
+}
+
+/**
+ * Replaces each view reachable from `root` by its own copy, where it stands. Without `seen`,
+ * gives up (false) after {@link UNREMEMBERED_VISITS} containers; views it replaced stay replaced.
+ */
+function walk(root: object, copies: Map<ArrayBufferView, ArrayBufferView>, seen: Set<object> | undefined): boolean {
+  let visits = 0;
+  const work: object[] = [root];
+  seen?.add(root);
   const visit = (value: unknown): unknown => {
     if (typeof value !== "object" || value === null) return value;
-    if (ArrayBuffer.isView(value)) return own(value);
-    if (!seen.has(value)) {
+    if (ArrayBuffer.isView(value)) {
+      let copy = copies.get(value);
+      if (copy === undefined) {
+        copy = ownCopy(value);
+        copies.set(value, copy);
+      }
+      return copy;
+    }
+    if (seen === undefined) work.push(value);
+    else if (!seen.has(value)) {
       seen.add(value);
       work.push(value);
     }
     return value;
   };
   while (work.length > 0) {
+    if (seen === undefined && (visits += 1) > UNREMEMBERED_VISITS) return false;
     const node = work.pop() as object;
     if (Array.isArray(node)) {
       for (let index = 0; index < node.length; index += 1) {
@@ -54,16 +72,20 @@ export function ownBytes<T>(message: T): T {
         node.clear();
         for (const item of items) node.add(visit(item));
       } else for (const item of items) visit(item);
+    } else if (node instanceof Error) {
+      // Its `cause` is an own property that is not enumerable.
+      const record = node as unknown as Record<string, unknown>;
+      for (const key of Object.getOwnPropertyNames(record)) record[key] = visit(record[key]);
     } else if (!(node instanceof ArrayBuffer || node instanceof Date || node instanceof RegExp)) {
-      // Plain objects, and errors with their `cause` (an own property that is not enumerable).
+      // A plain object as structured clone made it: its keys are its own, and this process adds none to Object.prototype.
       const record = node as Record<string, unknown>;
-      for (const key of node instanceof Error ? Object.getOwnPropertyNames(record) : Object.keys(record)) {
+      for (const key in record) {
         const item = record[key];
         if (typeof item === "object" && item !== null) record[key] = visit(item);
       }
     }
   }
-  return message;
+  return true;
 }
 
 /** A view like `view` over a new buffer that holds exactly its bytes (itself when it already does). */
