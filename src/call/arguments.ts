@@ -50,6 +50,52 @@ export function splitArguments(raw: readonly unknown[]): CallArguments {
  * levels the copy, or the store's, would overflow the stack.
  */
 export function findUncloneable(value: unknown, path: string): string | undefined {
+  return plainlyCloneable(value) ? undefined : describeUncloneable(value, path);
+}
+
+/** Containers the quick check visits before it leaves the answer to the full walk. */
+const QUICK_VISITS = 20_000;
+
+/**
+ * True when `value` is certainly cloneable within the depth limit, checked the quick way: no
+ * paths written, nothing remembered (a tree, as most values are, is visited once; the depth
+ * counted without remembering is never less than the serializer's). False when it may not be,
+ * or holds cycles or much sharing: then the full walk decides, and names the part.
+ */
+function plainlyCloneable(value: unknown): boolean {
+  let visits = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop() as [unknown, number];
+    if (typeof current === "function" || typeof current === "symbol") return false;
+    if (typeof current !== "object" || current === null) continue;
+    if ((visits += 1) > QUICK_VISITS || depth >= SANDBOX_LIMITS.maxValueDepth || current instanceof SharedArrayBuffer) return false;
+    if (isCloneableLeaf(current)) continue;
+    if (Array.isArray(current)) {
+      for (let index = 0; index < current.length; index += 1) {
+        const item: unknown = current[index];
+        if (typeof item === "object" || typeof item === "function" || typeof item === "symbol") stack.push([item, depth + 1]);
+      }
+    } else if (current instanceof Map || current instanceof Set || !isPlainish(current)) {
+      return false;
+    } else {
+      // Inherited keys too: one that is not plain data only sends the value to the full walk.
+      for (const key in current) {
+        let item: unknown;
+        try {
+          item = (current as Record<string, unknown>)[key];
+        } catch {
+          return false;
+        }
+        if (typeof item === "object" || typeof item === "function" || typeof item === "symbol") stack.push([item, depth + 1]);
+      }
+    }
+  }
+  return true;
+}
+
+/** The full walk behind {@link findUncloneable}: the first part that cannot cross, with its path. */
+function describeUncloneable(value: unknown, path: string): string | undefined {
   const seen = new Set<object>();
   const stack: [unknown, string, number][] = [[value, path, 0]];
   while (stack.length > 0) {
