@@ -182,6 +182,26 @@ return { kept: report(kept), childSaw: answered.value.reports, answer: report(an
     expectOwnBytes(seen.answer, [new Uint8Array([4, 4, 4])]);
   });
 
+  test("a tool's binary result never reaches a program as a view over more than its own bytes", async () => {
+    // Node's small Buffers are slices of one shared slab, which holds other values of the host.
+    const other = Buffer.from("host secret of another agent");
+    const provider = new ScriptedProvider({
+      programs: {
+        inspect: `${REPORT}try { const result = await tools.bytes({}); return { reports: report(result) }; } catch (error) { return { refused: error.name + ": " + error.message }; }`,
+      },
+    });
+    const agent = Agent.for("binary-tool", {
+      provider,
+      tools: { bytes: { description: "Bytes.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: () => ({ data: Buffer.from("tool bytes") }) } },
+    });
+    const outcome = await agent.inspect();
+    expect(outcome.errorMessage).toBeUndefined();
+    const value = outcome.value as { reports?: ViewReport[]; refused?: string };
+    if (value.reports !== undefined) expectOwnBytes(value.reports, [Buffer.from("tool bytes")]);
+    else expect(value.refused).toMatch(/^ToolError: .*data/);
+    expect(JSON.stringify(outcome.value)).not.toContain(JSON.stringify([...other.subarray(0, 8)]).slice(1, -1));
+  });
+
   test("100 agents at once, each with a secret in its context and binary arguments: none reads another's data", async () => {
     configureSandbox({ processes: 2 });
     const provider = new ScriptedProvider({
