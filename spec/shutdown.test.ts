@@ -1,31 +1,75 @@
+import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test, vi } from "vitest";
-import { Agent, PostgresStore, ScriptedProvider, SqliteStore } from "../src/index.ts";
+import { Agent, PostgresStore, ScriptedProvider, SqliteStore, configureSandbox } from "../src/index.ts";
 import { sandboxPool } from "../src/sandbox/host/pool.ts";
+import { poolTimings } from "../src/sandbox/host/timings.ts";
+import { waitFor } from "./helpers/wait-for.ts";
 
 const provider = () =>
   new ScriptedProvider({ programs: { slow: [{ delayMs: 300, code: "context.n = (context.n ?? 0) + 1; return context.n" }], quick: "return 'quick'", long: [{ delayMs: 2_000, code: "return 1" }] } });
 
 describe("Agent.close", () => {
   // First in this file, so no other open agent keeps the sandbox processes.
-  test("lets calls in flight finish, then refuses new ones (not retriable, saying why), frees the agent and ends the sandbox processes when none is open", async () => {
-    const agent = Agent.for("closing", { provider: provider() });
-    await agent.quick();
-    expect(sandboxPool().pids.length).toBeGreaterThan(0);
-    const inFlight = agent.slow();
-    const closed = Agent.close(agent);
-    const refused = await agent.quick();
-    expect(refused).toMatchObject({ ok: false, errorType: "cancelled", retriable: false, errorMessage: "This agent was closed (Agent.close()): it takes no more calls. Make a new one with Agent.for() or Agent.open()." });
-    expect((await inFlight).value).toBe(1);
-    expect(await closed).toBe(true);
-    // The refused call left no record: there is no agent to keep one.
-    expect(Agent.history(agent).map((record) => record.method_name)).toEqual(["quick", "slow"]);
-    expect(sandboxPool().pids).toEqual([]);
-    // A new agent starts them again.
-    expect((await Agent.for("after", { provider: provider() }).quick()).value).toBe("quick");
+  test("lets calls in flight finish, then refuses new ones (not retriable, saying why), frees the agent, and ends the sandbox processes once none is open and they were idle a while", async () => {
+    const idleMs = poolTimings.closedIdleMs;
+    const config = sandboxPool().config;
+    poolTimings.closedIdleMs = 500;
+    // One process, so the next agent's home is the process that is there (not a second one the pool may start).
+    configureSandbox({ processes: 1 });
+    try {
+      const agent = Agent.for("closing", { provider: provider() });
+      await agent.quick();
+      const pids = sandboxPool().pids;
+      expect(pids.length).toBeGreaterThan(0);
+      const inFlight = agent.slow();
+      const closed = Agent.close(agent);
+      const refused = await agent.quick();
+      expect(refused).toMatchObject({ ok: false, errorType: "cancelled", retriable: false, errorMessage: "This agent was closed (Agent.close()): it takes no more calls. Make a new one with Agent.for() or Agent.open()." });
+      expect((await inFlight).value).toBe(1);
+      expect(await closed).toBe(true);
+      // The refused call left no record: there is no agent to keep one.
+      expect(Agent.history(agent).map((record) => record.method_name)).toEqual(["quick", "slow"]);
+      // An agent made for the next request finds the processes still there: no process start.
+      const starts = sandboxPool().starts;
+      const next = Agent.for("per-request", { provider: provider() });
+      expect((await next.quick()).value).toBe("quick");
+      await Agent.close(next);
+      expect(sandboxPool().starts).toBe(starts);
+      expect(sandboxPool().pids).toEqual(pids);
+      // Idle past the period with none open: they end.
+      await waitFor(() => sandboxPool().pids.length === 0, 10_000);
+      // A new agent starts them again.
+      expect((await Agent.for("after", { provider: provider() }).quick()).value).toBe("quick");
+      expect(sandboxPool().starts).toBeGreaterThan(starts);
+    } finally {
+      poolTimings.closedIdleMs = idleMs;
+      configureSandbox(config);
+    }
   });
+
+  test("sandbox processes kept after the last Agent.close never keep the application alive", async () => {
+    const script = `import { Agent, ScriptedProvider } from ${JSON.stringify(new URL("../src/index.ts", import.meta.url).href)};
+const agent = Agent.for("exiting", { provider: new ScriptedProvider({ programs: { quick: "return 1" } }) });
+const outcome = await agent.quick();
+await Agent.close(agent);
+console.log(JSON.stringify({ ok: outcome.ok, at: performance.now() }));`;
+    const started = performance.now();
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ["--no-node-snapshot", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk));
+      child.stderr.on("data", (chunk: Buffer) => (err += chunk));
+      child.on("close", (exit) => resolve({ code: exit, stdout: out, stderr: err }));
+    });
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ ok: true });
+    // It exited on its own, long before the processes' idle period (30 s) would have ended them.
+    expect(performance.now() - started).toBeLessThan(poolTimings.closedIdleMs);
+  }, 60_000);
 
   test("waits at most timeoutMs for calls in flight, and closes the agent's children too", async () => {
     const agent = Agent.for("impatient", { provider: provider() });

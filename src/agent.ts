@@ -157,9 +157,8 @@ export class Agent {
     const { timeoutMs } = checkOptionNames<{ timeoutMs: number }>(options, ["timeoutMs"], "Agent.close()");
     const ended = await state.close(closeTimeout(timeoutMs, "Agent.close()", "timeoutMs"));
     await state.link?.saved();
-    let open = false;
-    for (const other of agentsInProcess()) if (!other.calls.closing) open = true;
-    if (!open) sandboxPool().shutdown();
+    // The sandbox processes stay a while for the next agent (one per request, say); they never hold the application.
+    if (!anyAgentOpen()) sandboxPool().shutdownWhenIdle(() => !anyAgentOpen());
     return ended;
   }
 
@@ -401,4 +400,10 @@ function proxyFor(state: AgentState): AgentProxy {
   states.set(target, state);
   proxies.set(state, proxy);
   return proxy;
+}
+
+/** Whether an agent of this process is open (not closed or closing). */
+function anyAgentOpen(): boolean {
+  for (const state of agentsInProcess()) if (!state.calls.closing) return true;
+  return false;
 }

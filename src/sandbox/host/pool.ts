@@ -73,6 +73,8 @@ export class SandboxPool {
   #nextId = 1;
   /** How each run in flight is sent to a process (again, when its process died before it started). */
   readonly #senders = new WeakMap<PendingRun, (target: SandboxProcess) => void>();
+  /** The wait after the last agent was closed (see {@link shutdownWhenIdle}). */
+  #closing: NodeJS.Timeout | undefined;
   /** How many sandbox processes were started, for tests and diagnostics. */
   starts = 0;
   /** How many times an agent moved to another process because its own was busy. */
@@ -182,7 +184,25 @@ export class SandboxPool {
 
   /** Ends every sandbox process (new ones start with the next run). */
   shutdown(): void {
+    clearTimeout(this.#closing);
+    this.#closing = undefined;
     for (const process of this.#processes) process.kill();
+  }
+
+  /**
+   * Ends every sandbox process once they have had nothing to run for `poolTimings.closedIdleMs`
+   * and `stillUnused()` says so (no agent was opened meanwhile). The wait is unref'd, and idle
+   * processes do not hold the application either, so it may exit at any time.
+   */
+  shutdownWhenIdle(stillUnused: () => boolean): void {
+    clearTimeout(this.#closing);
+    this.#closing = setTimeout(() => {
+      this.#closing = undefined;
+      if (!stillUnused()) return;
+      if (this.activeRuns > 0) this.shutdownWhenIdle(stillUnused);
+      else this.shutdown();
+    }, poolTimings.closedIdleMs);
+    this.#closing.unref();
   }
 
   /** The agent's home as it is, unless it is gone (then a new one). */

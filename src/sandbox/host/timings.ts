@@ -9,6 +9,12 @@ export const poolTimings = {
    * process counts as stuck and is replaced. @unit ms
    */
   stuckAfterMs: 10_000,
+  /**
+   * How long the sandbox processes stay once the last open agent was closed (`Agent.close`), so
+   * that an agent made for the next request does not pay for a process start. They never keep the
+   * application alive meanwhile. @unit ms
+   */
+  closedIdleMs: 30_000,
   /** How long a process beyond `processes` may stay idle before it is ended. @unit ms */
   retireIdleMs: 5_000,
   /** How long an agent whose program held its process past the busy grace keeps other agents away from that process. @unit ms */
