@@ -17,17 +17,6 @@ import { MIRROR_CHUNK_RECORDS, type BridgeAnswer, type IsolateResult, type Mirro
  */
 export const ISOLATE_PIECES = { hardenRealm, createRuntime, createEncoder, createPrinter, createMirror, createConsole, createHostCalls } as const;
 
-const RUNTIME_SOURCE = `(${hardenRealm})();
-return (${createRuntime})({
-  createEncoder: (${createEncoder}),
-  createPrinter: (${createPrinter}),
-  createMirror: (${createMirror}),
-  createConsole: (${createConsole}),
-  createHostCalls: (${createHostCalls}),
-  post: $0,
-  limits: $1,
-});`;
-
 /**
  * Replaces the held-back buffer (see `AgentIsolate.allowMirror`). Detaching the old one with
  * `transfer(0)` frees it at once, not at some later collection.
@@ -51,6 +40,51 @@ return () => {
     new Buffer(2 ** 40);
   } catch {}
 };`;
+
+/**
+ * The runtime as one function of the isolate: it hardens the realm, then composes the runtime
+ * with the bridge's `post` callback and the limits, and answers with the functions the sandbox
+ * process calls (the runtime's, the hold-back's and the collection's) in one array. Compiled
+ * once per sandbox process (see {@link compiledRuntime}).
+ */
+const RUNTIME_SOURCE = `(function improvRuntime(post, limits) {
+  (${hardenRealm})();
+  const runtime = (${createRuntime})({
+    createEncoder: (${createEncoder}),
+    createPrinter: (${createPrinter}),
+    createMirror: (${createMirror}),
+    createConsole: (${createConsole}),
+    createHostCalls: (${createHostCalls}),
+    post,
+    limits,
+  });
+  const holdBack = (function () { ${HOLD_BACK_SOURCE} })();
+  const collect = (function () { ${COLLECT_SOURCE} })();
+  return [runtime.start, runtime.deliver, runtime.take, runtime.sync, runtime.tidy, holdBack, collect];
+})`;
+
+/** The runtime function's entries, in the order it answers with them. */
+const API = ["start", "deliver", "take", "sync", "tidy", "holdBack", "collect"] as const;
+
+/** The runtime's code cache, made by this process's first isolate as it compiled the runtime (before anything ran in it). */
+let runtimeCode: ivm.ExternalCopy<ArrayBuffer> | undefined;
+
+/**
+ * The runtime compiled for `isolate`: from source the first time in this process, then from the
+ * code cache that first compilation made, which spares later isolates parsing and compiling it.
+ */
+function compiledRuntime(isolate: ivm.Isolate): ivm.Script {
+  const filename = "improv:runtime";
+  if (runtimeCode !== undefined) {
+    // isolated-vm's types leave out what it sets on a script compiled with cached data.
+    const script = isolate.compileScriptSync(RUNTIME_SOURCE, { cachedData: runtimeCode, filename }) as ivm.Script & { readonly cachedDataRejected?: boolean };
+    if (script.cachedDataRejected !== true) return script;
+    runtimeCode = undefined;
+  }
+  const script = isolate.compileScriptSync(RUNTIME_SOURCE, { produceCachedData: true, filename }) as ivm.Script & ivm.CachedDataResult;
+  runtimeCode = script.cachedData;
+  return script;
+}
 
 /**
  * Least held back (see `AgentIsolate.allowMirror`): malloc serves buffers of 32 MiB and more (its
@@ -195,25 +229,16 @@ export class AgentIsolate {
   ): Promise<AgentIsolate> {
     const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb + mirrorReserveMb, onCatastrophicError: onCatastrophe });
     try {
-      const context = await isolate.createContext();
+      // Synchronous steps: each asynchronous one would cost a hop to isolated-vm's thread and back.
+      const context = isolate.createContextSync();
       // Called by the program's requests within an entry on this thread: kept until the entry is over.
       const posted: [string, number, unknown][] = [];
       const post = new ivm.Callback((callId: unknown, requestId: unknown, request: unknown) => {
         posted.push([String(callId), Number(requestId), request]);
       });
-      const runtime = (await context.evalClosure(RUNTIME_SOURCE, [post, new ivm.ExternalCopy(SANDBOX_LIMITS).copyInto()], {
-        result: { reference: true },
-        timeout: 10_000,
-      })) as ivm.Reference;
-      const api = {
-        start: (await runtime.get("start", { reference: true })) as ivm.Reference,
-        deliver: (await runtime.get("deliver", { reference: true })) as ivm.Reference,
-        take: (await runtime.get("take", { reference: true })) as ivm.Reference,
-        sync: (await runtime.get("sync", { reference: true })) as ivm.Reference,
-        tidy: (await runtime.get("tidy", { reference: true })) as ivm.Reference,
-        holdBack: (await context.evalClosure(HOLD_BACK_SOURCE, [], { result: { reference: true } })) as ivm.Reference,
-        collect: (await context.evalClosure(COLLECT_SOURCE, [], { result: { reference: true } })) as ivm.Reference,
-      };
+      const make = compiledRuntime(isolate).runSync(context, { reference: true, timeout: 10_000 }) as ivm.Reference;
+      const entries = make.applySync(undefined, [post, new ivm.ExternalCopy(SANDBOX_LIMITS).copyInto()], { result: { reference: true }, timeout: 10_000 }) as ivm.Reference;
+      const api = Object.fromEntries(API.map((name, index) => [name, entries.getSync(index, { reference: true }) as ivm.Reference])) as Record<(typeof API)[number], ivm.Reference>;
       const heap = isolate.getHeapStatisticsSync();
       const runtimeMb = Math.ceil(heap.used_heap_size / 2 ** 20);
       const extraSlackMb = Math.max(0, Math.floor(heap.heap_size_limit / 2 ** 20 - (memoryLimitMb + mirrorReserveMb) - engineSlackMb(memoryLimitMb)));

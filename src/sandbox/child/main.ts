@@ -115,9 +115,12 @@ const MIN_CEILING_MB = 512;
  * How far an isolate's mirror can grow before the isolate is rebuilt: at least this, and four
  * times the mirror it starts with. A rebuild resends the whole history, and the sandbox process
  * keeps the memory that transfer passed through, so rebuilds should be rare; the part of the
- * reserve the mirror does not use is held back and costs no memory.
+ * reserve the mirror does not use is held back and costs no memory. The least reserve keeps a
+ * new agent's held-back buffer under the 64 MiB of outside memory past which V8 collects the
+ * heap as the buffer is made (2 ms a cold isolate would pay); a mirror of about 12 MiB (some
+ * ten thousand records) outgrows it, and its rebuild takes four times what it then holds.
  */
-const MIN_MIRROR_RESERVE_MB = 256;
+const MIN_MIRROR_RESERVE_MB = 48;
 const MIRROR_RESERVE_FACTOR = 4;
 
 /**
