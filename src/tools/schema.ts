@@ -63,9 +63,14 @@ function validatorFor(schema: object): AnyAjv {
   return validator;
 }
 
-function linearRegExp(pattern: string, flags?: string): { test(text: string): boolean } {
-  const compiled = RE2JS.compile(pattern, flags?.includes("i") ? RE2JS.CASE_INSENSITIVE : 0);
-  return { test: (text: string) => compiled.test(text) };
+/**
+ * A pattern compiled on RE2. ajv keeps one compiled pattern per `toString()` of what this
+ * returns, for every schema its validator compiles: the text must be the pattern's own source
+ * and flags, or the first pattern compiled would serve every later one.
+ */
+function linearRegExp(pattern: string, flags = ""): { test(text: string): boolean; toString(): string } {
+  const compiled = RE2JS.compile(pattern, flags.includes("i") ? RE2JS.CASE_INSENSITIVE : 0);
+  return { test: (text: string) => compiled.test(text), toString: () => `/${pattern}/${flags}` };
 }
 
 /** Whether no two items are equal as JSON values (keys in any order), in one pass. */
