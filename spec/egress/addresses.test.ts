@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { addressKind, hostAddress } from "../../src/egress/addresses.ts";
-import { cleanUrl, redact } from "../../src/egress/provenance.ts";
+import { cleanUrl } from "../../src/egress/provenance.ts";
+import { redactorFor } from "../../src/egress/redaction.ts";
 import { matchEntry, readEgress } from "../../src/egress/policy.ts";
 import { scanToolUse } from "../../src/telemetry/tool-scan.ts";
 
@@ -79,9 +80,9 @@ describe("what records keep of a URL", () => {
     expect(cleanUrl("https://user:pw@example.com/a/b?q=rain%20today&api_key=k1&token=t&X-Amz-Signature=s&author=ann&sig=1#frag")).toBe(
       "https://example.com/a/b?q=rain%20today&api_key=[redacted]&token=[redacted]&X-Amz-Signature=[redacted]&author=ann&sig=[redacted]",
     );
-    expect(cleanUrl("https://example.com/p/SECRET-VALUE-1/x", ["SECRET-VALUE-1"])).toBe("https://example.com/p/[redacted]/x");
+    expect(cleanUrl("https://example.com/p/SECRET-VALUE-1/x", redactorFor([["x-key", "SECRET-VALUE-1"]]))).toBe("https://example.com/p/[redacted]/x");
     expect(cleanUrl(`https://example.com/${"a".repeat(5_000)}`)).toHaveLength(2_000);
-    expect(redact("a SECRET b SECRET", ["SECRET"])).toBe("a [redacted] b [redacted]");
+    expect(redactorFor([["x-key", "SECRET"]]).redact("a SECRET b secret")).toBe("a [redacted] b [redacted]");
   });
 });
 

@@ -10,7 +10,8 @@ import { isIP, type LookupFunction } from "node:net";
 import { Agent, type Dispatcher } from "undici";
 import { addressKind, hostAddress } from "./addresses.ts";
 import { BAD_HEADER_VALUE, HEADER_NAME, matchEntry, type AllowEntry, type EgressPolicy } from "./policy.ts";
-import { cleanUrl, redact } from "./provenance.ts";
+import type { CallTreeEgress } from "./call-tree.ts";
+import { cleanUrl } from "./provenance.ts";
 import { BodyTooLarge, readBody } from "./response-body.ts";
 import type { FetchAnswer } from "../sandbox/protocol.ts";
 
@@ -44,6 +45,37 @@ export interface EgressFailure {
 
 export type EgressOutcome = { readonly ok: true; readonly response: FetchedResponse; readonly bytes: number; readonly finalUrl: URL } | EgressFailure;
 
+/**
+ * A redirect that keeps a method that may write (and its body): a new request, not sent, for
+ * the caller to approve and send on with {@link sendRequest} (`hops` and `first` passed along).
+ */
+export interface WriteRedirect {
+  readonly ok: "redirect";
+  readonly next: PreparedRequest;
+  /** The URL that answered with the redirect, and its status. */
+  readonly from: URL;
+  readonly status: number;
+  /** Redirects followed so far, this one included. */
+  readonly hops: number;
+  /** The URL first asked for. */
+  readonly first: URL;
+}
+
+/** Methods that only read; any other may change the world. */
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** Whether a request with this (upper-case) method may change the world. */
+export function mayWrite(method: string): boolean {
+  return !READ_METHODS.has(method);
+}
+
+/** A URL as it is sent: without its fragment. */
+export function sentUrl(url: URL): string {
+  const sent = new URL(url.href);
+  sent.hash = "";
+  return sent.href;
+}
+
 /** Most redirects followed for one request. */
 export const MAX_REDIRECTS = 5;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -65,9 +97,9 @@ function failed(message: string, cancelled = false): EgressFailure {
 }
 
 /** Checks a request against the policy before anything is sent; a refusal says which rule. */
-export function prepareRequest(policy: EgressPolicy, request: EgressRequest): PreparedRequest | EgressFailure {
+export function prepareRequest(policy: EgressPolicy, request: EgressRequest, tree?: CallTreeEgress): PreparedRequest | EgressFailure {
   // Only a refusal shows the URL.
-  const shown = () => cleanUrl(request.url, policy.secrets);
+  const shown = () => cleanUrl(request.url, policy.redactor);
   let url: URL;
   try {
     url = new URL(request.url);
@@ -77,7 +109,7 @@ export function prepareRequest(policy: EgressPolicy, request: EgressRequest): Pr
   const method = request.method.toUpperCase();
   if (!policy.methods.has(method)) return refused(`fetch ${shown()}: the method ${method.slice(0, 20)} is not allowed (egress.methods: ${[...policy.methods].join(", ")}).`);
   if ((method === "GET" || method === "HEAD") && request.body !== null) return refused(`fetch ${shown()}: a ${method} request cannot have a body.`);
-  const checked = checkUrl(policy, url);
+  const checked = checkUrl(policy, url, tree);
   if (!("entry" in checked)) return checked;
   const headers: [string, string][] = [];
   for (const [name, value] of request.headers) {
@@ -89,9 +121,9 @@ export function prepareRequest(policy: EgressPolicy, request: EgressRequest): Pr
   return { url, method, headers, body: request.body };
 }
 
-/** The rules a URL must pass, for the first request and each redirect: scheme, user info, origin, and the address an IP literal denotes. */
-function checkUrl(policy: EgressPolicy, url: URL): { readonly entry: AllowEntry } | EgressFailure {
-  const shown = () => cleanUrl(url, policy.secrets);
+/** The rules a URL must pass, for the first request and each redirect: scheme, user info, origin, the address an IP literal denotes, and the call tree's barrier. */
+function checkUrl(policy: EgressPolicy, url: URL, tree: CallTreeEgress | undefined): { readonly entry: AllowEntry } | EgressFailure {
+  const shown = () => cleanUrl(url, policy.redactor);
   if (url.protocol !== "http:" && url.protocol !== "https:") return refused(`fetch ${shown()}: only http: and https: URLs can be fetched.`);
   if (url.username !== "" || url.password !== "") return refused(`fetch ${shown()}: a URL with a user name or password is refused; the application gives credentials in egress.headers.`);
   const entry = matchEntry(policy, url);
@@ -102,6 +134,8 @@ function checkUrl(policy: EgressPolicy, url: URL): { readonly entry: AllowEntry 
     // An entry that names this address (and port) opens it, whatever it is.
     if (kind !== "public" && !entry.exactAddress) return refused(`fetch ${shown()}: ${address} is a ${kind} address.`);
   }
+  const barred = tree?.barred(policy, url, entry);
+  if (barred !== undefined) return refused(`fetch ${shown()}: ${barred}`);
   return { entry };
 }
 
@@ -145,12 +179,25 @@ async function checkedAddresses(policy: EgressPolicy, hostname: string): Promise
   return [...addresses];
 }
 
+/** Where a request stands among the fetches of its call tree and the hops of its redirects. */
+export interface SendContext {
+  /** The call tree's count and barrier; each hop with injected headers is told to it, each hop checked against it. */
+  readonly tree?: CallTreeEgress | undefined;
+  /** For a request a {@link WriteRedirect} led to: redirects followed before it, and the URL first asked for. */
+  readonly hops?: number;
+  readonly first?: URL;
+}
+
 /**
  * Sends a prepared request and reads its answer, within `timeLeftMs` (the policy's `timeoutMs`
  * or less) and `signal` (the run's end). Redirects are followed here, at most
- * {@link MAX_REDIRECTS}, each hop checked as the first request was.
+ * {@link MAX_REDIRECTS} in all, each hop checked as the first request was; a redirect that
+ * keeps a method that may write is not followed but handed back (a {@link WriteRedirect}), to
+ * be approved as a request of its own.
  */
-export async function sendRequest(policy: EgressPolicy, prepared: PreparedRequest, signal: AbortSignal, timeLeftMs: number): Promise<EgressOutcome> {
+export async function sendRequest(policy: EgressPolicy, prepared: PreparedRequest, signal: AbortSignal, timeLeftMs: number, context: SendContext = {}): Promise<EgressOutcome | WriteRedirect> {
+  const { tree } = context;
+  const first = context.first ?? prepared.url;
   const limitMs = Math.min(policy.timeoutMs, Math.max(0, timeLeftMs));
   const controller = new AbortController();
   let timedOut = false;
@@ -165,8 +212,9 @@ export async function sendRequest(policy: EgressPolicy, prepared: PreparedReques
   try {
     let { method, body } = prepared;
     let headers = prepared.headers;
-    for (let hop = 0; ; hop += 1) {
+    for (let hop = context.hops ?? 0; ; hop += 1) {
       const entry = matchEntry(policy, url)!;
+      if (entry.headers.length > 0) tree?.sendsCredentials(url, entry);
       // undici's `request`, not its `fetch`: the same connections at a fraction of the cost; what
       // `fetch` adds (default headers, decoding, redirects by hand) is done here.
       const response = await dispatcherFor(policy).request({
@@ -180,15 +228,15 @@ export async function sendRequest(policy: EgressPolicy, prepared: PreparedReques
       const location = REDIRECTS.has(response.statusCode) ? headerValue(response.headers.location) : undefined;
       if (location === undefined) return await readResponse(policy, response, method, url, hop > 0);
       await discard(response.body);
-      if (hop >= MAX_REDIRECTS) return failed(`fetch ${cleanUrl(prepared.url, policy.secrets)}: more than ${MAX_REDIRECTS} redirects.`);
+      if (hop >= MAX_REDIRECTS) return failed(`fetch ${cleanUrl(first, policy.redactor)}: more than ${MAX_REDIRECTS} redirects.`);
       let next: URL;
       try {
         next = new URL(location, url);
       } catch {
-        return failed(`fetch ${cleanUrl(url, policy.secrets)}: the server redirected to something that is not a URL.`);
+        return failed(`fetch ${cleanUrl(url, policy.redactor)}: the server redirected to something that is not a URL.`);
       }
-      const checked = checkUrl(policy, next);
-      if (!("entry" in checked)) return { ...checked, message: `${checked.message.replace(/\.$/, "")} (redirected from ${cleanUrl(url, policy.secrets)}).` };
+      const checked = checkUrl(policy, next, tree);
+      if (!("entry" in checked)) return { ...checked, message: `${checked.message.replace(/\.$/, "")} (redirected from ${cleanUrl(url, policy.redactor)}).` };
       // As browsers do: a 303, or a POST answered 301 or 302, goes on as a GET without its body.
       if (response.statusCode === 303 ? method !== "HEAD" : (response.statusCode === 301 || response.statusCode === 302) && method === "POST") {
         method = "GET";
@@ -196,15 +244,17 @@ export async function sendRequest(policy: EgressPolicy, prepared: PreparedReques
       }
       // Credentials the program set do not follow it to another origin.
       if (next.origin !== url.origin) headers = headers.filter(([name]) => !CREDENTIAL_HEADERS.has(name));
+      // A write goes nowhere the application did not approve: the hop is a request of its own.
+      if (mayWrite(method)) return { ok: "redirect", next: { url: next, method, headers, body }, from: url, status: response.statusCode, hops: hop + 1, first };
       url = next;
     }
   } catch (error) {
-    if (error instanceof BodyTooLarge) return failed(`fetch ${cleanUrl(url, policy.secrets)}: the body is larger than egress.maxResponseBytes (${policy.maxResponseBytes} bytes).`);
-    if (timedOut) return failed(`fetch ${cleanUrl(url, policy.secrets)}: no answer within ${limitMs} ms${limitMs < policy.timeoutMs ? " (the call's callTimeoutMs)" : " (egress.timeoutMs)"}.`);
-    if (signal.aborted) return failed(`fetch ${cleanUrl(url, policy.secrets)}: the call ended before the answer came.`, true);
+    if (error instanceof BodyTooLarge) return failed(`fetch ${cleanUrl(url, policy.redactor)}: the body is larger than egress.maxResponseBytes (${policy.maxResponseBytes} bytes).`);
+    if (timedOut) return failed(`fetch ${cleanUrl(url, policy.redactor)}: no answer within ${limitMs} ms${limitMs < policy.timeoutMs ? " (the call's callTimeoutMs)" : " (egress.timeoutMs)"}.`);
+    if (signal.aborted) return failed(`fetch ${cleanUrl(url, policy.redactor)}: the call ended before the answer came.`, true);
     const refusal = causeOf(error, AddressRefused);
-    if (refusal !== undefined) return refused(`fetch ${cleanUrl(url, policy.secrets)}: ${refusal.message}; refused.`);
-    return failed(redact(`fetch ${cleanUrl(url, policy.secrets)}: ${networkProblem(error)}.`, policy.secrets));
+    if (refusal !== undefined) return refused(`fetch ${cleanUrl(url, policy.redactor)}: ${refusal.message}; refused.`);
+    return failed(policy.redactor.redact(`fetch ${cleanUrl(url, policy.redactor)}: ${networkProblem(error)}.`));
   } finally {
     clearTimeout(timer);
     signal.removeEventListener("abort", onAbort);
@@ -262,7 +312,7 @@ async function readResponse(policy: EgressPolicy, response: Dispatcher.ResponseD
   for (const name of Object.keys(response.headers).sort()) {
     const value = headerValue(response.headers[name]);
     if (value === undefined || name === "set-cookie" || name === "set-cookie2") continue;
-    headers.push([name, redact(value, policy.secrets)]);
+    headers.push([name, policy.redactor.redact(value)]);
   }
   const text = decode(body, headerValue(response.headers["content-type"]) ?? null);
   return {
@@ -271,11 +321,11 @@ async function readResponse(policy: EgressPolicy, response: Dispatcher.ResponseD
     finalUrl: url,
     response: {
       status,
-      statusText: redact(response.statusText, policy.secrets).slice(0, MAX_STATUS_TEXT_CHARS),
-      url: redact(url.href, policy.secrets),
+      statusText: policy.redactor.redact(response.statusText).slice(0, MAX_STATUS_TEXT_CHARS),
+      url: policy.redactor.redact(url.href),
       redirected,
       headers,
-      body: redact(text, policy.secrets),
+      body: policy.redactor.redact(text),
     },
   };
 }

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { stringify } from "safe-stable-stringify";
 import { hostAddress } from "./addresses.ts";
+import { redactorFor, type Redactor } from "./redaction.ts";
 
 /** The `egress` agent option. */
 export interface EgressOptions {
@@ -29,6 +30,12 @@ export interface EgressOptions {
   readonly methods?: readonly string[] | undefined;
   /** How host names are resolved; default: the system's resolver. Every address it gives is checked. */
   readonly resolve?: (hostname: string) => readonly string[] | Promise<readonly string[]> | undefined;
+  /**
+   * Where what a program read from an origin with `headers` may go next. Once a call (or a call
+   * it delegates) has sent a request with injected headers, requests to any other origin in that
+   * call tree are refused unless a flow `{ from, to }` names both (origins as `allow` has them).
+   */
+  readonly flows?: readonly { readonly from: string; readonly to: string }[] | undefined;
 }
 
 /** One origin of `allow`. */
@@ -54,8 +61,10 @@ export interface EgressPolicy {
   readonly maxRequests: number;
   readonly methods: ReadonlySet<string>;
   readonly resolve: (hostname: string) => Promise<readonly string[]>;
-  /** The values the host adds (and the token of a `scheme token` value): taken out of whatever a program could see. */
-  readonly secrets: readonly string[];
+  /** Takes every recognizable copy of the values the host adds out of whatever a program, a record or a log could see. */
+  readonly redactor: Redactor;
+  /** The flows `egress.flows` allows past the barrier: the `allow` entry read from, to the entries that may be reached after it. */
+  readonly flows: ReadonlyMap<AllowEntry, ReadonlySet<AllowEntry>>;
   /** A hash of the origins, header names, methods and limits: part of a kept program's key. */
   readonly fingerprint: string;
 }
@@ -72,8 +81,6 @@ const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", 
 export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;
 /** Characters a header value may not hold. */
 export const BAD_HEADER_VALUE = /[\r\n\0]/;
-/** Shorter injected values are not looked for in what programs see: too likely to stand for something else. */
-const MIN_SECRET_CHARS = 6;
 
 const systemResolve = async (hostname: string): Promise<readonly string[]> => (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
 
@@ -82,7 +89,7 @@ export function readEgress(given: unknown): EgressPolicy | undefined {
   if (given === undefined) return undefined;
   if (typeof given !== "object" || given === null || Array.isArray(given)) throw new TypeError('Option "egress" must be an object such as { allow: ["https://example.com"] }.');
   const options = given as Record<string, unknown>;
-  const known = new Set(["allow", "headers", "maxResponseBytes", "timeoutMs", "maxRequests", "methods", "resolve"]);
+  const known = new Set(["allow", "headers", "maxResponseBytes", "timeoutMs", "maxRequests", "methods", "resolve", "flows"]);
   for (const key of Object.keys(options)) {
     if (!known.has(key)) throw new TypeError(`Unknown egress option "${key}". Valid options: ${[...known].join(", ")}.`);
   }
@@ -99,12 +106,14 @@ export function readEgress(given: unknown): EgressPolicy | undefined {
   const maxRequests = readCount(options.maxRequests, "maxRequests", DEFAULT_MAX_REQUESTS, MAX_MAX_REQUESTS);
   const methods = readMethods(options.methods);
   const resolve = readResolve(options.resolve);
-  const secrets = secretsOf(entries);
+  const flows = readFlows(options.flows, allow as unknown[], entries);
+  const redactor = redactorFor(entries.flatMap((entry) => entry.headers));
+  const flowList = [...flows].map(([from, to]) => [from.origin, [...to].map((entry) => entry.origin)]);
   const fingerprint = createHash("sha256")
-    .update(stringify([entries.map((entry) => [entry.origin, entry.headers.map(([name]) => name)]), [...methods], maxResponseBytes, timeoutMs, maxRequests]) ?? "")
+    .update(stringify([entries.map((entry) => [entry.origin, entry.headers.map(([name]) => name)]), [...methods], maxResponseBytes, timeoutMs, maxRequests, ...(flowList.length > 0 ? [flowList] : [])]) ?? "")
     .digest("hex")
     .slice(0, 12);
-  return Object.freeze({ entries: Object.freeze(entries), maxResponseBytes, timeoutMs, maxRequests, methods, resolve, secrets, fingerprint });
+  return Object.freeze({ entries: Object.freeze(entries), maxResponseBytes, timeoutMs, maxRequests, methods, resolve, redactor, flows, fingerprint });
 }
 
 function readEntry(text: unknown, index: number, headers: ReadonlyMap<string, readonly (readonly [string, string])[]>): AllowEntry {
@@ -177,19 +186,31 @@ function readResolve(given: unknown): EgressPolicy["resolve"] {
   };
 }
 
-/** The injected values programs must never see, longest first (so a value is taken out before a token inside it). */
-function secretsOf(entries: readonly AllowEntry[]): readonly string[] {
-  const secrets = new Set<string>();
-  for (const entry of entries) {
-    for (const [, value] of entry.headers) {
-      const trimmed = value.trim();
-      if (trimmed.length >= MIN_SECRET_CHARS) secrets.add(trimmed);
-      // `Bearer abc…`, `Basic …`: the credential alone may come back too.
-      const token = /^\S+\s+(\S.*)$/.exec(trimmed)?.[1];
-      if (token !== undefined && token.length >= MIN_SECRET_CHARS) secrets.add(token);
-    }
-  }
-  return Object.freeze([...secrets].sort((a, b) => b.length - a.length));
+const FLOW_SHAPE = 'such as { from: "https://api.example.com", to: "https://files.example.com" }, both origins as egress.allow has them';
+
+/** `flows`: each `from` an origin of `allow` with headers, each `to` another origin of `allow`. */
+function readFlows(given: unknown, allow: readonly unknown[], entries: readonly AllowEntry[]): ReadonlyMap<AllowEntry, ReadonlySet<AllowEntry>> {
+  const flows = new Map<AllowEntry, Set<AllowEntry>>();
+  if (given === undefined) return flows;
+  if (!Array.isArray(given)) throw new TypeError(`Option "egress.flows" must be an array of { from, to }, ${FLOW_SHAPE}.`);
+  if (given.length > MAX_ENTRIES) throw new TypeError(`Option "egress.flows" has ${given.length} flows; at most ${MAX_ENTRIES} are allowed.`);
+  given.forEach((flow: unknown, index) => {
+    const shaped = typeof flow === "object" && flow !== null && !Array.isArray(flow) && Object.keys(flow).every((key) => key === "from" || key === "to");
+    const { from, to } = (shaped ? flow : {}) as { from?: unknown; to?: unknown };
+    if (typeof from !== "string" || typeof to !== "string") throw new TypeError(`Option "egress.flows[${index}]" must be { from, to }, ${FLOW_SHAPE}.`);
+    const entryOf = (origin: string) => {
+      const at = allow.indexOf(origin);
+      if (at === -1) throw new TypeError(`Option "egress.flows[${index}]": ${JSON.stringify(origin.slice(0, 300))} is not in egress.allow as written. Use the origin exactly as allow has it.`);
+      return entries[at]!;
+    };
+    const source = entryOf(from);
+    const target = entryOf(to);
+    if (source.headers.length === 0) throw new TypeError(`Option "egress.flows[${index}]": the barrier starts only at an origin the host adds headers for, and egress.headers has none for ${JSON.stringify(from)}.`);
+    let targets = flows.get(source);
+    if (targets === undefined) flows.set(source, (targets = new Set()));
+    targets.add(target);
+  });
+  return flows;
 }
 
 /** The entry of `allow` a URL's origin matches, or undefined. A wildcard matches subdomains only, never an address. */

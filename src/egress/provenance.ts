@@ -1,29 +1,22 @@
 /**
  * What a record, a log line or a program may see of a fetch: URLs without user info, fragments
- * or the values of query parameters whose names look like secrets, and nothing of the values
- * the host adds to requests (`egress.headers`) wherever they turn up.
+ * or the values of query parameters whose names look like secrets, and nothing recognizable of
+ * the values the host adds to requests (`egress.headers`, see `redaction.ts`).
  */
+import { NO_REDACTION, REDACTED, type Redactor } from "./redaction.ts";
 
 /** Query parameter names whose values are taken out of recorded URLs. */
 const SECRET_PARAMETER = /key|token|secret|passw|pwd|^sig$|signature|^auth(?!or)|credential|session|cookie/i;
-const REDACTED = "[redacted]";
 /** Longest URL a record keeps. @unit characters */
 export const MAX_RECORDED_URL_CHARS = 2_000;
 
-/** `text` with every occurrence of each secret replaced (secrets longest first, as the policy keeps them). */
-export function redact(text: string, secrets: readonly string[]): string {
-  let result = text;
-  for (const secret of secrets) if (result.includes(secret)) result = result.split(secret).join(REDACTED);
-  return result;
-}
-
 /** A URL as records, spans and error messages show it: no user info, no fragment, secret-looking query values and injected secrets taken out, bounded. */
-export function cleanUrl(url: string | URL, secrets: readonly string[] = []): string {
+export function cleanUrl(url: string | URL, redactor: Redactor = NO_REDACTION): string {
   let parsed: URL;
   try {
     parsed = typeof url === "string" ? new URL(url) : new URL(url.href);
   } catch {
-    return bounded(redact(String(url), secrets));
+    return bounded(redactor.redact(String(url)));
   }
   parsed.username = "";
   parsed.password = "";
@@ -37,7 +30,7 @@ export function cleanUrl(url: string | URL, secrets: readonly string[] = []): st
     });
     parsed.search = parts.join("&");
   }
-  return bounded(redact(parsed.href, secrets));
+  return bounded(redactor.redact(parsed.href));
 }
 
 function decodeName(name: string): string {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { prepareRequest, sendRequest } from "../../egress/fetcher.ts";
+import { mayWrite, prepareRequest, sendRequest, sentUrl, type EgressOutcome, type PreparedRequest, type SendContext } from "../../egress/fetcher.ts";
 import { cleanUrl } from "../../egress/provenance.ts";
 import { bridgeFailure, type BridgeAnswer, type FetchRequest } from "../../sandbox/protocol.ts";
 import type { AskingRun } from "../../sandbox/host/pending-run.ts";
@@ -8,23 +8,22 @@ import type { ToolEffect } from "../../tools/grant.ts";
 import type { Call } from "../draft.ts";
 import { askApproval } from "./approval.ts";
 
-/** Methods that only read: a program that used them may be run again; any other may change the world. */
-const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
 /**
  * A program's `fetch(url, init)`: checked against the agent's egress policy (a refusal contacts
- * no server), approved by `toolApproval` when its method may change the world, made by the host,
- * and answered with the response, its body read whole. Every fetch is listed in the call's
- * record as the tool `"fetch"` (its method and URL, and what answered: URL, status, bytes); a
- * 2xx answer is a source of the attempt. A refusal is not retriable; a failure is.
+ * no server), approved by `toolApproval` when its method may change the world (and again for
+ * each redirect that keeps such a method and its body, with the URL it leads to), made by the
+ * host, and answered with the response, its body read whole. The call tree's fetches share
+ * `egress.maxRequests` and the barrier (`egress/call-tree.ts`). Every fetch is listed in the
+ * call's record as the tool `"fetch"` (its method and URL, and what answered: URL, status,
+ * bytes); a 2xx answer is a source of the attempt. A refusal is not retriable; a failure is.
  */
 export async function answerFetch(request: FetchRequest, call: Call, run: AskingRun): Promise<BridgeAnswer<"fetch">> {
   const { state, draft } = call;
   const policy = state.options.egress;
   if (policy === undefined) return bridgeFailure("invalid_input", "fetch is not available: this agent has no egress policy.");
   const method = request.method.toUpperCase().slice(0, 20);
-  const effect: ToolEffect = READ_METHODS.has(method) ? "read" : "write";
-  const asked = cleanUrl(request.url, policy.secrets);
+  const effect: ToolEffect = mayWrite(method) ? "write" : "read";
+  const asked = cleanUrl(request.url, policy.redactor);
   const entry = draft.tools.start("fetch", { method, url: asked }, effect, draft.attempts);
   const span = startSpan(
     "execute_tool fetch",
@@ -33,26 +32,40 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
     draft.runSpan,
   );
   const fail = (message: string, retriable: boolean, errorType: "tool" | "cancelled" = "tool") => {
-    draft.tools.end(entry, false, { errorType, message });
-    endSpan(span, {}, errorType, message);
-    return bridgeFailure(errorType, message, retriable);
+    const shown = policy.redactor.redact(message);
+    draft.tools.end(entry, false, { errorType, message: shown });
+    endSpan(span, {}, errorType, shown);
+    return bridgeFailure(errorType, shown, retriable);
   };
-  draft.egressRequests += 1;
-  if (draft.egressRequests > policy.maxRequests) return fail(`fetch ${asked}: this call has made more than ${policy.maxRequests} requests (egress.maxRequests).`, false);
-  const prepared = prepareRequest(policy, request);
+  if (!draft.egress.count(policy)) return fail(`fetch ${asked}: this call has made more than ${policy.maxRequests} requests (egress.maxRequests), counting the calls it delegates.`, false);
+  const prepared = prepareRequest(policy, request, draft.egress);
   if (!("url" in prepared)) return fail(prepared.message, false);
-  if (run.signal.aborted) return fail(`fetch ${asked}: the call ended before the request was sent.`, false, "cancelled");
-  if (effect === "write") {
-    const approval = await askApproval(call, run, "fetch", { method, url: asked });
-    if (!approval.approved) return approval.ended ? fail(`fetch ${asked}: the call ended while the application was asked to approve the request.`, false, "cancelled") : fail(`fetch ${asked}: denied ${approval.why}.`, false);
-    if (run.signal.aborted) return fail(`fetch ${asked}: the call ended before the request was sent.`, false, "cancelled");
-    // From here the world may change: the call's programs are not run again on their own.
-    draft.tools.markWrote("fetch");
+  let next: PreparedRequest = prepared;
+  let context: SendContext & { readonly from?: URL; readonly status?: number } = { tree: draft.egress };
+  let outcome: EgressOutcome;
+  for (;;) {
+    const shown = cleanUrl(next.url, policy.redactor);
+    if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
+    if (mayWrite(next.method)) {
+      // The application approves exactly what is sent: the whole URL, and for a redirect where it came from.
+      const input = context.from === undefined ? { method, url: sentUrl(next.url) } : { method: next.method, url: sentUrl(next.url), redirectedFrom: sentUrl(context.from), status: context.status };
+      const approval = await askApproval(call, run, "fetch", input);
+      if (!approval.approved) return approval.ended ? fail(`fetch ${shown}: the call ended while the application was asked to approve the request.`, false, "cancelled") : fail(`fetch ${shown}: denied ${approval.why}.`, false);
+      if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
+      // From here the world may change: the call's programs are not run again on their own.
+      draft.tools.markWrote("fetch");
+    }
+    // Spans an HTTP client instrumentation makes for the request are children of the fetch's.
+    const sent = await inSpan(span, () => sendRequest(policy, next, run.signal, run.timeLeftMs(), context));
+    if (sent.ok !== "redirect") {
+      outcome = sent;
+      break;
+    }
+    next = sent.next;
+    context = { tree: draft.egress, hops: sent.hops, first: sent.first, from: sent.from, status: sent.status };
   }
-  // Spans an HTTP client instrumentation makes for the request are children of the fetch's.
-  const outcome = await inSpan(span, () => sendRequest(policy, prepared, run.signal, run.timeLeftMs()));
   if (!outcome.ok) return fail(outcome.message, !outcome.refused, outcome.cancelled ? "cancelled" : "tool");
-  const answered = { url: cleanUrl(outcome.finalUrl, policy.secrets), status: outcome.response.status, bytes: outcome.bytes };
+  const answered = { url: cleanUrl(outcome.finalUrl, policy.redactor), status: outcome.response.status, bytes: outcome.bytes };
   draft.tools.end(entry, true, undefined, answered);
   endSpan(span, { "http.response.status_code": answered.status, "improv.fetch.bytes": answered.bytes });
   return { ok: true, value: outcome.response };
