@@ -38,15 +38,18 @@ export const NO_REDACTION: Redactor = Object.freeze({ redact: (text: string) => 
  * the user and password `x` decodes to) and the bare value of each cookie of a `cookie` header.
  */
 export function redactorFor(headers: readonly (readonly [string, string])[]): Redactor {
-  const pieces = new Set<string>();
-  for (const [name, value] of headers) for (const piece of piecesOf(name, value)) if (piece.length >= MIN_SECRET_CHARS) pieces.add(piece);
+  // A piece to be found only whole: the text around a secret (`Bearer `) is no secret of its own.
+  const pieces = new Map<string, boolean>();
+  for (const [name, value] of headers) {
+    for (const [piece, wholeOnly] of piecesOf(name, value)) if (piece.length >= MIN_SECRET_CHARS) pieces.set(piece, (pieces.get(piece) ?? true) && wholeOnly);
+  }
   if (pieces.size === 0) return NO_REDACTION;
   const windows: string[] = [];
   const whole: string[] = [];
-  for (const piece of pieces) {
+  for (const [piece, wholeOnly] of pieces) {
     for (const form of formsOf(piece)) {
       const folded = fold(form);
-      if (piece.length < WINDOW || folded.length < WINDOW) {
+      if (wholeOnly || piece.length < WINDOW || folded.length < WINDOW) {
         if (folded.length >= MIN_SECRET_CHARS) whole.push(folded);
       } else {
         for (let start = 0; start + WINDOW <= folded.length; start += 1) windows.push(folded.slice(start, start + WINDOW));
@@ -56,21 +59,24 @@ export function redactorFor(headers: readonly (readonly [string, string])[]): Re
   return new FragmentRedactor([...new Set(windows)], [...new Set(whole)]);
 }
 
-/** What of a header's value is a secret on its own. */
-function piecesOf(name: string, value: string): string[] {
+/** What of a header's value is a secret on its own, each with whether it is looked for only whole. */
+function piecesOf(name: string, value: string): [string, boolean][] {
   const trimmed = value.trim();
   if (name.toLowerCase() === "cookie") {
-    // Each cookie's value: its name is not a secret, and a short one would be redacted everywhere.
-    return trimmed.split(";").map((pair) => pair.slice(pair.indexOf("=") + 1).trim().replace(/^"(.*)"$/, "$1"));
+    // Each cookie's value: a cookie's name is no secret, and fragments of it would be redacted everywhere.
+    return [[trimmed, true], ...trimmed.split(";").map((pair): [string, boolean] => [pair.slice(pair.indexOf("=") + 1).trim().replace(/^"(.*)"$/, "$1"), false])];
   }
   const scheme = /^(\S+)\s+(\S.*)$/.exec(trimmed);
-  if (scheme === null) return [trimmed];
+  if (scheme === null) return [[trimmed, false]];
   const credential = scheme[2]!;
-  const pieces = [trimmed, credential];
+  const pieces: [string, boolean][] = [
+    [trimmed, true],
+    [credential, false],
+  ];
   if (scheme[1]!.toLowerCase() === "basic") {
     const decoded = Buffer.from(credential, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
-    if (colon !== -1) pieces.push(decoded, decoded.slice(colon + 1));
+    if (colon !== -1) pieces.push([decoded, false], [decoded.slice(colon + 1), false]);
   }
   return pieces;
 }
