@@ -278,6 +278,8 @@ console.log("\n13. fetch under an egress policy (a local server; kept programs; 
 row("call whose program fetches once", egress.withFetch);
 row("the same call without the fetch", egress.withoutFetch);
 row("the host fetching the same URL itself", egress.hostFetch);
+row("the same fetch with injected headers", egress.withCredentials);
+row("redacting a 5 MB body (bearer token, cookie)", egress.redaction5Mb);
 row("(d) sandbox round trip (alternating)", egress.sandboxRoundTrip);
 row("(e) the same, the program awaiting one host answer", egress.bridgeRoundTrip);
 console.log(`  a program's fetch adds ${egress.overheadP50.toFixed(0)} µs beyond the request itself (with − without − host) = ×${(egress.overheadP50 / fetchFloor).toFixed(2)} of (d) sandbox round trip; beyond the floor (e) − (d): ${egress.beyondFloorP50.toFixed(0)} µs`);
