@@ -86,15 +86,19 @@ describe("mcpTools over stdio", () => {
   });
 
   test("each tool carries the server's description, schemas and annotations, marked as coming from a server", () => {
-    const { append, list, get_weather: weather } = notes as Record<string, Tool>;
+    const { append, list, get_weather: weather } = notes;
     expect(append?.description).toBe("Adds a note.");
     expect(append?.inputSchema).toEqual({ type: "object", properties: { text: { type: "string" } }, required: ["text"] });
-    expect(append?.annotations).toEqual({ title: "Append a note", destructiveHint: false, idempotentHint: false, openWorldHint: false });
+    // The server's hints are its claims, kept apart: the application has not said it trusts them.
+    expect(append?.annotations).toBeUndefined();
+    expect(append?.serverAnnotations).toEqual({ title: "Append a note", destructiveHint: false, idempotentHint: false, openWorldHint: false });
     expect(append?.outputSchema).toBeUndefined();
     expect(append?.timeoutMs).toBeUndefined();
     expect(list?.outputSchema).toEqual({ type: "object", properties: { notes: { type: "array", items: { type: "string" } } }, required: ["notes"] });
-    expect(list?.annotations).toEqual({ readOnlyHint: true });
+    expect(list?.annotations).toBeUndefined();
+    expect(list?.serverAnnotations).toEqual({ readOnlyHint: true });
     expect(weather?.annotations).toBeUndefined();
+    expect(weather?.serverAnnotations).toBeUndefined();
     expect(Object.values(notes).every((tool) => isServerTool(tool))).toBe(true);
     expect(isServerTool({ inputSchema: {}, execute: () => 1 })).toBe(false);
   });
@@ -127,15 +131,16 @@ describe("mcpTools over stdio", () => {
     expect(await call(set, "append", { text: "still" })).toBe("Noted (1).");
   });
 
-  test("the application's annotations override the server's field by field; timeoutMs is every tool's", async () => {
-    const set = await open(notesServer(), {
-      annotations: { append: { idempotentHint: true }, "get-weather": { readOnlyHint: false, openWorldHint: true }, get_weather: { readOnlyHint: true } },
-      timeoutMs: 5_000,
-    });
-    expect(set.append?.annotations).toEqual({ title: "Append a note", destructiveHint: false, idempotentHint: true, openWorldHint: false });
+  test("the application's annotations are its own, over the server's (when trusted) field by field; timeoutMs is every tool's", async () => {
+    const annotations = { append: { idempotentHint: true }, "get-weather": { readOnlyHint: false, openWorldHint: true }, get_weather: { readOnlyHint: true } };
+    const set = await open(notesServer(), { annotations, timeoutMs: 5_000 });
+    expect(set.append?.annotations).toEqual({ idempotentHint: true });
     expect(set.get_weather?.annotations).toEqual({ readOnlyHint: true, openWorldHint: true });
-    expect(set.list?.annotations).toEqual({ readOnlyHint: true });
+    expect(set.list?.annotations).toBeUndefined();
     expect(Object.values(set).every((tool) => tool.timeoutMs === 5_000)).toBe(true);
+    const trusted = await open(notesServer(), { annotations, trustAnnotations: true });
+    expect(trusted.append?.annotations).toEqual({ title: "Append a note", destructiveHint: false, idempotentHint: true, openWorldHint: false });
+    expect(trusted.list?.annotations).toEqual({ readOnlyHint: true });
   });
 
   test("env and cwd reach the server process", async () => {

@@ -238,7 +238,7 @@ describe("tools: effects and approval", () => {
   });
 
   test("a read-only tool does not stop repair", async () => {
-    const { agent, provider } = agentWith({ act: ["await tools.weather({ city: 'x' }); return undefinedName", "return (await tools.weather({ city: 'x' })).tempC"] }, { weather: { ...weather, annotations: { idempotentHint: true } } });
+    const { agent, provider } = agentWith({ act: ["await tools.weather({ city: 'x' }); return undefinedName", "return (await tools.weather({ city: 'x' })).tempC"] }, { weather: { ...weather, annotations: { readOnlyHint: true } } });
     expect((await agent.act()).value).toBe(21);
     expect(provider.calls).toHaveLength(2);
   });

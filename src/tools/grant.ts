@@ -6,10 +6,11 @@
 import { createHash } from "node:crypto";
 import { stringify } from "safe-stable-stringify";
 import { describeError } from "../history/json-safe.ts";
+import { describeType } from "../option-check.ts";
 import { readSchema, SchemaProblem, type ReadSchema } from "./schema.ts";
 import { DEFAULT_TOOL_TIMEOUT_MS, isServerTool, type Tool, type ToolAnnotations } from "./tool.ts";
 
-/** What a tool call may do to the world: `read` is safe to repeat, `write` may change something. */
+/** What a tool call may do to the world: `read` is read-only (safe to repeat), `write` may change something (see {@link effectOf}). */
 export type ToolEffect = "read" | "write";
 
 /** One granted tool, as calls use it. */
@@ -85,6 +86,7 @@ function grantOne(path: string, tool: Tool): GrantedTool {
   if (typeof tool.execute !== "function") throw new TypeError(`Tool "${path}" has no execute function: only tools that run in this process can be granted.`);
   const description = describe(path, tool.description);
   if (annotations !== undefined && (typeof annotations !== "object" || annotations === null)) throw new TypeError(`Tool "${path}": annotations must be an object such as { readOnlyHint: true }.`);
+  if (annotations !== undefined) checkHints(path, annotations);
   if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1)) {
     throw new TypeError(`Tool "${path}": timeoutMs must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}.`);
   }
@@ -131,9 +133,27 @@ function describe(path: string, description: Tool["description"]): string | unde
   throw new TypeError(`Tool "${path}": description must be a string.`);
 }
 
-/** MCP's defaults assume the worst: only a tool that says it is read-only or idempotent is safe to call again. */
+/**
+ * What a tool's calls may do, from the hints improv trusts: a tool's `annotations` are the
+ * application's own (`mcpTools` keeps a server's there only when the application trusts it).
+ * Only a tool that says it is read-only, and does not also say it is destructive, is a `read`:
+ * improv may run it again (a repair, a re-run after a store conflict). An idempotent tool is not
+ * read-only: repeating it with the same input changes nothing more, but a repair runs another
+ * program, perhaps with other input. Every other tool is a `write` (MCP's defaults assume the
+ * worst): `toolApproval` is asked before each of its calls, and improv never repeats it.
+ */
 export function effectOf(annotations: ToolAnnotations | undefined): ToolEffect {
-  return annotations?.readOnlyHint === true || annotations?.idempotentHint === true ? "read" : "write";
+  return annotations?.readOnlyHint === true && annotations.destructiveHint !== true ? "read" : "write";
+}
+
+const HINTS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
+
+/** Each hint given is a boolean: a hint such as "true" (a string) would otherwise be read as absent. */
+function checkHints(path: string, annotations: object): void {
+  for (const hint of HINTS) {
+    const value = (annotations as Record<string, unknown>)[hint];
+    if (value !== undefined && typeof value !== "boolean") throw new TypeError(`Tool "${path}": annotations.${hint} must be true or false (it is ${describeType(value)}).`);
+  }
 }
 
 function fingerprintOf(byPath: ReadonlyMap<string, GrantedTool>): string {

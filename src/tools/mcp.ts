@@ -5,6 +5,7 @@
  */
 import { callTool } from "./mcp-call.ts";
 import { bounded, causeText, connectionTo, endpointFor, isMissingSdk, McpConnectionError, type Connection, type McpClient, type McpListedTool, type McpServer, type Session } from "./mcp-connection.ts";
+import { describeType } from "../option-check.ts";
 import { markServerTool, type Tool, type ToolAnnotations, type ToolExecuteOptions, type ToolSet } from "./tool.ts";
 
 export { McpConnectionError } from "./mcp-connection.ts";
@@ -13,10 +14,18 @@ export type { McpClient, McpHttpServer, McpListedTool, McpRequestOptions, McpSer
 /** How `mcpTools` treats the server's tools. */
 export interface McpToolsOptions {
   /**
-   * Overrides of the server's annotations, which are only hints, field by field. Keyed by the
-   * server's name for the tool or by its name in the set (the latter wins).
+   * The application's own hints for the server's tools, trusted as any tool's `annotations`,
+   * over the server's field by field. Keyed by the server's name for the tool or by its name in
+   * the set (the latter wins).
    */
   readonly annotations?: Readonly<Record<string, ToolAnnotations>> | undefined;
+  /**
+   * Whether the server's own annotations are trusted as if the application wrote them: `true`
+   * for every tool of the server, or by tool (keyed as `annotations` is). Default: none. An
+   * untrusted server's hints are only its claims (the tool's `serverAnnotations`): they never
+   * make a tool read-only, and the prompt does not show them.
+   */
+  readonly trustAnnotations?: boolean | Readonly<Record<string, boolean>> | undefined;
   /** Every tool's `timeoutMs`; also the SDK's own limit for the request, 60 s when not given. @unit milliseconds */
   readonly timeoutMs?: number | undefined;
   /** Longest wait to connect (or reconnect) and for each page of the tool list. Default: 30000. @unit milliseconds */
@@ -28,7 +37,23 @@ export interface McpToolsOptions {
  * and `close()`, not enumerable, which ends the connection `mcpTools` opened (a `Client` the
  * application passed stays open). Closing twice is safe.
  */
-export type McpToolSet = ToolSet & { readonly close: () => Promise<void> };
+export type McpToolSet = McpToolsByName & { readonly close: () => Promise<void> };
+
+/** The tools of a set by name. */
+export interface McpToolsByName extends ToolSet {
+  readonly [name: string]: McpTool;
+}
+
+/** One tool of a server, as `mcpTools` makes it. */
+export interface McpTool extends Tool {
+  /**
+   * The hints the application trusts: its own (`options.annotations`), over the server's when
+   * the application trusts the server (`options.trustAnnotations`); undefined when none.
+   */
+  readonly annotations?: ToolAnnotations | undefined;
+  /** What the server says of the tool (its title and hints, read as given): its claims, whether trusted or not. */
+  readonly serverAnnotations?: ToolAnnotations | undefined;
+}
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 const MAX_DESCRIPTION_CHARS = 1_000;
@@ -76,6 +101,28 @@ function checkOptions(options: McpToolsOptions): void {
       throw new TypeError(`mcpTools: ${key} must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}.`);
     }
   }
+  const { annotations, trustAnnotations } = options;
+  if (annotations !== undefined) {
+    if (!isRecord(annotations)) throw new TypeError("mcpTools: annotations must be an object of hints by tool name.");
+    for (const [name, hints] of Object.entries(annotations)) {
+      if (!isRecord(hints)) throw new TypeError(`mcpTools: annotations.${name} must be an object of hints such as { readOnlyHint: true }.`);
+      for (const field of HINT_FIELDS) {
+        const value = hints[field];
+        if (value !== undefined && typeof value !== "boolean") throw new TypeError(`mcpTools: annotations.${name}.${field} must be true or false (it is ${describeType(value)}).`);
+      }
+      if (hints.title !== undefined && typeof hints.title !== "string") throw new TypeError(`mcpTools: annotations.${name}.title must be a string (it is ${describeType(hints.title)}).`);
+    }
+  }
+  if (trustAnnotations !== undefined && typeof trustAnnotations !== "boolean") {
+    if (!isRecord(trustAnnotations)) throw new TypeError("mcpTools: trustAnnotations must be true, false, or an object of true/false by tool name.");
+    for (const [name, value] of Object.entries(trustAnnotations)) {
+      if (typeof value !== "boolean") throw new TypeError(`mcpTools: trustAnnotations.${name} must be true or false (it is ${describeType(value)}).`);
+    }
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 async function listAllTools(client: McpClient, timeoutMs: number): Promise<McpListedTool[]> {
@@ -95,11 +142,11 @@ async function listAllTools(client: McpClient, timeoutMs: number): Promise<McpLi
 }
 
 function toolSet(listed: readonly McpListedTool[], connection: Connection, options: McpToolsOptions): McpToolSet {
-  const set: Record<string, Tool> = Object.create(null);
+  const set: Record<string, McpTool> = Object.create(null);
   const byName = new Map(listed.map((tool) => [tool.name, tool]));
   for (const [name, original] of identifierNames(listed.map((tool) => tool.name))) {
     const listing = byName.get(original) as McpListedTool;
-    Object.defineProperty(set, name, { value: markServerTool(toolFor(listing, name, connection, options)), enumerable: true });
+    Object.defineProperty(set, name, { value: toolFor(listing, name, connection, options), enumerable: true });
   }
   Object.defineProperty(set, "close", { value: connection.close, enumerable: false });
   return Object.freeze(set) as McpToolSet;
@@ -133,27 +180,32 @@ function toIdentifier(name: string): string {
   return /^\d/.test(replaced) ? `_${replaced}` : replaced;
 }
 
-function toolFor(listing: McpListedTool, name: string, connection: Connection, options: McpToolsOptions): Tool {
+function toolFor(listing: McpListedTool, name: string, connection: Connection, options: McpToolsOptions): McpTool {
   const timeoutMs = options.timeoutMs;
-  const annotations = annotationsFor(listing.annotations, options.annotations?.[listing.name], options.annotations?.[name]);
+  const serverAnnotations = annotationsFor([listing.annotations]);
+  const own = (record: Readonly<Record<string, unknown>> | undefined, key: string) => (record !== undefined && typeof record === "object" && Object.hasOwn(record, key) ? record[key] : undefined);
+  // The set's name wins over the server's name, as for the application's own hints.
+  const trustedValue = typeof options.trustAnnotations === "boolean" ? options.trustAnnotations : (own(options.trustAnnotations, name) ?? own(options.trustAnnotations, listing.name));
+  const annotations = annotationsFor([trustedValue === true ? listing.annotations : undefined, own(options.annotations, listing.name), own(options.annotations, name)]);
   const outputSchema = plainObject(listing.outputSchema);
-  const tool: Tool = {
+  const tool: McpTool = {
     description: bounded(typeof listing.description === "string" ? listing.description : "", MAX_DESCRIPTION_CHARS),
     inputSchema: plainObject(listing.inputSchema) ?? { type: "object" },
     ...(outputSchema === undefined ? {} : { outputSchema }),
     ...(annotations === undefined ? {} : { annotations }),
+    ...(serverAnnotations === undefined ? {} : { serverAnnotations }),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     execute: (input: unknown, callOptions?: Partial<ToolExecuteOptions>) => callTool({ connection, tool: listing.name, args: (input ?? {}) as Record<string, unknown>, signal: callOptions?.signal ?? callOptions?.abortSignal, timeoutMs }),
   };
-  return Object.freeze(tool);
+  return Object.freeze(markServerTool(tool));
 }
 
-const HINT_FIELDS = ["readOnlyHint", "idempotentHint", "destructiveHint", "openWorldHint"] as const;
+const HINT_FIELDS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
 
-/** The server's hints, with the application's overrides field by field; undefined when neither says anything. */
-function annotationsFor(fromServer: unknown, ...overrides: (ToolAnnotations | undefined)[]): ToolAnnotations | undefined {
+/** Title and hints from each source in turn, field by field (the later wins); undefined when none says anything. */
+function annotationsFor(sources: readonly unknown[]): ToolAnnotations | undefined {
   const merged: { -readonly [K in keyof ToolAnnotations]: ToolAnnotations[K] } = {};
-  for (const source of [fromServer, ...overrides]) {
+  for (const source of sources) {
     if (typeof source !== "object" || source === null) continue;
     const fields = source as Record<string, unknown>;
     if (typeof fields.title === "string") merged.title = bounded(fields.title, MAX_TITLE_CHARS);

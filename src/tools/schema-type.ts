@@ -326,7 +326,10 @@ export function propertyKey(name: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name) ? name : quote(name);
 }
 
-/** A string literal; U+2028/U+2029 are escaped so the text stays on its line. */
+/**
+ * A string literal; U+2028/U+2029 are escaped so the text stays on its line, and backticks so
+ * that no literal can close the prompt's code block.
+ */
 function quote(text: string): string {
-  return JSON.stringify(text).replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  return JSON.stringify(text).replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029").replaceAll("`", "\\u0060");
 }

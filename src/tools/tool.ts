@@ -4,14 +4,20 @@
  * plain object of tools, or what `mcpTools` returns) appears one level down in programs.
  */
 
-/** MCP's vocabulary for what a tool does. Hints only: improv assumes the worst where they are absent. */
+/**
+ * MCP's vocabulary for what a tool does. Hints only: improv assumes the worst where they are
+ * absent, and a tool is read-only to improv only when `readOnlyHint` is `true` and
+ * `destructiveHint` is not (see docs/tools.md, "Effects").
+ */
 export interface ToolAnnotations {
   readonly title?: string;
-  /** The tool changes nothing: calling it again is safe. */
+  /** The tool changes nothing in its environment. Default: false. */
   readonly readOnlyHint?: boolean;
-  /** Calling it again with the same input changes nothing more. */
-  readonly idempotentHint?: boolean;
+  /** When not read-only: the tool may destroy or overwrite, rather than only add. Default: true. */
   readonly destructiveHint?: boolean;
+  /** When not read-only: calling it again with the same input changes nothing more. It still changes the world. Default: false. */
+  readonly idempotentHint?: boolean;
+  /** The tool reaches entities outside (the web, other systems), not a closed domain. Default: true. */
   readonly openWorldHint?: boolean;
 }
 
@@ -62,16 +68,21 @@ export interface Tools {
 /** How long a tool call may take when the tool does not say. @unit ms */
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
 
-// Tools whose description comes from a server (MCP): untrusted text, fenced in the prompt.
-const fromServer = new WeakSet<object>();
+// Tools whose description comes from a server (MCP): untrusted text, fenced in the prompt. An
+// enumerable symbol, so a copy the application spreads (`{ ...set.append, execute }`) keeps it.
+const FROM_SERVER = Symbol("improv.serverTool");
 
-/** Marks a tool whose description and schema come from a server the application does not write. */
+/** Marks a tool (before it is frozen) whose description and schema come from a server the application does not write. */
 export function markServerTool<T extends Tool>(tool: T): T {
-  fromServer.add(tool);
+  Object.defineProperty(tool, FROM_SERVER, { value: true, enumerable: true });
   return tool;
 }
 
 /** Whether a tool's description comes from a server (see {@link markServerTool}). */
 export function isServerTool(tool: Tool): boolean {
-  return fromServer.has(tool);
+  try {
+    return (tool as { [FROM_SERVER]?: unknown })[FROM_SERVER] === true;
+  } catch {
+    return true;
+  }
 }
