@@ -66,6 +66,32 @@ describe("hostile tool results: refused with the place named, never a host crash
     expect(b.outcome.value).toContain("[path]");
   });
 
+  test("a result whose getter throws an error naming host paths: the program and the record see the getter's place, never the paths", async () => {
+    const secret = "ENOENT: no such file or directory, open '/home/deploy/app/config/.env' (see file:///srv/app/dist/index.js:10:5 and C:\\Users\\deploy\\app\\secrets.json)";
+    const leaky: Tool = { description: "", inputSchema: {}, annotations: readOnly, execute: () => ({ config: { get token() { throw new Error(secret); } } }) };
+    const { outcome, record } = await runWith("try { await tools.leaky({}) } catch (e) { return e.message }", { leaky });
+    expect(outcome.value).toMatch(/^tools\.leaky returned a value a program cannot receive: reading result\.config\.token threw \(ENOENT: no such file or directory, open '\[path\]'/);
+    expect(outcome.value).not.toMatch(/deploy|srv|Users|secrets|\.env/);
+    expect(record.tool_calls?.[0]?.error_message).not.toMatch(/deploy|srv|Users|secrets|\.env/);
+  });
+
+  test("an error whose message getter throws an error naming a host path: the program is told it could not be read", async () => {
+    const error = new Error("x");
+    Object.defineProperty(error, "message", { get: () => { throw new Error("at /home/deploy/app/node_modules/lib/index.js:1:1"); } });
+    const tricky: Tool = { description: "", inputSchema: {}, annotations: readOnly, execute: () => Promise.reject(error) };
+    const { outcome } = await runWith("try { await tools.tricky({}) } catch (e) { return e.message }", { tricky });
+    expect(outcome.value).toBe("tools.tricky: it failed with an error that could not be read");
+  });
+
+  test("host paths with letters beyond ASCII are taken out whole", async () => {
+    const thrower = (message: string): Tool => ({ description: "", inputSchema: {}, annotations: readOnly, execute: () => { throw new Error(message); } });
+    const { outcome } = await runWith(
+      "const out = []; for (const name of ['a', 'b', 'c']) { try { await tools[name]({}) } catch (e) { out.push(e.message) } } return out",
+      { a: thrower("open '/home/jürgen/projekte/app/.env' failed"), b: thrower("C:\\Users\\José García\\app\\keys.json is locked"), c: thrower("see file:///Users/zoë/app/main.js:3:9") },
+    );
+    expect(outcome.value).toEqual(["tools.a: open '[path]' failed", "tools.b: [path] is locked", "tools.c: see [path]"]);
+  });
+
   test("a tool that never settles and ignores its signal: the call still ends at the tool's timeout", async () => {
     const stuck: Tool = { description: "", inputSchema: {}, annotations: readOnly, timeoutMs: 200, execute: () => new Promise(() => {}) };
     const started = performance.now();

@@ -1,5 +1,8 @@
-// A path of two or more parts; a part may hold single spaces between words ("/Users/John Smith/app.js").
-const HOST_PATH = /(?:file:\/\/)?(?:[A-Za-z]:)?(?:[\\/][\w.@%+~-]+(?: [\w.@%+~-]+)*){2,}(?::\d+){0,2}/g;
+// A path of two or more parts, in any script ("/home/jürgen/.env"). A part before the last may
+// hold single spaces between words ("C:\Users\John Smith\app.js"); the last may not, so the
+// words after a path ("… keys.json is locked") stay.
+const PART = String.raw`[\p{L}\p{N}\p{M}_.@%+~-]+`;
+const HOST_PATH = new RegExp(String.raw`(?:file:\/\/)?(?:[A-Za-z]:)?(?:[\\/]${PART}(?: ${PART})*)+[\\/]${PART}(?::\d+){0,2}`, "gu");
 const MAX_TOOL_MESSAGE_CHARS = 1_000;
 
 /** A tool's failure as the program may read it: its message only (no stack), with host paths taken out, bounded. */

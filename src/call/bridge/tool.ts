@@ -8,6 +8,7 @@ import type { GrantedTool } from "../../tools/grant.ts";
 import type { SchemaCheck } from "../../tools/schema.ts";
 import type { Tool } from "../../tools/tool.ts";
 import { runWhileWaiting, withAgents } from "../../tools/reentry.ts";
+import { copyToolInput } from "../../tools/input.ts";
 import { copyToolResult } from "../../tools/result.ts";
 import type { ToolCallEntry } from "../../tools/tool-calls.ts";
 import type { ErrorType } from "../../outcome.ts";
@@ -17,18 +18,20 @@ import { askApproval } from "./approval.ts";
 import { safeMessage } from "./safe-message.ts";
 
 /**
- * A program's `tools.name(input)`: the input read and checked against the tool's schema (a
- * failure is the program's mistake: a `TypeError` in the program), approval asked for a tool
- * that may change the world, `execute` run in the host within the tool's `timeoutMs` and the
- * call's end, and the result copied as plain data. Every call is listed in the call's record,
- * and is an `execute_tool {tool}` span under the run's.
+ * A program's `tools.name(input)`: the input read, copied as JSON data and checked against the
+ * tool's schema (a failure is the program's mistake: a `TypeError` in the program), approval
+ * asked for a tool that may change the world, `execute` run in the host within the tool's
+ * `timeoutMs` and the call's end, and the result copied as plain data. Every call is listed in
+ * the call's record, and is an `execute_tool {tool}` span under the run's.
  */
 export async function answerTool(request: ToolRequest, call: Call, run: AskingRun): Promise<BridgeAnswer<"tool">> {
   const { state, draft } = call;
   const granted = state.options.tools.byPath.get(request.tool);
   if (granted === undefined) return bridgeFailure("invalid_input", `tools.${request.tool.slice(0, 200)} is not a granted tool.`);
-  const input = readToolInput(request);
-  const entry = draft.tools.start(granted.path, input.ok ? input.value : null, granted.effect, draft.attempts);
+  const decoded = readToolInput(request);
+  const input = decoded.ok ? asJson(granted, decoded.value) : decoded;
+  // The record shows what the tool is given; an input refused shows as decoded, with stand-ins for what JSON cannot hold.
+  const entry = draft.tools.start(granted.path, input.ok ? input.value : decoded.ok ? decoded.value : null, granted.effect, draft.attempts);
   const toolCallId = randomUUID();
   const span = startSpan(
     `execute_tool ${granted.path}`,
@@ -41,7 +44,13 @@ export async function answerTool(request: ToolRequest, call: Call, run: AskingRu
   return answer;
 }
 
-type Input = ReturnType<typeof readToolInput>;
+type Input = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string };
+
+/** The input as JSON data, as the schema checks it and the tool is given it (see `copyToolInput`). */
+function asJson(granted: GrantedTool, value: unknown): Input {
+  const copied = copyToolInput(value, SANDBOX_LIMITS.maxToolInputChars);
+  return copied.ok ? copied : { ok: false, message: `tools.${granted.path}(input): ${copied.message}` };
+}
 
 async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: ToolCallEntry, input: Input, toolCallId: string, span: Span | undefined): Promise<BridgeAnswer<"tool">> {
   const { draft } = call;
@@ -73,7 +82,8 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   const outcome = await bounded(call, run, granted, (signal) => inSpan(span, () => (granted.tool as Required<Pick<Tool, "execute">>).execute(value, { ...options, signal, abortSignal: signal })));
   if (!outcome.ok) return fail(outcome.errorType, `tools.${granted.path}: ${outcome.message}`, true);
   const copied = copyToolResult(outcome.value, SANDBOX_LIMITS.maxAnswerChars);
-  if (!copied.ok) return fail("tool", `tools.${granted.path} returned a value a program cannot receive: ${copied.message}.`);
+  // A getter's error may name host paths: taken out, as from any error of the tool.
+  if (!copied.ok) return fail("tool", `tools.${granted.path} returned a value a program cannot receive: ${safeMessage(copied.message)}.`);
   draft.tools.end(entry, true);
   // Copied within the limit for what a program receives: measured already.
   return { ok: true, value: copied.value, measured: true };

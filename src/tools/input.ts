@@ -1,0 +1,140 @@
+/**
+ * A program's tool input, as the tool is given it: JSON data. The host decodes the input from
+ * the sandbox's encoding, which can carry what JSON cannot (Map, Set, BigInt, RegExp, errors,
+ * binary data, NaN, cycles); a tool's schema describes JSON, and what an MCP server is sent is
+ * JSON. So the input is copied here, before the schema check and `execute`:
+ *
+ * | in the program                          | the tool is given                         |
+ * |-----------------------------------------|-------------------------------------------|
+ * | object, array, string, finite number, boolean, null | a copy of its own                 |
+ * | `Date`                                  | its ISO text (`null` for an invalid date)  |
+ * | `undefined` in an object                | the key left out                          |
+ * | `undefined` or a hole in an array       | `null`                                    |
+ * | `-0`                                    | `0`                                       |
+ * | no input at all                         | `undefined` (the schema decides)          |
+ * | Map, Set, BigInt, RegExp, an error, binary data, NaN, ±Infinity, a cycle, nesting past 200 levels | refused: a `TypeError` in the program naming the place |
+ *
+ * A part shared by two places is copied in each, as JSON writes it.
+ */
+
+import { AgentReference } from "../sandbox/agent-reference.ts";
+
+/** The input as the tool is given it, or why it cannot be (the program's mistake). */
+export type ToolInputCopy = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string };
+
+/** Deepest nesting an input may have (a tool's result is held to the same). */
+export const MAX_INPUT_DEPTH = 200;
+
+const dateGetTime = Date.prototype.getTime;
+const dateToIso = Date.prototype.toISOString;
+
+class NotJson extends Error {}
+
+/** Copies a decoded input as JSON data; `maxChars` bounds the copy's JSON (the decoder measured it already: this is a backstop). */
+export function copyToolInput(value: unknown, maxChars: number): ToolInputCopy {
+  if (value === undefined) return { ok: true, value: undefined };
+  const budget = { left: maxChars };
+  try {
+    return { ok: true, value: copy(value, "input", 0, budget, new Set()) };
+  } catch (error) {
+    if (error instanceof NotJson) return { ok: false, message: error.message };
+    throw error;
+  }
+}
+
+const ADVICE: Readonly<Record<string, string>> = {
+  Map: "send Object.fromEntries(map) or an array of pairs",
+  Set: "send an array",
+  RegExp: "send its source as a string",
+  ArrayBuffer: "send an array of numbers or a base64 string",
+  DataView: "send an array of numbers or a base64 string",
+};
+
+function refuse(path: string, what: string, advice?: string): never {
+  throw new NotJson(`${path} is ${what}, which JSON cannot hold${advice === undefined ? "" : `; ${advice}`}.`);
+}
+
+function spend(budget: { left: number }, chars: number): void {
+  budget.left -= chars;
+  if (budget.left < 0) throw new NotJson("The input is too large as JSON (a part shared by many places is copied in each); pass less data.");
+}
+
+function copy(value: unknown, path: string, depth: number, budget: { left: number }, open: Set<object>): unknown {
+  switch (typeof value) {
+    case "string":
+      spend(budget, value.length + 2);
+      return value;
+    case "boolean":
+      spend(budget, value ? 4 : 5);
+      return value;
+    case "number":
+      if (Number.isNaN(value)) refuse(path, "NaN", "send a number or null");
+      if (!Number.isFinite(value)) refuse(path, String(value), "send a number or null");
+      // -0 is 0, as JSON writes it.
+      if (value === 0) value = 0;
+      spend(budget, String(value).length);
+      return value;
+    case "bigint":
+      return refuse(path, "a BigInt", "send it as a string (String(n)) or a number");
+    case "undefined":
+      spend(budget, 4);
+      return null;
+    case "object":
+      break;
+    default:
+      // The sandbox's encoding writes functions and symbols as text; nothing else reaches here.
+      return refuse(path, `a ${typeof value}`);
+  }
+  if (value === null) {
+    spend(budget, 4);
+    return null;
+  }
+  if (value instanceof Date) {
+    spend(budget, 26);
+    return Number.isNaN(dateGetTime.call(value)) ? null : dateToIso.call(value);
+  }
+  const node = value as object;
+  if (open.has(node)) throw new NotJson(`${path} refers back to a value that contains it (a cycle), which JSON cannot hold; send a copy without it.`);
+  const prototype = Object.getPrototypeOf(node) as unknown;
+  if (!Array.isArray(node) && prototype !== Object.prototype && prototype !== null) refuse(path, kindOf(node), adviceFor(node));
+  if (depth >= MAX_INPUT_DEPTH) throw new NotJson(`${path} is nested deeper than ${MAX_INPUT_DEPTH} levels; pass flatter data.`);
+  open.add(node);
+  try {
+    // Counted as JSON writes it: brackets, a comma between items, a key's quotes and colon.
+    spend(budget, 2);
+    if (Array.isArray(node)) {
+      const items: unknown[] = [];
+      for (let index = 0; index < node.length; index += 1) {
+        if (index > 0) spend(budget, 1);
+        items.push(copy(node[index], `${path}[${index}]`, depth + 1, budget, open));
+      }
+      return items;
+    }
+    const fields: Record<string, unknown> = {};
+    let first = true;
+    for (const [key, field] of Object.entries(node)) {
+      if (field === undefined) continue;
+      spend(budget, key.length + (first ? 3 : 4));
+      first = false;
+      Object.defineProperty(fields, key, { value: copy(field, `${path}.${key.length > 50 ? `${key.slice(0, 50)}…` : key}`, depth + 1, budget, open), enumerable: true, writable: true, configurable: true });
+    }
+    return fields;
+  } finally {
+    open.delete(node);
+  }
+}
+
+/** "a Map", "an Error", "a TypeError", "a Uint8Array", "an agent": what the decoder builds besides plain data. */
+function kindOf(node: object): string {
+  if (node instanceof AgentReference) return "an agent (from delegate)";
+  const given = node instanceof Error ? String(node.name) : (node.constructor as { name?: unknown } | undefined)?.name;
+  const name = typeof given === "string" && given !== "" ? given.slice(0, 50) : "object";
+  return `${/^[AEIO]/.test(name) ? "an" : "a"} ${name}`;
+}
+
+function adviceFor(node: object): string | undefined {
+  if (node instanceof AgentReference) return "tools cannot call agents; send data";
+  if (node instanceof Error) return "send its message as a string";
+  if (ArrayBuffer.isView(node) && !(node instanceof DataView)) return "send an array of numbers or a base64 string";
+  return ADVICE[(node.constructor as { name?: string } | undefined)?.name ?? ""];
+}
