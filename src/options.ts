@@ -95,8 +95,8 @@ export interface AgentOptions {
    */
   tools?: Tools | undefined;
   /**
-   * Asked before every call of a tool that may change the world (one without `readOnlyHint` or
-   * `idempotentHint`); `false` refuses it (the program gets a `ToolError`). Default: none (allowed).
+   * Asked before every call of a tool that may change the world (every tool but one whose trusted
+   * hints say `readOnlyHint: true`; an idempotent tool too); `false` refuses it (the program gets a `ToolError`). Default: none (allowed).
    */
   toolApproval?: (request: ToolApprovalRequest) => boolean | Promise<boolean> | undefined;
   /**

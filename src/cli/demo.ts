@@ -203,7 +203,8 @@ const CURRENCY_TOOL: Tool<{ value: number; from: string; to: string }> = {
 async function startCatalogue(write: (line: string) => void): Promise<McpToolSet | undefined> {
   const script = new URL(`./demo-catalogue${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
   try {
-    const catalogue = await mcpTools({ command: process.execPath, args: [decodeURIComponent(script.pathname)] });
+    // The demo's own server: its hints (search is read-only) are trusted as the application's.
+    const catalogue = await mcpTools({ command: process.execPath, args: [decodeURIComponent(script.pathname)] }, { trustAnnotations: true });
     write(`  MCP server "catalogue" started (stdio): tools ${Object.keys(catalogue).map((name) => `catalogue.${name}`).join(", ")}`);
     return catalogue;
   } catch (error) {
