@@ -33,13 +33,25 @@ class NotJson extends Error {}
 /** Copies a decoded input as JSON data; `maxChars` bounds the copy's JSON (the decoder measured it already: this is a backstop). */
 export function copyToolInput(value: unknown, maxChars: number): ToolInputCopy {
   if (value === undefined) return { ok: true, value: undefined };
-  const budget = { left: maxChars };
+  const walk: Walk = { left: maxChars, open: new Set(), trail: [] };
   try {
-    return { ok: true, value: copy(value, "input", 0, budget, new Set()) };
+    return { ok: true, value: copy(value, walk) };
   } catch (error) {
     if (error instanceof NotJson) return { ok: false, message: error.message };
     throw error;
   }
+}
+
+/** The copy under way: characters of JSON it may still take, the containers open above, and the keys down to the value at hand. */
+interface Walk {
+  left: number;
+  readonly open: Set<object>;
+  readonly trail: (string | number)[];
+}
+
+/** `input.items[3].owner`: the place at hand, written only when it is named in an error. */
+function where(walk: Walk): string {
+  return `input${walk.trail.map((key) => (typeof key === "number" ? `[${key}]` : `.${key.length > 50 ? `${key.slice(0, 50)}…` : key}`)).join("")}`;
 }
 
 const ADVICE: Readonly<Record<string, string>> = {
@@ -50,78 +62,90 @@ const ADVICE: Readonly<Record<string, string>> = {
   DataView: "send an array of numbers or a base64 string",
 };
 
-function refuse(path: string, what: string, advice?: string): never {
-  throw new NotJson(`${path} is ${what}, which JSON cannot hold${advice === undefined ? "" : `; ${advice}`}.`);
+function refuse(walk: Walk, what: string, advice?: string): never {
+  throw new NotJson(`${where(walk)} is ${what}, which JSON cannot hold${advice === undefined ? "" : `; ${advice}`}.`);
 }
 
-function spend(budget: { left: number }, chars: number): void {
-  budget.left -= chars;
-  if (budget.left < 0) throw new NotJson("The input is too large as JSON (a part shared by many places is copied in each); pass less data.");
+function spend(walk: Walk, chars: number): void {
+  walk.left -= chars;
+  if (walk.left < 0) throw new NotJson("The input is too large as JSON (a part shared by many places is copied in each); pass less data.");
 }
 
-function copy(value: unknown, path: string, depth: number, budget: { left: number }, open: Set<object>): unknown {
+function copy(value: unknown, walk: Walk): unknown {
   switch (typeof value) {
     case "string":
-      spend(budget, value.length + 2);
+      spend(walk, value.length + 2);
       return value;
     case "boolean":
-      spend(budget, value ? 4 : 5);
+      spend(walk, value ? 4 : 5);
       return value;
     case "number":
-      if (Number.isNaN(value)) refuse(path, "NaN", "send a number or null");
-      if (!Number.isFinite(value)) refuse(path, String(value), "send a number or null");
-      // -0 is 0, as JSON writes it.
-      if (value === 0) value = 0;
-      spend(budget, String(value).length);
-      return value;
+      if (Number.isNaN(value)) refuse(walk, "NaN", "send a number or null");
+      if (!Number.isFinite(value)) refuse(walk, String(value), "send a number or null");
+      // At least one character; -0 is 0, as JSON writes it.
+      spend(walk, 1);
+      return value === 0 ? 0 : value;
     case "bigint":
-      return refuse(path, "a BigInt", "send it as a string (String(n)) or a number");
+      return refuse(walk, "a BigInt", "send it as a string (String(n)) or a number");
     case "undefined":
-      spend(budget, 4);
+      spend(walk, 4);
       return null;
     case "object":
       break;
     default:
       // The sandbox's encoding writes functions and symbols as text; nothing else reaches here.
-      return refuse(path, `a ${typeof value}`);
+      return refuse(walk, `a ${typeof value}`);
   }
   if (value === null) {
-    spend(budget, 4);
+    spend(walk, 4);
     return null;
   }
   if (value instanceof Date) {
-    spend(budget, 26);
+    spend(walk, 26);
     return Number.isNaN(dateGetTime.call(value)) ? null : dateToIso.call(value);
   }
   const node = value as object;
-  if (open.has(node)) throw new NotJson(`${path} refers back to a value that contains it (a cycle), which JSON cannot hold; send a copy without it.`);
-  const prototype = Object.getPrototypeOf(node) as unknown;
-  if (!Array.isArray(node) && prototype !== Object.prototype && prototype !== null) refuse(path, kindOf(node), adviceFor(node));
-  if (depth >= MAX_INPUT_DEPTH) throw new NotJson(`${path} is nested deeper than ${MAX_INPUT_DEPTH} levels; pass flatter data.`);
+  const { open, trail } = walk;
+  if (open.has(node)) throw new NotJson(`${where(walk)} refers back to a value that contains it (a cycle), which JSON cannot hold; send a copy without it.`);
+  const isArray = Array.isArray(node);
+  if (!isArray) {
+    const prototype = Object.getPrototypeOf(node) as unknown;
+    if (prototype !== Object.prototype && prototype !== null) refuse(walk, kindOf(node), adviceFor(node));
+  }
+  if (trail.length >= MAX_INPUT_DEPTH) throw new NotJson(`${where(walk)} is nested deeper than ${MAX_INPUT_DEPTH} levels; pass flatter data.`);
   open.add(node);
-  try {
-    // Counted as JSON writes it: brackets, a comma between items, a key's quotes and colon.
-    spend(budget, 2);
-    if (Array.isArray(node)) {
-      const items: unknown[] = [];
-      for (let index = 0; index < node.length; index += 1) {
-        if (index > 0) spend(budget, 1);
-        items.push(copy(node[index], `${path}[${index}]`, depth + 1, budget, open));
-      }
-      return items;
+  // Counted as JSON writes it: brackets, a comma between items, a key's quotes and colon.
+  spend(walk, 2);
+  let copied: unknown;
+  if (isArray) {
+    const items = node as unknown[];
+    const copies: unknown[] = new Array(items.length);
+    for (let index = 0; index < items.length; index += 1) {
+      if (index > 0) spend(walk, 1);
+      trail.push(index);
+      copies[index] = copy(items[index], walk);
+      trail.pop();
     }
+    copied = copies;
+  } else {
     const fields: Record<string, unknown> = {};
     let first = true;
-    for (const [key, field] of Object.entries(node)) {
+    for (const key of Object.keys(node)) {
+      const field = (node as Record<string, unknown>)[key];
       if (field === undefined) continue;
-      spend(budget, key.length + (first ? 3 : 4));
+      spend(walk, key.length + (first ? 3 : 4));
       first = false;
-      Object.defineProperty(fields, key, { value: copy(field, `${path}.${key.length > 50 ? `${key.slice(0, 50)}…` : key}`, depth + 1, budget, open), enumerable: true, writable: true, configurable: true });
+      trail.push(key);
+      const fieldCopy = copy(field, walk);
+      trail.pop();
+      // A key "__proto__" is a field of its own, never the prototype.
+      if (key === "__proto__") Object.defineProperty(fields, key, { value: fieldCopy, enumerable: true, writable: true, configurable: true });
+      else fields[key] = fieldCopy;
     }
-    return fields;
-  } finally {
-    open.delete(node);
+    copied = fields;
   }
+  open.delete(node);
+  return copied;
 }
 
 /** "a Map", "an Error", "a TypeError", "a Uint8Array", "an agent": what the decoder builds besides plain data. */
