@@ -1,12 +1,15 @@
 /**
- * A value checked against its method's `returns` on the host, before the call ends (DESIGN 15):
- * the schema's output (a Standard Schema may transform it), the problems found (the program's
- * mistake, repaired like one), or why the schema itself could not say (it threw, never
- * settled, or answered with something that is not a result).
+ * A value checked against its method's `returns` before the call ends (DESIGN 15): the schema's
+ * output (a Standard Schema may transform it), the problems found (the program's mistake,
+ * repaired like one), or why the schema itself could not say (it threw, never settled, took
+ * longer than its time, or answered with something that is not a result). A JSON Schema checks
+ * JSON data only, so what the caller gets is what it passed; a program's JSON Schema is checked
+ * on a schema thread, within the call's time.
  */
 import type { Call } from "../call/draft.ts";
 import { within } from "../call/within.ts";
 import { safeMessage } from "../call/bridge/safe-message.ts";
+import { JSON_DATA_HINT, jsonDataProblem } from "./json-data.ts";
 
 /** How long a `returns` schema may take to check one value. @unit ms */
 export const RETURNS_CHECK_LIMIT_MS = 10_000;
@@ -19,15 +22,20 @@ export type ReturnsCheck =
 /** The value checked against the method's `returns`; undefined when the method declares none. */
 export async function checkReturns(call: Call, value: unknown): Promise<ReturnsCheck | undefined> {
   const { state, draft } = call;
-  const schema = state.options.contract.methods.get(draft.method)?.returns;
+  const method = state.options.contract.methods.get(draft.method);
+  const schema = method?.returns;
   if (schema === undefined) return undefined;
+  if (method?.returnsJson === true) {
+    const notJson = jsonDataProblem(value);
+    if (notJson !== undefined) return { ok: false, mismatch: true, problems: `${notJson}. ${JSON_DATA_HINT}` };
+  }
   const callLeftMs = Math.max(0, Math.ceil(draft.endsAtMs - performance.now()));
   const limitMs = Math.min(RETURNS_CHECK_LIMIT_MS, callLeftMs);
   const late = limitMs < RETURNS_CHECK_LIMIT_MS ? `the call's callTimeoutMs ran out while it checked (${limitMs} ms left)` : `it did not answer within ${limitMs} ms`;
-  // The application's schema code runs bounded, in the caller's async context; improv's own JSON Schema check needs neither.
+  // The application's schema code and a program's schema run bounded (the application's in the caller's async context); improv's own check of the application's JSON Schema needs neither.
   const checked = schema.ownCheck
     ? await within(Number.POSITIVE_INFINITY, undefined, () => undefined, () => schema.check(value))
-    : await within(limitMs, draft.signal, () => new Error(late), () => draft.inCaller(() => schema.check(value)));
+    : await within(limitMs, draft.signal, () => new Error(late), (signal) => draft.inCaller(() => schema.check(value, signal)));
   if (!checked.ok) {
     const problem = checked.why === "timeout" ? late : checked.why === "aborted" ? "the call was cancelled while it checked" : safeMessage(checked.error);
     return { ok: false, mismatch: false, problem };

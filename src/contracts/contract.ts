@@ -9,6 +9,7 @@ import { stringify } from "safe-stable-stringify";
 import { RESERVED_NAMES } from "../reserved-names.ts";
 import { readSchema, SchemaProblem, type ReadSchema } from "../tools/schema.ts";
 import { schemaToType } from "../tools/schema-type.ts";
+import { readProgramSchema } from "./program-schema.ts";
 
 /** A Standard Schema (zod 4, valibot, arktype…), typed by what it outputs. */
 export interface StandardSchemaLike<Output = unknown> {
@@ -27,6 +28,8 @@ export interface MethodContract {
 export interface ReadMethodContract {
   readonly description: string | undefined;
   readonly returns: ReadSchema | undefined;
+  /** `returns` is a JSON Schema: the value must be JSON data before it is checked. */
+  readonly returnsJson: boolean;
   /** The return type as a TypeScript declaration for the prompt (`unknown` where the schema cannot say). */
   readonly returnsType: string | undefined;
 }
@@ -47,9 +50,19 @@ const MAX_METHODS = 200;
 const MAX_RETURNS_TYPE_CHARS = 2_000;
 const METHOD_NAME = /^[A-Za-z_$][\w$]{0,199}$/;
 
+// Method contracts a program passed to `delegate`: their schemas are hostile input.
+const fromPrograms = new WeakSet<object>();
+
+/** Marks `methods` as a program's (a `delegate` option from generated code): read with the limits on programs' schemas. */
+export function markProgramMethods(methods: unknown): void {
+  if (typeof methods === "object" && methods !== null) fromPrograms.add(methods);
+}
+
 /** Reads `purpose` and `methods` (options of `Agent.for`, or of `delegate` from a program); throws a `TypeError` saying what is wrong. */
-export function readContract(purpose: unknown, methods: unknown, where = "Option"): Contract {
+export function readContract(purpose: unknown, methods: unknown, given = "Option"): Contract {
   if (purpose === undefined && methods === undefined) return NO_CONTRACT;
+  const fromProgram = typeof methods === "object" && methods !== null && fromPrograms.has(methods);
+  const where = fromProgram ? "delegate option" : given;
   if (purpose !== undefined && (typeof purpose !== "string" || purpose.trim() === "" || purpose.length > MAX_PURPOSE_CHARS)) {
     throw new TypeError(`${where} "purpose" must be a non-empty string of at most ${MAX_PURPOSE_CHARS} characters.`);
   }
@@ -58,7 +71,7 @@ export function readContract(purpose: unknown, methods: unknown, where = "Option
     if (typeof methods !== "object" || methods === null || Array.isArray(methods)) throw new TypeError(`${where} "methods" must be an object of method contracts by name, such as { add: { description: "…", returns: z.number() } }.`);
     const entries = Object.entries(methods);
     if (entries.length > MAX_METHODS) throw new TypeError(`${where} "methods" declares ${entries.length} methods; at most ${MAX_METHODS} are allowed.`);
-    for (const [name, contract] of entries) read.set(name, readMethod(name, contract, where));
+    for (const [name, contract] of entries) read.set(name, readMethod(name, contract, where, fromProgram));
   }
   const fingerprint = createHash("sha256")
     .update(stringify([purpose ?? null, [...read].map(([name, method]) => [name, method.description ?? null, method.returns?.jsonSchema ?? (method.returns === undefined ? null : "schema"), method.returnsType ?? null])]) ?? "")
@@ -67,7 +80,7 @@ export function readContract(purpose: unknown, methods: unknown, where = "Option
   return Object.freeze({ purpose: purpose as string | undefined, methods: read, fingerprint });
 }
 
-function readMethod(name: string, contract: unknown, where: string): ReadMethodContract {
+function readMethod(name: string, contract: unknown, where: string, fromProgram: boolean): ReadMethodContract {
   if (!METHOD_NAME.test(name) || RESERVED_NAMES.has(name)) throw new TypeError(`${where} "methods": "${name.slice(0, 100)}" is not a method name agents can have (an identifier, not a reserved name).`);
   if (typeof contract !== "object" || contract === null || Array.isArray(contract)) throw new TypeError(`${where} "methods.${name}" must be an object: { description?, returns? }.`);
   const { description, returns, ...rest } = contract as Record<string, unknown>;
@@ -79,12 +92,14 @@ function readMethod(name: string, contract: unknown, where: string): ReadMethodC
   let schema: ReadSchema | undefined;
   if (returns !== undefined) {
     try {
-      schema = readSchema(returns);
+      schema = fromProgram ? readProgramSchema(returns) : readSchema(returns);
     } catch (error) {
       if (error instanceof SchemaProblem) throw new TypeError(`${where} "methods.${name}.returns" ${error.message}.`);
       throw error;
     }
   }
   const returnsType = schema === undefined ? undefined : schema.jsonSchema === undefined ? "unknown" : schemaToType(schema.jsonSchema, { maxChars: MAX_RETURNS_TYPE_CHARS });
-  return Object.freeze({ description, returns: schema, returnsType });
+  // Programs pass JSON Schemas only; the application's are JSON Schemas when improv checks them itself.
+  const returnsJson = schema !== undefined && (fromProgram || schema.ownCheck);
+  return Object.freeze({ description, returns: schema, returnsJson, returnsType });
 }

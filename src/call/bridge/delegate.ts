@@ -9,6 +9,7 @@ import type { Call } from "../draft.ts";
 import { kw } from "../arguments.ts";
 import type { AgentReference } from "../../sandbox/agent-reference.ts";
 import { withAgents } from "../../tools/reentry.ts";
+import { markProgramMethods } from "../../contracts/contract.ts";
 
 /** Options generated code may pass to `delegate(role, options)`; limits can only be lowered. */
 const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "memoryLimitMb", "purpose", "methods"]);
@@ -94,5 +95,6 @@ function programOptions(state: AgentState, options: Record<string, unknown> | un
     const given = options[name];
     if (typeof given === "number" && given > state.options[name]) options[name] = state.options[name];
   }
+  markProgramMethods(options.methods);
   return options as AgentOptions;
 }
