@@ -1,3 +1,4 @@
+import { totalmem } from "node:os";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../src/index.ts";
 import { defaultSandboxConfig, sandboxPool } from "../../src/sandbox/host/pool.ts";
@@ -37,14 +38,26 @@ afterEach(() => {
 });
 
 describe("configureSandbox", () => {
-  test("takes processes and maxProcesses, and says what is wrong with anything else", () => {
-    expect(configureSandbox({ processes: 3, maxProcesses: 5 })).toEqual({ processes: 3, maxProcesses: 5 });
-    expect(configureSandbox({ processes: 2 })).toEqual({ processes: 2, maxProcesses: 5 });
+  test("takes processes, maxProcesses and isolateCacheMb, and says what is wrong with anything else", () => {
+    const cache = sandboxPool().config.isolateCacheMb;
+    expect(configureSandbox({ processes: 3, maxProcesses: 5 })).toEqual({ processes: 3, maxProcesses: 5, isolateCacheMb: cache });
+    expect(configureSandbox({ processes: 2 })).toEqual({ processes: 2, maxProcesses: 5, isolateCacheMb: cache });
     expect(() => configureSandbox({ processes: 0 })).toThrow("Sandbox option processes must be a whole number from 1 to 64; got 0.");
     expect(() => configureSandbox({ maxProcesses: 1.5 })).toThrow("Sandbox option maxProcesses must be a whole number from 1 to 64; got 1.5.");
     expect(() => configureSandbox({ processes: 4, maxProcesses: 2 })).toThrow("Sandbox option maxProcesses (2) must be at least processes (4).");
-    expect(() => configureSandbox({ threads: 2 } as never)).toThrow('Unknown sandbox option "threads". Valid options: processes, maxProcesses.');
-    expect(sandboxPool().config).toEqual({ processes: 2, maxProcesses: 5 });
+    expect(() => configureSandbox({ threads: 2 } as never)).toThrow('Unknown sandbox option "threads". Valid options: processes, maxProcesses, isolateCacheMb.');
+    expect(() => configureSandbox({ isolateCacheMb: -1 })).toThrow(TypeError);
+    expect(() => configureSandbox({ isolateCacheMb: 2.5 })).toThrow("Sandbox option isolateCacheMb must be a whole number of MiB; got 2.5.");
+    expect(() => configureSandbox({ isolateCacheMb: 7 })).toThrow(
+      new RangeError("Sandbox option isolateCacheMb (7 MiB) cannot hold one idle agent isolate in each of the 2 sandbox processes (about 4 MiB each); give at least 8."),
+    );
+    expect(configureSandbox({ isolateCacheMb: 8 }).isolateCacheMb).toBe(8);
+    expect(sandboxPool().config).toEqual({ processes: 2, maxProcesses: 5, isolateCacheMb: 8 });
+    configureSandbox({ isolateCacheMb: cache });
+  });
+
+  test("the default keeps idle isolates in an eighth of the machine's memory", () => {
+    expect(defaultSandboxConfig().isolateCacheMb).toBe(Math.max(64, Math.floor(totalmem() / 2 ** 20 / 8)));
   });
 });
 
@@ -56,9 +69,9 @@ describe("IMPROV_SANDBOX_PROCESSES", () => {
     process.on("warning", onWarning);
     try {
       process.env.IMPROV_SANDBOX_PROCESSES = " 3 ";
-      expect(defaultSandboxConfig()).toEqual({ processes: 3, maxProcesses: 8 });
+      expect(defaultSandboxConfig()).toMatchObject({ processes: 3, maxProcesses: 8 });
       process.env.IMPROV_SANDBOX_PROCESSES = "12";
-      expect(defaultSandboxConfig()).toEqual({ processes: 12, maxProcesses: 12 });
+      expect(defaultSandboxConfig()).toMatchObject({ processes: 12, maxProcesses: 12 });
       process.env.IMPROV_SANDBOX_PROCESSES = "lots";
       expect(defaultSandboxConfig().processes).toBeLessThanOrEqual(4);
     } finally {

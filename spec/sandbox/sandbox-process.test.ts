@@ -32,12 +32,13 @@ function runMessage(runId: number, agentId: string, code: string): RunRequestMes
 }
 
 describe("a sandbox process", () => {
-  test("a run cancelled while the process makes its agent's isolate is answered as cancelled, and its program never runs", async () => {
+  test("a run cancelled as it is sent is answered as cancelled at once, and stays on the books until the process has answered for it", async () => {
     const sandbox = startProcess();
     await sandbox.ready;
-    const answers: RunReport[] = [];
-    sandbox.child.on("message", (message: ChildMessage) => {
-      if (message.type === "result") answers.push(message.report);
+    let answers = 0;
+    sandbox.child.on("message", (message: ChildMessage | unknown[]) => {
+      // A program's success comes packed (an array); anything else is a result message.
+      if (Array.isArray(message) || (message as ChildMessage).type === "result") answers += 1;
     });
     let settled: RunReport | undefined;
     const run = new PendingRun(
@@ -48,13 +49,12 @@ describe("a sandbox process", () => {
       },
       (pending) => sandbox.onDeadline(pending),
     );
-    // The agent has no isolate yet: the cancel arrives while the process is making one.
+    // The agent has no isolate yet: the process makes one as the run arrives, before it reads the cancel.
     await sandbox.take(run);
     sandbox.cancel(run);
     expect(settled).toMatchObject({ kind: "failed", errorType: "cancelled" });
-    await waitFor(() => answers.length === 1);
-    expect(answers[0]).toMatchObject({ kind: "failed", errorType: "cancelled" });
-    // The process keeps the run on its books until the process has answered for it.
+    expect(sandbox.activeRuns).toBe(1);
+    await waitFor(() => answers === 1);
     await waitFor(() => sandbox.activeRuns === 0);
   });
 });

@@ -248,7 +248,21 @@ export type HostMessage =
   | { readonly type: "cancel"; readonly runId: number }
   /** `tell`: the sandbox process says when the program has the answer (`R`, see {@link RunSignal}); set for a large answer. */
   | { readonly type: "bridge-result"; readonly requestId: number; readonly answer: BridgeAnswer; readonly tell: boolean }
-  | { readonly type: "forget"; readonly agentId: string };
+  | { readonly type: "forget"; readonly agentId: string }
+  /** The memory this process may keep idle isolates in (sent before any run, and when it changes). @unit MiB */
+  | { readonly type: "configure"; readonly isolateCacheMb: number }
+  /** Asks what the process holds (answered with `stats`). */
+  | { readonly type: "stats"; readonly statsId: number };
+
+/** What a sandbox process holds: its agents' isolates (how many, how many busy, what the idle ones hold) and its resident size. */
+export interface SandboxStats {
+  readonly isolates: number;
+  readonly busyIsolates: number;
+  /** @unit MiB */
+  readonly idleIsolatesMb: number;
+  /** @unit MiB */
+  readonly rssMb: number;
+}
 
 /** How a run ended, as the sandbox process reports it. */
 export type RunReport =
@@ -262,7 +276,8 @@ export type ChildMessage =
   | { readonly type: "result"; readonly runId: number; readonly report: RunReport }
   /** `ok: false` when the mirror does not continue where the chunk starts: sync again from 0. */
   | { readonly type: "synced"; readonly syncId: number; readonly ok: boolean }
-  | { readonly type: "bridge"; readonly runId: number; readonly requestId: number; readonly request: BridgeRequest };
+  | { readonly type: "bridge"; readonly runId: number; readonly requestId: number; readonly request: BridgeRequest }
+  | ({ readonly type: "stats"; readonly statsId: number } & SandboxStats);
 
 /*
  * The run message and the answer of a run that succeeded go with nearly every call, so they

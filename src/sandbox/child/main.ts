@@ -11,8 +11,13 @@ import { readBridgeRequest } from "./bridge-reader.ts";
 import { ownBytes } from "../own-bytes.ts";
 import { MemoryWatch } from "./memory-watch.ts";
 
-/** Idle isolates kept warm; past this, the least recently used idle one is disposed. */
-const MAX_IDLE_ISOLATES = 32;
+/**
+ * Memory for the isolates of agents between calls, in this process (the host's share of
+ * `configureSandbox({ isolateCacheMb })` for it): past it, the least recently used idle isolates
+ * are disposed; a busy one never is. The host sends it before any run; this holds until then.
+ * @unit MiB
+ */
+let isolateCacheMb = 256;
 
 const isolates = new Map<string, AgentIsolate>();
 const creating = new Map<string, Promise<AgentIsolate>>();
@@ -164,14 +169,63 @@ async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: numb
   return isolate;
 }
 
+/**
+ * Agents with work here (a run from its arrival to its answer, a sync until it is added), by how
+ * much: their isolates are in use even before a program starts in them, and are never dropped.
+ */
+const inUse = new Map<string, number>();
+function use(agentId: string, change: 1 | -1): void {
+  const count = (inUse.get(agentId) ?? 0) + change;
+  if (count > 0) inUse.set(agentId, count);
+  else inUse.delete(agentId);
+}
+
+/** Disposes the least recently used idle isolates while those idle hold more than the budget. */
 function evictIdle(): void {
-  if (isolates.size <= MAX_IDLE_ISOLATES) return;
+  let idleMb = 0;
+  for (const [agentId, isolate] of isolates) if (!isolate.busy && !inUse.has(agentId)) idleMb += isolate.residentMb;
   for (const [agentId, isolate] of isolates) {
-    if (isolates.size <= MAX_IDLE_ISOLATES) break;
-    if (isolate.busy) continue;
+    if (idleMb <= isolateCacheMb) break;
+    if (isolate.busy || inUse.has(agentId)) continue;
+    idleMb -= isolate.residentMb;
     isolate.dispose();
     isolates.delete(agentId);
   }
+}
+
+/**
+ * Once nothing has run here for a moment, isolates not yet compacted are, one per turn of the
+ * event loop while nothing else is to be done, the most recently used first (see
+ * `AgentIsolate.compact`): a run that arrives meanwhile waits for one collection at most.
+ */
+let compacting: NodeJS.Timeout | undefined;
+const COMPACT_AFTER_IDLE_MS = 1_000;
+/** When a run last arrived or was tidied after. @unit ms, on `performance.now()`'s clock */
+let lastActive = 0;
+function compactWhenIdle(): void {
+  if (compacting !== undefined) return;
+  compacting = setTimeout(() => {
+    compacting = undefined;
+    compactNext();
+  }, COMPACT_AFTER_IDLE_MS);
+  compacting.unref();
+}
+
+function compactNext(): void {
+  if (controls.size > 0 || waitingRuns.length > 0 || creating.size > 0 || performance.now() - lastActive < COMPACT_AFTER_IDLE_MS) {
+    compactWhenIdle();
+    return;
+  }
+  const next = [...isolates.values()].findLast((isolate) => isolate.compactable);
+  if (next === undefined) return;
+  memoryWatch.runStarted();
+  try {
+    next.compact();
+  } finally {
+    memoryWatch.runEnded();
+  }
+  // Not unref'd: an unref'd immediate waits for the next message to wake the event loop.
+  setImmediate(compactNext);
 }
 
 /**
@@ -199,6 +253,8 @@ let startingRun = false;
 const callEndsAt = new Map<number, number>();
 
 function enqueueRun(message: RunRequestMessage): void {
+  lastActive = performance.now();
+  use(message.agentId, 1);
   callEndsAt.set(message.runId, performance.now() + message.callTimeLeftMs);
   waitingRuns.push(message);
   if (!startingRun) startNextRun();
@@ -215,6 +271,7 @@ function startNextRun(): void {
   let message = waitingRuns.shift();
   while (message !== undefined && cancelledEarly.delete(message.runId)) {
     callEndsAt.delete(message.runId);
+    use(message.agentId, -1);
     send({ type: "result", runId: message.runId, report: cancelledBeforeStart() });
     message = waitingRuns.shift();
   }
@@ -228,6 +285,7 @@ function startNextRun(): void {
     else startingRun = false;
   };
   const answer = (report: RunReport) => {
+    use(message.agentId, -1);
     send(packResult(message.runId, report));
     setImmediate(tidy, message.agentId, message.runId);
     release();
@@ -252,6 +310,10 @@ function tidy(agentId: string, runId: number): void {
     memoryWatch.runEnded();
   }
   dropIfDisposed(agentId, isolate);
+  // Idle now: it counts against the budget.
+  evictIdle();
+  lastActive = performance.now();
+  compactWhenIdle();
 }
 
 /** Takes an isolate that was disposed (it failed, or could not be tidied) off the warm list. */
@@ -340,10 +402,14 @@ process.on("message", (received: HostMessage) => {
   }
   switch (message.type) {
     case "sync":
+      use(message.agentId, 1);
       void isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb)
         .then((isolate) => isolate.syncChunk(message))
         .catch(() => false)
-        .then((ok) => send({ type: "synced", syncId: message.syncId, ok }));
+        .then((ok) => {
+          use(message.agentId, -1);
+          send({ type: "synced", syncId: message.syncId, ok });
+        });
       break;
     case "cancel": {
       const control = controls.get(message.runId);
@@ -357,6 +423,20 @@ process.on("message", (received: HostMessage) => {
     case "bridge-result":
       answerRequest(message.requestId, message.answer, message.tell);
       break;
+    case "configure":
+      isolateCacheMb = message.isolateCacheMb;
+      evictIdle();
+      break;
+    case "stats": {
+      let busyIsolates = 0;
+      let idleIsolatesMb = 0;
+      for (const isolate of isolates.values()) {
+        if (isolate.busy) busyIsolates += 1;
+        else idleIsolatesMb += isolate.residentMb;
+      }
+      send({ type: "stats", statsId: message.statsId, isolates: isolates.size, busyIsolates, idleIsolatesMb, rssMb: process.memoryUsage.rss() / 2 ** 20 });
+      break;
+    }
     case "forget": {
       const isolate = isolates.get(message.agentId);
       if (isolate && !isolate.busy) {

@@ -1,18 +1,35 @@
-import { availableParallelism } from "node:os";
+import { availableParallelism, totalmem } from "node:os";
 import { readEnv } from "../../env.ts";
-import { nextRunId, type RunReport, type RunRequestMessage, type SyncRequestMessage } from "../protocol.ts";
+import { nextRunId, type RunReport, type RunRequestMessage, type SandboxStats, type SyncRequestMessage } from "../protocol.ts";
 import { PendingRun, type RunHooks } from "./pending-run.ts";
 import { SandboxProcess } from "./sandbox-process.ts";
 import { poolTimings } from "./timings.ts";
 
 export type { RunHooks } from "./pending-run.ts";
 
-/** How many sandbox processes run programs. */
+/** How many sandbox processes run programs, and how much memory they keep agents' isolates in. */
 export interface SandboxConfig {
   /** Processes kept for the agents (started as agents need them). Default: available parallelism, at most 4. */
   readonly processes: number;
   /** Most processes at once: the pool grows past `processes` only while every process is busy. Default 8. */
   readonly maxProcesses: number;
+  /**
+   * Memory the sandbox processes keep the isolates of agents between calls in, shared equally
+   * by the `processes` (each process beyond them gets a share too). Past its share, a process
+   * disposes the least recently used idle isolates; a busy one never is. An agent whose isolate
+   * was disposed gets a new one at its next call (its history sent again). An idle isolate holds
+   * about 1.6 to 2.7 MiB plus its history mirror. Default: an eighth of the machine's memory.
+   * @unit MiB
+   */
+  readonly isolateCacheMb: number;
+}
+
+/** Least memory for idle isolates in each process: about one isolate. @unit MiB */
+export const MIN_ISOLATE_CACHE_MB_PER_PROCESS = 4;
+
+/** An eighth of the machine's memory. @unit MiB */
+function defaultIsolateCacheMb(): number {
+  return Math.max(64, Math.floor(totalmem() / 2 ** 20 / 8));
 }
 
 /** A run sent again to a new process at most this often after its process died before it started. */
@@ -22,7 +39,7 @@ const LIMIT = 64;
 export function defaultSandboxConfig(): SandboxConfig {
   const fromEnv = readProcessesEnv();
   const processes = fromEnv ?? Math.max(1, Math.min(4, availableParallelism()));
-  return { processes, maxProcesses: Math.max(8, processes) };
+  return { processes, maxProcesses: Math.max(8, processes), isolateCacheMb: Math.max(defaultIsolateCacheMb(), processes * MIN_ISOLATE_CACHE_MB_PER_PROCESS) };
 }
 
 function readProcessesEnv(): number | undefined {
@@ -36,9 +53,9 @@ function readProcessesEnv(): number | undefined {
 
 /** Checks a `configureSandbox` argument and fills in what it leaves out. */
 export function resolveSandboxConfig(options: Partial<SandboxConfig>, current: SandboxConfig): SandboxConfig {
-  if (typeof options !== "object" || options === null) throw new TypeError("configureSandbox() takes an object: { processes?, maxProcesses? }.");
+  if (typeof options !== "object" || options === null) throw new TypeError("configureSandbox() takes an object: { processes?, maxProcesses?, isolateCacheMb? }.");
   for (const name of Object.keys(options)) {
-    if (name !== "processes" && name !== "maxProcesses") throw new TypeError(`Unknown sandbox option "${name}". Valid options: processes, maxProcesses.`);
+    if (name !== "processes" && name !== "maxProcesses" && name !== "isolateCacheMb") throw new TypeError(`Unknown sandbox option "${name}". Valid options: processes, maxProcesses, isolateCacheMb.`);
   }
   for (const name of ["processes", "maxProcesses"] as const) {
     const value = options[name];
@@ -49,7 +66,13 @@ export function resolveSandboxConfig(options: Partial<SandboxConfig>, current: S
   const processes = options.processes ?? current.processes;
   const maxProcesses = options.maxProcesses ?? Math.max(current.maxProcesses, processes);
   if (maxProcesses < processes) throw new TypeError(`Sandbox option maxProcesses (${maxProcesses}) must be at least processes (${processes}).`);
-  return { processes, maxProcesses };
+  const isolateCacheMb = options.isolateCacheMb ?? current.isolateCacheMb;
+  if (!Number.isSafeInteger(isolateCacheMb) || isolateCacheMb < 0) throw new TypeError(`Sandbox option isolateCacheMb must be a whole number of MiB; got ${JSON.stringify(isolateCacheMb)}.`);
+  const least = processes * MIN_ISOLATE_CACHE_MB_PER_PROCESS;
+  if (isolateCacheMb < least) {
+    throw new RangeError(`Sandbox option isolateCacheMb (${isolateCacheMb} MiB) cannot hold one idle agent isolate in each of the ${processes} sandbox processes (about ${MIN_ISOLATE_CACHE_MB_PER_PROCESS} MiB each); give at least ${least}.`);
+  }
+  return { processes, maxProcesses, isolateCacheMb };
 }
 
 /**
@@ -92,8 +115,16 @@ export class SandboxPool {
 
   configure(options: Partial<SandboxConfig>): SandboxConfig {
     this.#config = resolveSandboxConfig(options, this.#config);
-    for (const process of this.#processes) this.#retireIfSpare(process);
+    for (const process of this.#processes) {
+      process.configure(this.#isolateCacheShareMb());
+      this.#retireIfSpare(process);
+    }
     return this.#config;
+  }
+
+  /** Each process's share of `isolateCacheMb`. @unit MiB */
+  #isolateCacheShareMb(): number {
+    return Math.floor(this.#config.isolateCacheMb / this.#config.processes);
   }
 
   /** Process ids of the live sandbox processes. */
@@ -172,6 +203,12 @@ export class SandboxPool {
   /** Sends one chunk of a history sync to the agent's process; false when it must start again from 0. */
   sync(request: Omit<SyncRequestMessage, "type" | "syncId">): Promise<boolean> {
     return this.#homeOf(request.agentId).sync(this.#takeId(), request);
+  }
+
+  /** What each live sandbox process holds now (see {@link SandboxStats}). */
+  async stats(): Promise<SandboxStats[]> {
+    const stats = await Promise.all(this.#processes.filter((process) => process.alive).map((process) => process.stats()));
+    return stats.filter((entry): entry is SandboxStats => entry !== undefined);
   }
 
   /** Tells the agent's process it may free the agent's isolate. */
@@ -262,6 +299,8 @@ export class SandboxPool {
     });
     this.starts += 1;
     this.#processes.push(process);
+    // Before any run: runs wait for the process to be ready, and go after this.
+    void process.ready.then(() => process.configure(this.#isolateCacheShareMb()), () => undefined);
     return process;
   }
 
@@ -325,8 +364,11 @@ export function sandboxPool(): SandboxPool {
 
 /**
  * Sets how many sandbox processes run programs, for this process: `processes` (default: the
- * machine's available parallelism, at most 4, or `IMPROV_SANDBOX_PROCESSES`) and `maxProcesses`
- * (default 8), the most while every process is busy. Returns the settings now in force.
+ * machine's available parallelism, at most 4, or `IMPROV_SANDBOX_PROCESSES`), `maxProcesses`
+ * (default 8), the most while every process is busy, and `isolateCacheMb` (default an eighth of
+ * the machine's memory), the memory they keep idle agents' isolates in. Returns the settings now
+ * in force. A bad value is a `TypeError`; an `isolateCacheMb` too small for one isolate in each
+ * process, a `RangeError`.
  */
 export function configureSandbox(options: Partial<SandboxConfig> = {}): SandboxConfig {
   return sandboxPool().configure(options);

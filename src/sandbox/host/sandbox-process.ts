@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { bridgeFailure, packRun, REPORT_FD, readSignal, unpackSuccess, type BridgeAnswer, type CeilingReport, type ChildMessage, type ChildWireMessage, type HostMessage, type RunReport, type RunSignal, type SyncRequestMessage } from "../protocol.ts";
+import { bridgeFailure, packRun, REPORT_FD, readSignal, unpackSuccess, type BridgeAnswer, type CeilingReport, type ChildMessage, type ChildWireMessage, type HostMessage, type RunReport, type RunSignal, type SandboxStats, type SyncRequestMessage } from "../protocol.ts";
 import { boundAnswer, isSmallAnswer } from "./outbound.ts";
 import { PendingRun } from "./pending-run.ts";
 import { parseCeilingReport, ReportLines } from "./report-pipe.ts";
@@ -54,6 +54,8 @@ export class SandboxProcess {
   retiring: NodeJS.Timeout | undefined;
   readonly #runs = new Map<number, PendingRun>();
   readonly #syncs = new Map<number, (ok: boolean) => void>();
+  readonly #statsWaiters = new Map<number, (stats: SandboxStats) => void>();
+  #nextStatsId = 1;
   readonly #events: ProcessEvents;
   #exited = false;
   #isReady = false;
@@ -240,6 +242,33 @@ export class SandboxProcess {
     if (this.alive) this.#send({ type: "forget", agentId });
   }
 
+  /** What the process holds now (undefined when it is gone or does not answer within a second). */
+  async stats(): Promise<SandboxStats | undefined> {
+    if (!this.alive) return undefined;
+    await this.ready.catch(() => undefined);
+    const statsId = this.#nextStatsId++;
+    return new Promise((resolve) => {
+      const late = setTimeout(() => {
+        this.#statsWaiters.delete(statsId);
+        resolve(undefined);
+      }, 1_000);
+      this.#statsWaiters.set(statsId, (stats) => {
+        clearTimeout(late);
+        resolve(stats);
+      });
+      if (!this.#trySend({ type: "stats", statsId })) {
+        clearTimeout(late);
+        this.#statsWaiters.delete(statsId);
+        resolve(undefined);
+      }
+    });
+  }
+
+  /** Tells the process how much memory it may keep idle isolates in (see `configureSandbox`). @unit MiB */
+  configure(isolateCacheMb: number): void {
+    if (this.alive) this.#send({ type: "configure", isolateCacheMb });
+  }
+
   kill(): void {
     this.#dying = true;
     this.child.kill("SIGKILL");
@@ -272,6 +301,12 @@ export class SandboxProcess {
       case "synced":
         this.#syncs.get(message.syncId)?.(message.ok);
         return;
+      case "stats": {
+        const { type: _type, statsId, ...stats } = message;
+        this.#statsWaiters.get(statsId)?.(stats);
+        this.#statsWaiters.delete(statsId);
+        return;
+      }
       case "bridge": {
         const { request, requestId } = message;
         const run = this.#runs.get(message.runId);
