@@ -2,8 +2,7 @@
  * A schema thread (started by `schema-threads.ts`): compiles the JSON Schemas programs pass and
  * checks values against them, off the host's event loop. The host ends the thread when a check
  * passes its time, so nothing here keeps time. Compiled schemas are kept by their full text, a
- * few at a time; the compiler is replaced after many schemas, and after one that failed to
- * compile (ajv may have registered part of it).
+ * few at a time; the compiler is replaced after many schemas.
  */
 import { parentPort } from "node:worker_threads";
 import { describeError } from "../history/json-safe.ts";
@@ -51,16 +50,11 @@ function answer(job: SchemaJob): SchemaJobAnswer {
 }
 
 function compile(text: string): (value: unknown) => SchemaCheck {
+  // ajv keeps every pattern it compiled: a compiler serves so many schemas, then a new one.
   if (compiles >= COMPILES_PER_COMPILER) {
     compiler = new JsonSchemaCompiler();
     compiles = 0;
   }
   compiles += 1;
-  try {
-    return compiler.compile(JSON.parse(text) as object);
-  } catch (error) {
-    compiler = new JsonSchemaCompiler();
-    compiles = 0;
-    throw error;
-  }
+  return compiler.compile(JSON.parse(text) as object);
 }

@@ -64,20 +64,23 @@ function allDistinct(items: readonly unknown[]): boolean {
 
 /** ajv validators, one per draft, made when first needed; each keeps the patterns it compiled. */
 export class JsonSchemaCompiler {
-  readonly #validators = new Map<string, AnyAjv>();
+  readonly #validators = new Map<Draft, AnyAjv>();
 
   /** A check of values against `schema`; throws a {@link SchemaProblem} saying why the schema cannot check. */
   compile(schema: object): (value: unknown) => SchemaCheck {
-    const validator = this.#validatorFor(schema);
+    const draft = draftOf(schema);
+    const validator = this.#validator(draft);
     let validate: ReturnType<AnyAjv["compile"]>;
     try {
       validate = validator.compile(schema);
     } catch (error) {
+      // A schema that fails may have left part of itself registered, or (its $id taken) made
+      // removing it remove another: this validator is not used again.
+      this.#validators.delete(draft);
       throw new SchemaProblem(`is not a usable JSON Schema (${describeError(error)})`);
-    } finally {
-      // The compiled function is all a caller keeps: the validator's cache must not grow with every agent.
-      validator.removeSchema(schema);
     }
+    // The compiled function is all a caller keeps: the validator's cache must not grow with every agent.
+    validator.removeSchema(schema);
     // An $async schema's check answers with a promise, which would pass every value.
     if ((validate as { $async?: unknown }).$async === true) throw new SchemaProblem("is not a usable JSON Schema ($async schemas cannot be checked here; remove $async)");
     return (value) => {
@@ -93,17 +96,14 @@ export class JsonSchemaCompiler {
    */
   metaProblem(schema: object): string | undefined {
     try {
-      this.#validatorFor(schema).validateSchema(schema, true);
+      this.#validator(draftOf(schema)).validateSchema(schema, true);
       return undefined;
     } catch (error) {
       return `is not a usable JSON Schema (${describeError(error)})`;
     }
   }
 
-  /** The validator for the schema's draft: 2020-12, 2019-09, or draft-07 (and earlier) by default. */
-  #validatorFor(schema: object): AnyAjv {
-    const declared = (schema as { $schema?: unknown }).$schema;
-    const draft = typeof declared === "string" && declared.includes("2020-12") ? "2020-12" : typeof declared === "string" && declared.includes("2019-09") ? "2019-09" : "07";
+  #validator(draft: Draft): AnyAjv {
     let validator = this.#validators.get(draft);
     if (validator === undefined) {
       validator = draft === "2020-12" ? new Ajv2020(AJV_OPTIONS) : draft === "2019-09" ? new Ajv2019(AJV_OPTIONS) : new Ajv(AJV_OPTIONS);
@@ -113,6 +113,14 @@ export class JsonSchemaCompiler {
     }
     return validator;
   }
+}
+
+type Draft = "07" | "2019-09" | "2020-12";
+
+/** The schema's draft: 2020-12, 2019-09, or draft-07 (and earlier) by default. */
+function draftOf(schema: object): Draft {
+  const declared = (schema as { $schema?: unknown }).$schema;
+  return typeof declared === "string" && declared.includes("2020-12") ? "2020-12" : typeof declared === "string" && declared.includes("2019-09") ? "2019-09" : "07";
 }
 
 /** Problems as one bounded line: the first few, and how many more. */
