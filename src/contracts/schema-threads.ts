@@ -59,6 +59,11 @@ export function checkInThread(schema: string, value: unknown, signal: AbortSigna
   });
 }
 
+/** How many checks are running on a thread now, and how many wait for one. */
+export function schemaChecks(): { readonly running: number; readonly waiting: number } {
+  return { running: threads - idle.length, waiting: waiting.length };
+}
+
 /**
  * Starts a thread ahead of the first check, when none runs: a program's contract is read well
  * before its first value is checked, and a thread takes a while to load.
