@@ -15,7 +15,7 @@ import { agentsWaitingNow, withAgents } from "../tools/reentry.ts";
 import { ToolCallLog } from "../tools/tool-calls.ts";
 import type { AttemptFailure } from "./repair.ts";
 import type { AgentReference } from "../sandbox/agent-reference.ts";
-import { CallTreeEgress } from "../egress/call-tree.ts";
+import { CallTree } from "./call-tree.ts";
 
 /** Where a call came from. */
 export interface CallOrigin {
@@ -34,8 +34,8 @@ export interface CallOrigin {
   readonly parentTools?: ToolCallLog | undefined;
   /** For a delegated call: runs code in the async context of the application's call at the root of the tree. */
   readonly inCaller?: InCaller | undefined;
-  /** For a delegated call: the fetch count and barrier of the call tree it is part of. */
-  readonly egress?: CallTreeEgress | undefined;
+  /** For a delegated call: what the call tree it is part of shares (its request budget, the fetches' count and barrier). */
+  readonly tree?: CallTree | undefined;
   /**
    * For a call of the application's: the live agent for an agent the program handed back in its
    * value (see `AgentReference`). Without it (a delegated call, whose caller is a program),
@@ -115,8 +115,8 @@ export interface CallDraft {
   valueText: string | undefined;
   /** The tool calls (and fetches) the call's programs made. */
   readonly tools: ToolCallLog;
-  /** The fetches of the call tree this call is part of (counted against `egress.maxRequests`), and its barrier. */
-  readonly egress: CallTreeEgress;
+  /** What the call tree this call is part of shares: its programs' request budget, the fetches' count and barrier. */
+  readonly tree: CallTree;
   /** The value the call ends with may hold agents its program handed back (see `AgentReference`). */
   agentsInValue: boolean;
   /** Where the call's time went, for its time-out messages: waiting for the provider, in runs, and waiting for delegated calls within runs. @unit ms */
@@ -181,7 +181,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     valueText: undefined,
     tokens: null,
     tools: new ToolCallLog(origin.parentTools),
-    egress: origin.egress ?? new CallTreeEgress(),
+    tree: origin.tree ?? new CallTree(),
     agentsInValue: false,
     providerMs: 0,
     runMs: 0,

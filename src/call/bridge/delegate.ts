@@ -51,7 +51,7 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
     waitingAgents: withAgents(draft.waitingAgents, state.id),
     parentTools: draft.tools,
     inCaller: draft.inCaller,
-    egress: draft.egress,
+    tree: draft.tree,
   } as const;
   const began = performance.now();
   const outcome = await call.perform(child, method, input.kwargs === undefined ? input.args : [...input.args, kw(input.kwargs)], origin);

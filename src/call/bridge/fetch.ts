@@ -37,11 +37,11 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
     endSpan(span, {}, errorType, shown);
     return bridgeFailure(errorType, shown, retriable);
   };
-  if (!draft.egress.count(policy)) return fail(`fetch ${asked}: this call has made more than ${policy.maxRequests} requests (egress.maxRequests), counting the calls it delegates.`, false);
-  const prepared = prepareRequest(policy, request, draft.egress);
+  if (!draft.tree.egress.count(policy)) return fail(`fetch ${asked}: this call has made more than ${policy.maxRequests} requests (egress.maxRequests), counting the calls it delegates.`, false);
+  const prepared = prepareRequest(policy, request, draft.tree.egress);
   if (!("url" in prepared)) return fail(prepared.message, false);
   let next: PreparedRequest = prepared;
-  let context: SendContext & { readonly from?: URL; readonly status?: number } = { tree: draft.egress };
+  let context: SendContext & { readonly from?: URL; readonly status?: number } = { tree: draft.tree.egress };
   let outcome: EgressOutcome;
   for (;;) {
     const shown = cleanUrl(next.url, policy.redactor);
@@ -62,7 +62,7 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       break;
     }
     next = sent.next;
-    context = { tree: draft.egress, hops: sent.hops, first: sent.first, from: sent.from, status: sent.status };
+    context = { tree: draft.tree.egress, hops: sent.hops, first: sent.first, from: sent.from, status: sent.status };
   }
   if (!outcome.ok) return fail(outcome.message, !outcome.refused, outcome.cancelled ? "cancelled" : "tool");
   const answered = { url: cleanUrl(outcome.finalUrl, policy.redactor), status: outcome.response.status, bytes: outcome.bytes };

@@ -3,7 +3,8 @@
  * `BridgeKinds`), each in a module of its own. The table is typed by the kinds, so the compiler
  * names a kind without a handler.
  */
-import type { BridgeAnswer, BridgeKind, BridgeRequest } from "../../sandbox/protocol.ts";
+import { SANDBOX_LIMITS } from "../../sandbox/limits.ts";
+import { bridgeFailure, type BridgeAnswer, type BridgeKind, type BridgeRequest } from "../../sandbox/protocol.ts";
 import type { AskingRun } from "../../sandbox/host/pending-run.ts";
 import type { Call } from "../draft.ts";
 import { answerContent } from "./content.ts";
@@ -21,8 +22,15 @@ const HANDLERS: { readonly [K in BridgeKind]: BridgeHandler<K> } = {
   fetch: answerFetch,
 };
 
-/** Answers one request of `call`'s program. A handler that throws is answered as the host's failure by the sandbox process's routing (`RunHooks.onBridge`). */
+/**
+ * Answers one request of `call`'s program, within the budget of requests its call tree shares. A
+ * handler that throws is answered as the host's failure by the sandbox process's routing
+ * (`RunHooks.onBridge`).
+ */
 export function answerBridge(request: BridgeRequest, call: Call, run: AskingRun): Promise<BridgeAnswer> {
+  if (!call.draft.tree.takeRequest()) {
+    return Promise.resolve(bridgeFailure("budget_exceeded", `This call and the calls it delegated have made ${SANDBOX_LIMITS.maxDelegateCalls} requests of the host in all (delegated calls, tools, fetch, content), the most one application call may make.`));
+  }
   const handler = HANDLERS[request.kind] as BridgeHandler<BridgeKind>;
   return handler(request, call, run);
 }

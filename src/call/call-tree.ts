@@ -1,0 +1,18 @@
+/**
+ * What one application call and every call it delegates share: the requests their programs may
+ * make of the host in all (DESIGN 4: the per-call budget, counted over the call tree, so a program
+ * cannot multiply it by delegating), and the fetches' count and barrier (DESIGN 14).
+ */
+import { CallTreeEgress } from "../egress/call-tree.ts";
+import { SANDBOX_LIMITS } from "../sandbox/limits.ts";
+
+export class CallTree {
+  readonly egress = new CallTreeEgress();
+  #requests = 0;
+
+  /** Counts one request of a program of the tree (a delegated call, a tool call, a fetch, `content`); false past the budget. */
+  takeRequest(): boolean {
+    this.#requests += 1;
+    return this.#requests <= SANDBOX_LIMITS.maxDelegateCalls;
+  }
+}
