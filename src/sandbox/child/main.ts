@@ -120,12 +120,17 @@ const MIN_CEILING_MB = 512;
  * How far an isolate's mirror can grow before the isolate is rebuilt: at least this, and four
  * times the mirror it starts with. A rebuild resends the whole history, and the sandbox process
  * keeps the memory that transfer passed through, so rebuilds should be rare; the part of the
- * reserve the mirror does not use is held back and costs no memory. The least reserve keeps a
- * new agent's held-back buffer under the 64 MiB of outside memory past which V8 collects the
- * heap as the buffer is made (2 ms a cold isolate would pay); a mirror of about 12 MiB (some
- * ten thousand records) outgrows it, and its rebuild takes four times what it then holds.
+ * reserve the mirror does not use is held back and costs no memory.
  */
-const MIN_MIRROR_RESERVE_MB = 48;
+const MIN_MIRROR_RESERVE_MB = 256;
+/**
+ * The reserve of an isolate whose mirror is small (most new agents'), smaller: its held-back
+ * buffer stays under the 64 MiB of outside memory past which V8 collects the heap as the buffer
+ * is made (2 ms that every cold isolate would pay). A mirror that outgrows it (some 12 MiB, twenty
+ * thousand records) is rebuilt once into an isolate with the full reserve.
+ */
+const FIRST_MIRROR_RESERVE_MB = 48;
+const SMALL_MIRROR_MB = 4;
 const MIRROR_RESERVE_FACTOR = 4;
 
 /**
@@ -160,7 +165,7 @@ async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: numb
   isolates.delete(agentId);
   const pending = creating.get(agentId);
   if (pending) return pending;
-  const reserve = Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
+  const reserve = mirrorMb < SMALL_MIRROR_MB ? FIRST_MIRROR_RESERVE_MB : Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
   const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
   creating.set(agentId, created);
   const isolate = await created;
