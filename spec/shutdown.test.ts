@@ -82,6 +82,28 @@ console.log(JSON.stringify({ ok: outcome.ok, at: performance.now() }));`;
   });
 });
 
+describe("an agent per request", () => {
+  test("a durable agent closed after one request and opened again for the next takes calls and carries on from the store", async () => {
+    const store = new SqliteStore(join(mkdtempSync(join(tmpdir(), "improv-per-request-")), "agents.db"));
+    const programs = { add: "context.value = (context.value ?? 0) + args[0]; return context.value" };
+    const request = async (amount: number) => {
+      const agent = await Agent.open("calculator", { provider: new ScriptedProvider({ programs }), store, id: "user-1" });
+      try {
+        return await agent.add(amount);
+      } finally {
+        await Agent.close(agent);
+      }
+    };
+    expect((await request(2)).value).toBe(2);
+    const again = await request(3);
+    expect(again.errorMessage).toBeUndefined();
+    expect(again.value).toBe(5);
+    const reopened = await Agent.open("calculator", { provider: new ScriptedProvider({ programs }), store, id: "user-1" });
+    expect(Agent.history(reopened).map((record) => record.method_name)).toEqual(["add", "add"]);
+    await store.close();
+  });
+});
+
 describe("store.close", () => {
   test("lets calls in flight finish and commit, then refuses its agents' new calls (not retriable, naming the store)", async () => {
     const path = join(mkdtempSync(join(tmpdir(), "improv-close-")), "improv.db");

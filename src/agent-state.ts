@@ -130,15 +130,16 @@ export class AgentState {
 
   /**
    * The agent of `role` for `options`: a new in-memory one, or with a store, the one stored
-   * under `options.id` (default: the role), shared with any proxy of it already open in this
-   * process. A store that loads synchronously is read at once (`load: "now"`); otherwise the
+   * under `options.id` (default: the role), shared with any proxy of it already open (and not
+   * closed) in this process. A store that loads synchronously is read at once (`load: "now"`); otherwise the
    * state is loaded by its first `pull()`.
    */
   static create(role: string, options: ResolvedOptions, depth = 0, id = options.id ?? role): AgentState {
     const { store } = options;
     if (store === undefined) return new AgentState(role, options, depth);
     const open = openedAgent<AgentState>(store, id);
-    if (open !== undefined) {
+    // A closed agent takes no calls: opening its id again (a request after the last one closed it) makes a new one.
+    if (open !== undefined && !open.calls.closing) {
       if (open.role !== role) throw new RoleMismatchError(id, open.role, role, "open");
       return open;
     }
