@@ -31,8 +31,12 @@ export async function residentBytes(): Promise<{ host: number; sandbox: number; 
  */
 const provider = (): Provider => ({ generate: async () => ({ code: "return args[0] + args[1]", model: "bench" }) });
 
-/** Bytes per live agent that made one call, beyond the process baseline (sandbox warm). */
-export async function perLiveAgent(count: number): Promise<{ agents: number; bytesPerAgent: number }> {
+/**
+ * Bytes per live agent that made one call, beyond the process baseline (sandbox warm): in all,
+ * in the host, and in the sandbox processes, which keep agents' isolates between calls within
+ * `configureSandbox({ isolateCacheMb })` (figure 15 measures an idle isolate on its own).
+ */
+export async function perLiveAgent(count: number): Promise<{ agents: number; bytesPerAgent: number; hostBytesPerAgent: number; sandboxBytesPerAgent: number }> {
   // One warm agent per sandbox process the pool keeps, so every process has started before the baseline.
   for (let index = 0; index < sandboxPool().config.processes; index += 1) await Agent.for(`warm-${index}`, { provider: provider() }).add(1, 2);
   const before = await residentBytes();
@@ -44,7 +48,8 @@ export async function perLiveAgent(count: number): Promise<{ agents: number; byt
   }
   const after = await residentBytes();
   if (agents.length !== count) throw new Error("agents were lost");
-  return { agents: count, bytesPerAgent: Math.round((after.total - before.total) / count) };
+  const per = (key: "host" | "sandbox" | "total") => Math.round((after[key] - before[key]) / count);
+  return { agents: count, bytesPerAgent: per("total"), hostBytesPerAgent: per("host"), sandboxBytesPerAgent: per("sandbox") };
 }
 
 export interface RecordMemory {

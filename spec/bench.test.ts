@@ -16,7 +16,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
   expect(code, output).toBe(0);
-  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "11. Tracing", "12. Tool calls", "13. fetch", "14. stable prompt prefix", "Targets"]) {
+  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "11. Tracing", "12. Tool calls", "13. fetch", "14. stable prompt prefix", "15. Many agents", "Targets"]) {
     expect(output).toContain(heading);
   }
   expect(output).toMatch(/\(a\) isolated-vm evalClosure, persistent context +p50 +\d+ µs/);
@@ -26,7 +26,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 19 : 21);
+  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 23 : 25);
   expect(output).toMatch(/sqlite: 64 agents × 3 calls at once: one process \d+ calls\/s, p99 [\d.]+ ms; four processes \d+ calls\/s, p99 [\d.]+ ms \(×[\d.]+\); no record lost or duplicated/);
   expect(results.reuse.generatedCall.count).toBeGreaterThan(0);
   for (const figure of results.promptPrefix.agents) expect(figure.medianShare).toBeGreaterThan(0);
@@ -58,6 +58,16 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   const { egress } = results;
   expect(egress.withFetch.count).toBeGreaterThan(0);
   expect(egress.hostFetch.count).toBe(egress.withFetch.count);
+  const { manyAgents } = results;
+  expect(manyAgents.roundRobin.map((figure: { agents: number; failed: number }) => [figure.agents, figure.failed])).toEqual([
+    [20, 0],
+    [200, 0],
+  ]);
+  expect(manyAgents.cold.coldCall.count).toBe(20);
+  expect(manyAgents.cold.perRequest.count).toBe(20);
+  expect(manyAgents.idle.agents).toBe(100);
+  expect(manyAgents.idle.sandboxBytesPerIsolate).toBeGreaterThan(0);
+  expect(output).toMatch(/ {5}200 agents +[\d.]+ ms per call +×[\d.]+ of 20/);
   expect(egress.providerRequests).toBe(2);
   expect(Number.isFinite(egress.overheadP50)).toBe(true);
   expect(output).toMatch(/a tool call adds -?\d+ µs \(p50 difference\) = ×-?\d+\.\d+ of \(d\) sandbox round trip/);
