@@ -1,7 +1,8 @@
 /**
  * What one application call and every call it delegates share: the requests their programs may
  * make of the host in all (DESIGN 4: the per-call budget, counted over the call tree, so a program
- * cannot multiply it by delegating), and the fetches' count and barrier (DESIGN 14).
+ * cannot multiply it by delegating), the fetches' count and barrier, and the redaction of what
+ * is written once credentials were sent (DESIGN 14).
  */
 import { CallTreeEgress } from "../egress/call-tree.ts";
 import { SANDBOX_LIMITS } from "../sandbox/limits.ts";
@@ -14,5 +15,10 @@ export class CallTree {
   takeRequest(): boolean {
     this.#requests += 1;
     return this.#requests <= SANDBOX_LIMITS.maxDelegateCalls;
+  }
+
+  /** `text` without any recognizable copy of the credentials the tree sent; `text` itself while none was sent. */
+  redact(text: string): string {
+    return this.egress.redactor?.redact(text) ?? text;
   }
 }

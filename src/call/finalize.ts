@@ -1,4 +1,7 @@
-import { createRecord, type SerializedRecord } from "../history/record.ts";
+import { createRecord, type RecordInput, type SerializedRecord } from "../history/record.ts";
+import { asJsonSafe, type JsonValue } from "../history/json-safe.ts";
+import { redactData } from "../egress/at-rest.ts";
+import type { Redactor } from "../egress/redaction.ts";
 import type { AgentState } from "../agent-state.ts";
 import { buildLogLine } from "../log/log-line.ts";
 import { writeLogLine } from "../log/logger.ts";
@@ -36,9 +39,11 @@ export async function finalize(
   draft.artifactHit = endedByKeptProgram(draft, outcome);
   // One duration for both, so the record and the log line agree.
   const durationMs = (draft.answeredMs ?? performance.now()) - draft.startedMs;
-  let final = outcome;
+  // Once the call's tree sent credentials, nothing of it is written with a recognizable copy (the run's value and context were cleaned as it ended).
+  const redactor = draft.tree.egress.redactor;
+  let final = redactor === undefined ? outcome : redactOutcome(outcome, redactor);
   const keepValue = final.ok && draft.valueText !== undefined && KeptValues.fits(target.options.keepValues, draft.valueText);
-  let serialized = buildRecord(draft, final, durationMs, keepValue);
+  let serialized = buildRecord(draft, final, durationMs, keepValue, redactor);
   let appended = true;
   const { link } = target;
   if (link === undefined) {
@@ -62,7 +67,7 @@ export async function finalize(
       if (result.ok && counted !== undefined) draft.keptRun!.counted = true;
     } catch (error) {
       final = Outcome.failure(draft.callId, "store", storeFailure(error));
-      serialized = buildRecord(draft, final, durationMs, false);
+      serialized = buildRecord(draft, final, durationMs, false, redactor);
       appended = false;
     }
     if (result !== undefined) {
@@ -72,7 +77,7 @@ export async function finalize(
     }
   }
   draft.finalized = true;
-  if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, final, durationMs, appended));
+  if (target.options.log !== false) writeLogLine(target.options.log, logLine(target, draft, final, durationMs, appended, redactor));
   if (target.options.verbose) showOutcome(draft.role, draft.method, draft.callId, final, durationMs);
   return final;
 }
@@ -88,8 +93,8 @@ export function storeFailure(error: unknown): string {
   return `The store failed, so nothing of this call was kept (${message}). Call again.`;
 }
 
-function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, keepsValue: boolean): SerializedRecord {
-  return createRecord({
+function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, keepsValue: boolean, redactor: Redactor | undefined): SerializedRecord {
+  const input: RecordInput = {
     contentRef: keepsValue ? draft.callId : undefined,
     callId: draft.callId,
     startedAt: draft.startedAt,
@@ -108,7 +113,34 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, kee
     reuseDecision: decisionOf(draft, outcome),
     toolCalls: draft.tools.recordFields(),
     sources: draft.tools.sourcesOf(draft.attempts),
-  });
+  };
+  return createRecord(redactor === undefined ? input : redactRecordInput(input, redactor));
+}
+
+/** What the program could have put in a record (its arguments, method name, program text, tool calls, sources, messages), without a recognizable copy of a credential. */
+function redactRecordInput(input: RecordInput, redactor: Redactor): RecordInput {
+  const { program, reuseDecision } = input;
+  return {
+    ...input,
+    method: redactor.redact(input.method),
+    args: redactData(asArray(asJsonSafe(input.args)), redactor),
+    kwargs: redactData(asJsonSafe(input.kwargs), redactor) as Record<string, JsonValue>,
+    program: program === null ? null : { ...program, code: redactor.redact(program.code) },
+    reuseDecision: reuseDecision === undefined ? undefined : { ...reuseDecision, reason: redactor.redact(reuseDecision.reason) },
+    toolCalls: redactData(input.toolCalls, redactor),
+    sources: redactData(input.sources, redactor),
+  };
+}
+
+function asArray(value: JsonValue): JsonValue[] {
+  return Array.isArray(value) ? value : [value];
+}
+
+/** The outcome with its error message cleaned; the outcome itself when there was nothing to take out (a run's value was cleaned already). */
+function redactOutcome(outcome: Outcome, redactor: Redactor): Outcome {
+  if (outcome.ok || outcome.errorType === undefined || outcome.errorMessage === undefined) return outcome;
+  const message = redactor.redact(outcome.errorMessage);
+  return message === outcome.errorMessage ? outcome : Outcome.failure(outcome.callId, outcome.errorType, message, { retriable: outcome.retriable });
 }
 
 /** The reuse decision of a call that ends ok (a store failure at commit undoes the keeping too). */
@@ -116,7 +148,7 @@ function decisionOf(draft: CallDraft, outcome: Outcome): ReuseDecision | undefin
   return outcome.ok ? draft.reuseDecision : undefined;
 }
 
-function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, durationMs: number, appended: boolean): Record<string, unknown> {
+function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, durationMs: number, appended: boolean, redactor: Redactor | undefined): Record<string, unknown> {
   const { options, history } = target;
   return buildLogLine({
     role: target.role,
@@ -146,6 +178,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     recordAppended: appended,
     tools: draft.tools.logFields(),
     otel: spanIds(draft.span),
+    redactor,
     ...(options.debug
       ? {
           debug: {

@@ -12,6 +12,11 @@ import { callOverdue, failed, timeSpent, type Call } from "./draft.ts";
 import { checkReturns } from "../contracts/check.ts";
 import { showProgram } from "../log/verbose.ts";
 import { mayHoldAgents } from "../sandbox/agent-reference.ts";
+import { redactEncoded } from "../egress/at-rest.ts";
+import type { Redactor } from "../egress/redaction.ts";
+import type { ProgramResult } from "../sandbox/host/inbound.ts";
+import { SANDBOX_LIMITS } from "../sandbox/limits.ts";
+import { decodeValue } from "../sandbox/value-codec.ts";
 
 /** How a run ended: its outcome; why it failed (for the mistake rule), or the context it left. */
 export interface RunEnd {
@@ -34,7 +39,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   // Named for what it is: `execute_tool` is the conventions' name for tool calls, which are its children.
   draft.runSpan = startSpan(`run_program ${draft.method}`, "internal", { "improv.operation": "run_program", "improv.method": draft.method, "improv.call_id": draft.callId, "improv.program_source": draft.programSource }, draft.span);
   const runBegan = performance.now();
-  const result = await runProgram({
+  const ran = await runProgram({
     agentId: state.id,
     callId: draft.callId,
     code,
@@ -53,6 +58,9 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     signal,
   });
   draft.runMs += performance.now() - runBegan;
+  // Only a call whose tree sent credentials has a redactor: the others pay nothing here.
+  const redactor = draft.tree.egress.redactor;
+  const result = redactor === undefined ? ran : withoutCredentials(ran, redactor);
   draft.console = result.console;
   endSpan(draft.runSpan, {}, result.status === "error" ? result.errorType : undefined, result.status === "error" ? result.message : undefined);
   let end: RunEnd;
@@ -72,6 +80,27 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   }
   draft.runOutcome = end.outcome;
   return end;
+}
+
+/**
+ * A run's result with every recognizable copy of the credentials its call tree sent taken out
+ * (DESIGN 14 (3)): the value (the caller's, the one checked against `returns` and the one kept),
+ * the context to be committed, the console lines and the error message. A value or context
+ * that outgrows its limit once redacted fails the run, as one too large to return would.
+ */
+function withoutCredentials(result: ProgramResult, redactor: Redactor): ProgramResult {
+  const console = result.console.map((line) => redactor.redact(line));
+  if (result.status === "error") return { ...result, message: redactor.redact(result.message), console };
+  const valueText = redactEncoded(result.valueText, redactor);
+  const contextText = redactEncoded(result.contextText, redactor);
+  try {
+    const value = valueText === result.valueText ? result.value : decodeValue(valueText, SANDBOX_LIMITS.maxResultChars);
+    const context = contextText === result.contextText ? result.context : (decodeValue(contextText, SANDBOX_LIMITS.maxResultChars) as Record<string, unknown>);
+    return { ...result, value, valueText, context, contextText, console };
+  } catch {
+    const message = `The program's value or context, with the credentials this call sent (egress.headers) taken out, is larger than the ${SANDBOX_LIMITS.maxResultChars}-character result limit. Return and keep less.`;
+    return { status: "error", errorType: "execution", message, console };
+  }
 }
 
 /**

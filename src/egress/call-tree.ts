@@ -1,15 +1,21 @@
 /**
  * What the fetches of one application call and of every call it delegates share (DESIGN 14):
- * the count against `egress.maxRequests`, and the barrier. Once a request carrying injected
- * headers has gone to an origin, a program of the tree may have read what came back, so from
- * then on requests to any other origin are refused unless `egress.flows` lets that flow through.
+ * the count against `egress.maxRequests`, the barrier, and what must be taken out of everything
+ * improv writes. Once a request carrying injected headers has gone to an origin, a program of
+ * the tree may have read what came back, so from then on requests to any other origin are
+ * refused unless `egress.flows` lets that flow through, and the records, log lines, spans, kept
+ * values and contexts of the tree's calls are written through the redactor of that policy.
  */
 import type { AllowEntry, EgressPolicy } from "./policy.ts";
+import { redactorOfAll, type Redactor } from "./redaction.ts";
 
 export class CallTreeEgress {
   #requests = 0;
   /** The origins (as URLs spell them) that were sent injected headers, with the entry of `allow` each matched. */
   readonly #credentialed = new Map<string, AllowEntry>();
+  /** The redactors of the policies whose headers were sent (the agents of a tree may have policies of their own). */
+  readonly #redactors: Redactor[] = [];
+  #redactor: Redactor | undefined;
 
   /** Counts one request of the tree; false when it is past `maxRequests`. */
   count(policy: EgressPolicy): boolean {
@@ -17,9 +23,21 @@ export class CallTreeEgress {
     return this.#requests <= policy.maxRequests;
   }
 
-  /** A request carrying the headers of `entry` is about to go to `url`. */
-  sendsCredentials(url: URL, entry: AllowEntry): void {
+  /** A request carrying the headers of `entry` is about to go to `url`; `redactor` recognizes them (the policy's). */
+  sendsCredentials(url: URL, entry: AllowEntry, redactor: Redactor): void {
     if (!this.#credentialed.has(url.origin)) this.#credentialed.set(url.origin, entry);
+    if (redactor.active && !this.#redactors.includes(redactor)) {
+      this.#redactors.push(redactor);
+      this.#redactor = redactorOfAll(this.#redactors);
+    }
+  }
+
+  /**
+   * What takes every recognizable copy of the credentials the tree sent out of what improv
+   * writes of its calls; undefined while none was sent, so such calls pay nothing.
+   */
+  get redactor(): Redactor | undefined {
+    return this.#redactor;
   }
 
   /** Why `url` (matching `entry`) may not be reached past the barrier; undefined when it may. */

@@ -214,7 +214,7 @@ export async function sendRequest(policy: EgressPolicy, prepared: PreparedReques
     let headers = prepared.headers;
     for (let hop = context.hops ?? 0; ; hop += 1) {
       const entry = matchEntry(policy, url)!;
-      if (entry.headers.length > 0) tree?.sendsCredentials(url, entry);
+      if (entry.headers.length > 0) tree?.sendsCredentials(url, entry, policy.redactor);
       // undici's `request`, not its `fetch`: the same connections at a fraction of the cost; what
       // `fetch` adds (default headers, decoding, redirects by hand) is done here.
       const response = await dispatcherFor(policy).request({

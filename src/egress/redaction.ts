@@ -32,6 +32,13 @@ export interface Redactor {
 /** A redactor that looks for nothing. */
 export const NO_REDACTION: Redactor = Object.freeze({ redact: (text: string) => text, active: false });
 
+/** One redactor that takes out what each of `redactors` does (for a call tree whose agents have policies of their own). */
+export function redactorOfAll(redactors: readonly Redactor[]): Redactor {
+  const active = redactors.filter((redactor) => redactor.active);
+  if (active.length <= 1) return active[0] ?? NO_REDACTION;
+  return Object.freeze({ active: true, redact: (text: string) => active.reduce((result, redactor) => redactor.redact(result), text) });
+}
+
 /**
  * The redactor for the headers the host adds, given as `[name, value]`. Besides each value, it
  * looks for the credential of a `scheme credential` value (`Bearer x`: also `x`; `Basic x`: also
@@ -112,6 +119,10 @@ class FragmentRedactor implements Redactor {
   readonly #table = new Uint8Array(2 ** (TABLE_BITS - 3));
   readonly #byHash = new Map<number, string[]>();
   readonly #whole: RegExp | undefined;
+  /** The same without `g`: asked first, as most texts hold no copy and an iterator of matches costs more than the search. */
+  readonly #wholeFound: RegExp | undefined;
+  /** Texts shorter than this hold nothing the redactor looks for. */
+  readonly #shortest: number;
 
   constructor(windows: readonly string[], whole: readonly string[]) {
     for (const window of windows) {
@@ -125,12 +136,16 @@ class FragmentRedactor implements Redactor {
     }
     // Longest first, so a form is taken whole before a shorter one inside it.
     this.#whole = whole.length === 0 ? undefined : new RegExp([...whole].sort((a, b) => b.length - a.length).map(escapeRegExp).join("|"), "gi");
+    this.#wholeFound = this.#whole === undefined ? undefined : new RegExp(this.#whole.source, "i");
+    this.#shortest = Math.min(windows.length > 0 ? WINDOW : Number.POSITIVE_INFINITY, ...whole.map((piece) => piece.length));
   }
 
   redact(text: string): string {
+    // Most texts improv writes are short (names, keys, numbers): nothing to look for in them.
+    if (text.length < this.#shortest) return text;
     const runs: number[] = [];
     if (this.#byHash.size > 0) this.#scan(text, runs);
-    if (this.#whole !== undefined) {
+    if (this.#whole !== undefined && this.#wholeFound!.test(text)) {
       for (const match of text.matchAll(this.#whole)) add(runs, match.index, match.index + match[0].length);
     }
     if (runs.length === 0) return text;

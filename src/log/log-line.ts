@@ -5,6 +5,8 @@ import type { ErrorType, OutcomeStatus } from "../outcome.ts";
 import type { ParsedProgram } from "../programs/parse.ts";
 import { scanProgram } from "../telemetry/scan.ts";
 import { scanToolUse } from "../telemetry/tool-scan.ts";
+import { redactData } from "../egress/at-rest.ts";
+import type { Redactor } from "../egress/redaction.ts";
 
 /** The name of this runtime in log lines, so logs of several runtimes can be told apart. */
 export const RUNTIME_NAME = "improv";
@@ -61,6 +63,8 @@ export interface LogLineInput {
   readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_failed_names: readonly string[]; readonly tool_ms: number };
   /** The ids of the call's span, when tracing records it. */
   readonly otel?: { readonly otel_trace_id: string; readonly otel_span_id: string } | undefined;
+  /** For a call whose tree sent injected credentials: takes every recognizable copy of them out of the whole line (DESIGN 14 (3)). */
+  readonly redactor?: Redactor | undefined;
   readonly debug?: {
     readonly system: string | undefined;
     readonly user: string | undefined;
@@ -122,7 +126,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     line.console = input.debug.console;
     line.context = contextSnapshot(input.debug.context, input.historySize, input.debug.historyPreview);
   }
-  return line;
+  return input.redactor === undefined ? line : redactData(line, input.redactor);
 }
 
 /**

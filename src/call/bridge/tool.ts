@@ -40,7 +40,8 @@ export async function answerTool(request: ToolRequest, call: Call, run: AskingRu
     draft.runSpan,
   );
   const answer = await runTool(call, run, granted, entry, input, toolCallId, span);
-  endSpan(span, {}, answer.ok ? undefined : answer.failure.errorType, answer.ok ? undefined : answer.failure.message);
+  // A tool's message may quote its input: once the tree sent credentials, the span's is cleaned of them (DESIGN 14 (3)).
+  endSpan(span, {}, answer.ok ? undefined : answer.failure.errorType, answer.ok ? undefined : draft.tree.redact(answer.failure.message));
   return answer;
 }
 

@@ -20,6 +20,8 @@ export type ProgramResult =
       /** The value as the sandbox encoded it (within the result limit), which is what kept values hold. */
       readonly valueText: string;
       readonly context: Record<string, unknown>;
+      /** The context as the sandbox encoded it. */
+      readonly contextText: string;
       readonly console: string[];
     }
   | {
@@ -103,7 +105,7 @@ function readIsolateResult(result: IsolateResult): ProgramResult {
   if (typeof context !== "object" || context === null || Array.isArray(context)) {
     return unreadable(new MalformedValueError("The sandbox sent back a context that is not an object."), LIMIT_MESSAGES.context, "context", console);
   }
-  return { status: "ok", value, valueText: result.value, context: context as Record<string, unknown>, console };
+  return { status: "ok", value, valueText: result.value, context: context as Record<string, unknown>, contextText: result.context, console };
 }
 
 function unreadable(error: unknown, tooLarge: string, what: string, console: string[]): ProgramResult {
