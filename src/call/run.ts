@@ -14,9 +14,7 @@ import { showProgram } from "../log/verbose.ts";
 import { mayHoldAgents } from "../sandbox/agent-reference.ts";
 import { redactEncoded } from "../egress/at-rest.ts";
 import type { Redactor } from "../egress/redaction.ts";
-import type { ProgramResult } from "../sandbox/host/inbound.ts";
-import { SANDBOX_LIMITS } from "../sandbox/limits.ts";
-import { decodeValue } from "../sandbox/value-codec.ts";
+import { rewriteResult, type ProgramResult } from "../sandbox/host/inbound.ts";
 
 /** How a run ended: its outcome; why it failed (for the mistake rule), or the context it left. */
 export interface RunEnd {
@@ -85,22 +83,10 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
 /**
  * A run's result with every recognizable copy of the credentials its call tree sent taken out
  * (DESIGN 14 (3)): the value (the caller's, the one checked against `returns` and the one kept),
- * the context to be committed, the console lines and the error message. A value or context
- * that outgrows its limit once redacted fails the run, as one too large to return would.
+ * the context to be committed, the console lines and the error message.
  */
 function withoutCredentials(result: ProgramResult, redactor: Redactor): ProgramResult {
-  const console = result.console.map((line) => redactor.redact(line));
-  if (result.status === "error") return { ...result, message: redactor.redact(result.message), console };
-  const valueText = redactEncoded(result.valueText, redactor);
-  const contextText = redactEncoded(result.contextText, redactor);
-  try {
-    const value = valueText === result.valueText ? result.value : decodeValue(valueText, SANDBOX_LIMITS.maxResultChars);
-    const context = contextText === result.contextText ? result.context : (decodeValue(contextText, SANDBOX_LIMITS.maxResultChars) as Record<string, unknown>);
-    return { ...result, value, valueText, context, contextText, console };
-  } catch {
-    const message = `The program's value or context, with the credentials this call sent (egress.headers) taken out, is larger than the ${SANDBOX_LIMITS.maxResultChars}-character result limit. Return and keep less.`;
-    return { status: "error", errorType: "execution", message, console };
-  }
+  return rewriteResult(result, (encoded) => redactEncoded(encoded, redactor), (text) => redactor.redact(text), "with the credentials this call sent (egress.headers) taken out");
 }
 
 /**

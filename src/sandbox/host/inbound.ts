@@ -108,6 +108,27 @@ function readIsolateResult(result: IsolateResult): ProgramResult {
   return { status: "ok", value, valueText: result.value, context: context as Record<string, unknown>, contextText: result.context, console };
 }
 
+/**
+ * A program's result with its value and context rewritten as the sandbox encoded them (by
+ * `rewrite`, which takes out what must not be kept: see `egress/at-rest.ts`) and read again under
+ * the same limits, with its console lines and error message rewritten by `rewriteText`. A value or
+ * context that outgrows its limit once rewritten fails the run, as one too large to return would.
+ */
+export function rewriteResult(result: ProgramResult, rewrite: (encoded: string) => string, rewriteText: (text: string) => string, why: string): ProgramResult {
+  const console = result.console.map(rewriteText);
+  if (result.status === "error") return { ...result, message: rewriteText(result.message), console };
+  const valueText = rewrite(result.valueText);
+  const contextText = rewrite(result.contextText);
+  try {
+    const value = valueText === result.valueText ? result.value : decodeValue(valueText, SANDBOX_LIMITS.maxResultChars);
+    const context = contextText === result.contextText ? result.context : (decodeValue(contextText, SANDBOX_LIMITS.maxResultChars) as Record<string, unknown>);
+    return { ...result, value, valueText, context, contextText, console };
+  } catch {
+    const message = `The program's value or context, ${why}, is larger than the ${SANDBOX_LIMITS.maxResultChars}-character result limit. Return and keep less.`;
+    return { status: "error", errorType: "execution", message, console };
+  }
+}
+
 function unreadable(error: unknown, tooLarge: string, what: string, console: string[]): ProgramResult {
   const message = error instanceof ValueTooLargeError ? tooLarge : `The program's ${what} could not be decoded: ${(error as Error).message}`;
   return { status: "error", errorType: "execution", message, console };
