@@ -133,7 +133,7 @@ const results = {
   egress: await egressFigures({ count: quick ? 300 : 2_000, warmup }),
   promptPrefix: await promptPrefixFigures({ calls: quick ? 20 : 60 }),
   pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
-  manyAgents: manyAgentsFigures(FLAGS, { agents: quick ? [20, 200] : [20, 1_000, 10_000], calls: quick ? 200 : 2_000, cold: quick ? 20 : 200, idle: quick ? 100 : 1_000 }),
+  manyAgents: manyAgentsFigures(FLAGS, { agents: quick ? [20, 100] : [20, 1_000, 10_000], calls: quick ? 100 : 2_000, cold: quick ? 10 : 200, idle: quick ? 50 : 1_000 }),
 };
 
 // Targets, each judged against figures from this same run.

@@ -61,13 +61,13 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   const { manyAgents } = results;
   expect(manyAgents.roundRobin.map((figure: { agents: number; failed: number }) => [figure.agents, figure.failed])).toEqual([
     [20, 0],
-    [200, 0],
+    [100, 0],
   ]);
-  expect(manyAgents.cold.coldCall.count).toBe(20);
-  expect(manyAgents.cold.perRequest.count).toBe(20);
-  expect(manyAgents.idle.agents).toBe(100);
+  expect(manyAgents.cold.coldCall.count).toBe(10);
+  expect(manyAgents.cold.perRequest.count).toBe(10);
+  expect(manyAgents.idle.agents).toBe(50);
   expect(manyAgents.idle.sandboxBytesPerIsolate).toBeGreaterThan(0);
-  expect(output).toMatch(/ {5}200 agents +[\d.]+ ms per call +×[\d.]+ of 20/);
+  expect(output).toMatch(/ {5}100 agents +[\d.]+ ms per call +×[\d.]+ of 20/);
   expect(egress.providerRequests).toBe(2);
   expect(Number.isFinite(egress.overheadP50)).toBe(true);
   expect(output).toMatch(/a tool call adds -?\d+ µs \(p50 difference\) = ×-?\d+\.\d+ of \(d\) sandbox round trip/);
