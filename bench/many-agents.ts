@@ -2,13 +2,11 @@
  * Figure 15: many agents (DESIGN 17). Each part runs in a fresh process (`many-agents-child.ts`),
  * so no agent of another part holds an isolate or a home in the pool it measures.
  */
-import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import ivm from "isolated-vm";
 import { Agent, type AgentProxy, type Provider } from "../src/index.ts";
 import { sandboxPool } from "../src/sandbox/host/pool.ts";
 import { rssOf } from "./memory.ts";
-import { expectOk, measureInterleaved, percentile, type Summary } from "./stats.ts";
+import { expectOk, figureInChild, measureInterleaved, percentile, type Summary } from "./stats.ts";
 
 /** One kept program for every call: the provider is asked once per role (a program that reads its arguments is kept). */
 const provider: Provider = { generate: async () => ({ code: "context.n = (context.n ?? 0) + 1; return args[0] + args[1]", model: "bench" }) };
@@ -145,9 +143,7 @@ export interface ManyAgentsFigures {
 }
 
 function inChild<T>(flags: readonly string[], ...args: string[]): T {
-  const child = spawnSync(process.execPath, [...flags, fileURLToPath(new URL("./many-agents-child.ts", import.meta.url)), ...args], { encoding: "utf8", maxBuffer: 2 ** 24 });
-  if (child.status !== 0) throw new Error(`many-agents figure ${args.join(" ")} failed: ${child.stderr}`);
-  return JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}") as T;
+  return figureInChild<T>("many-agents-child.ts", flags, args);
 }
 
 export function manyAgentsFigures(flags: readonly string[], options: { agents: readonly number[]; calls: number; cold: number; idle: number }): ManyAgentsFigures {

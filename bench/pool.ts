@@ -2,12 +2,10 @@
  * Figure 9: the sandbox pool. Each figure runs in a fresh process (`pool-child.ts`), so no
  * agent of another figure holds a home in the pool it measures.
  */
-import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { Agent, configureSandbox, type AgentProxy, type Provider } from "../src/index.ts";
 import { sandboxPool } from "../src/sandbox/host/pool.ts";
 import { rssOf } from "./memory.ts";
-import { percentile } from "./stats.ts";
+import { figureInChild, percentile } from "./stats.ts";
 
 /** A provider that keeps nothing (ScriptedProvider keeps every request, which a soak would count). */
 const provider: Provider = {
@@ -143,9 +141,7 @@ export interface PoolFigures {
 
 /** Runs one figure in a fresh process with the bench's flags. */
 function inChild<T>(flags: readonly string[], ...args: string[]): T {
-  const child = spawnSync(process.execPath, [...flags, fileURLToPath(new URL("./pool-child.ts", import.meta.url)), ...args], { encoding: "utf8", maxBuffer: 2 ** 24 });
-  if (child.status !== 0) throw new Error(`pool figure ${args.join(" ")} failed: ${child.stderr}`);
-  return JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}") as T;
+  return figureInChild<T>("pool-child.ts", flags, args);
 }
 
 export function poolFigures(flags: readonly string[], options: { callsEach: number; scalingCalls: number; soakCalls: number }): PoolFigures {

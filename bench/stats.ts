@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 /** Percentiles of a sample, in the sample's unit. */
 export function percentile(sorted: readonly number[], fraction: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -68,4 +70,14 @@ export async function measureInterleaved<K extends string>(subjects: Record<K, S
     }
   }
   return Object.fromEntries(entries.map(([key], index) => [key, summarize(samples[index]!)])) as Record<K, Summary>;
+}
+
+/**
+ * Runs one figure in a fresh process (`script`, next to this file, with the bench's flags), so
+ * nothing of another figure is in the pool it measures; what it printed last, as JSON.
+ */
+export function figureInChild<T>(script: string, flags: readonly string[], args: readonly string[]): T {
+  const child = spawnSync(process.execPath, [...flags, fileURLToPath(new URL(`./${script}`, import.meta.url)), ...args], { encoding: "utf8", maxBuffer: 2 ** 24 });
+  if (child.status !== 0) throw new Error(`${script} ${args.join(" ")} failed: ${child.stderr}`);
+  return JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}") as T;
 }
