@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type Store } from "../../src/index.ts";
 import { checkFleet, runFleet } from "../helpers/fleet.ts";
+import { checkCounter, turnsProcess } from "../helpers/turns.ts";
 
 const COUNTER = new URL("./fixtures/counter.ts", import.meta.url).pathname;
 const MIXED = new URL("./fixtures/mixed.ts", import.meta.url).pathname;
@@ -196,6 +197,20 @@ describe(`many writers and crashes on ${name}`, () => {
     expect((state.context?.values.log as number[]).length).toBe(45);
     expect(state.records).toHaveLength(45);
   }, 120_000);
+
+  test("eight processes calling one agent at once: every call ok, the context exact, the history contiguous with no duplicate", async () => {
+    const path = await location();
+    const calls = 40;
+    // Half of them ask the provider on every call: a call that paid for a program is never thrown away.
+    const writers = Array.from({ length: 8 }, (_, index) => turnsProcess(path, "hammered", calls, "inc", index % 2 === 0 ? {} : { reuse: false }));
+    const exits = await Promise.all(writers.map((writer) => writer.done));
+    expect(exits.map(({ code, finished, stderr }) => ({ code, finished, stderr }))).toEqual(writers.map(() => ({ code: 0, finished: true, stderr: "" })));
+    const lines = writers.flatMap((writer) => writer.calls);
+    expect(lines.filter((line) => !line.ok).map((line) => `${line.errorType}: ${line.errorMessage}`)).toEqual([]);
+    expect(lines.map((line) => line.value).sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual(Array.from({ length: 8 * calls }, (_, index) => index + 1));
+    expect(writers.filter((_, index) => index % 2 === 1).flatMap((writer) => writer.calls.map((line) => line.asked))).toEqual(Array.from({ length: 4 * calls }, () => 1));
+    expect(await checkCounter(open(path), "hammered", 8 * calls)).toEqual([]);
+  }, 180_000);
 
   test("sixteen agents spread over four processes, called at once, lose no record and duplicate none", async () => {
     const path = await location();

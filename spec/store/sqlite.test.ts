@@ -90,6 +90,32 @@ describe("SqliteStore set-up", () => {
     await store.close();
   });
 
+  test("a store of schema version 5 is migrated forward: its agents, records, context and values stay, and its agents take leases", async () => {
+    const path = freshPath();
+    const db = new DatabaseSync(path);
+    db.exec("CREATE TABLE improv_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    for (const migration of SQLITE_MIGRATIONS.slice(0, 5)) db.exec(migration);
+    db.exec("INSERT INTO improv_meta VALUES ('schema_version', '5')");
+    const context = encodeContext({ values: { n: 3 }, appKeys: [] });
+    db.prepare("INSERT INTO improv_agents (id, role, version, epoch, first, length, context, created_at, updated_at, value_seq, value_count) VALUES ('a1', 'r', 3, 0, 0, 3, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 3, 3)").run(context);
+    for (let n = 0; n < 3; n += 1) {
+      db.prepare("INSERT INTO improv_records (agent_id, position, record) VALUES ('a1', ?, ?)").run(n, JSON.stringify({ call_id: `c${n}`, trace_id: "t" }));
+      db.prepare("INSERT INTO improv_values (agent_id, slot, seq, ref, bytes, value) VALUES ('a1', ?, ?, ?, 8, ?)").run((n + 1) % 3, n + 1, `c${n}`, `"v${n}"`);
+    }
+    db.close();
+    const store = new SqliteStore(path);
+    expect(await store.open("a1", "r")).toMatchObject({ version: 3, length: 3, context: { values: { n: 3 } }, values: [["c0", '"v0"'], ["c1", '"v1"'], ["c2", '"v2"']] });
+    const turn = await store.turn("a1", { waitMs: 0 });
+    expect(turn).toMatchObject({ locked: false, stand: { version: 3, epoch: 0, length: 3 } });
+    expect(await turn.take?.(0)).toBe(true);
+    expect(await turn.commit({ record: JSON.stringify({ call_id: "c3" }), context: { values: { n: 4 }, appKeys: [] }, baseVersion: 3 })).toMatchObject({ ok: true, version: 4, position: 3 });
+    await store.close();
+    const after = new DatabaseSync(path);
+    expect((after.prepare("SELECT value FROM improv_meta WHERE key = 'schema_version'").get() as { value: string }).value).toBe(String(SQLITE_MIGRATIONS.length));
+    expect(after.prepare("SELECT lease_owner, lease_expires FROM improv_agents WHERE id = 'a1'").get()).toEqual({ lease_owner: null, lease_expires: expect.any(Number) });
+    after.close();
+  });
+
   test("a file that cannot be written is a StoreError naming the store", () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-sqlite-readonly-"));
     mkdirSync(join(directory, "locked"));
@@ -106,6 +132,74 @@ describe("SqliteStore set-up", () => {
     }
     expect(opening).toThrow(StoreError);
     expect(opening).toThrow(`sqlite:${path}: cannot open the database`);
+  });
+});
+
+describe("SqliteStore turns and leases (two connections stand for two processes)", () => {
+  const counted = (n: number) => ({ record: JSON.stringify({ call_id: `c${n}` }), context: { values: { n }, appKeys: [] }, baseVersion: n - 1 });
+
+  test("while a turn holds the agent's lease, another turn's commit that changes the context is refused; the application's own write is not", async () => {
+    const path = freshPath();
+    const [here, there] = [new SqliteStore(path), new SqliteStore(path)];
+    await here.open("a1", "r");
+    const holder = await here.turn("a1", { waitMs: 0, leaseMs: 60_000 });
+    expect(await holder.take?.(0)).toBe(true);
+    expect(holder.locked).toBe(true);
+    // Begun while the lease is held, a turn waits for it (here not at all) and goes on without it.
+    const other = await there.turn("a1", { waitMs: 0 });
+    expect(other.locked).toBe(false);
+    // The version is the one it ran on, yet its commit is refused: the lease holder's turn comes first.
+    expect(await other.commit(counted(1))).toEqual({ ok: false, conflict: true, version: 0 });
+    // A record alone changes no context and is kept; so is the application's write (setters never wait).
+    expect(await other.commit({ record: JSON.stringify({ call_id: "failed" }) })).toMatchObject({ ok: true, position: 0 });
+    expect(await there.write("a1", { context: { values: { x: 1 }, appKeys: ["x"] }, baseVersion: 0 })).toMatchObject({ ok: true, version: 1 });
+    // The holder takes its lease again (renewed), runs on the new context, commits, and releases the lease with it.
+    expect(await holder.take?.(0)).toBe(true);
+    expect(await holder.commit({ record: JSON.stringify({ call_id: "c1" }), context: { values: { x: 1, n: 1 }, appKeys: ["x"] }, baseVersion: 1 })).toMatchObject({ ok: true, version: 2, position: 1 });
+    expect(holder.locked).toBe(false);
+    expect(await other.take?.(0)).toBe(true);
+    await other.end();
+    expect(other.locked).toBe(false);
+    await here.close();
+    await there.close();
+  });
+
+  test("a turn begun while another holds the lease waits for its release, then holds it; a wait that runs out goes on without it", async () => {
+    const path = freshPath();
+    const [here, there] = [new SqliteStore(path), new SqliteStore(path)];
+    await here.open("a1", "r");
+    const holder = await here.turn("a1", { waitMs: 0, leaseMs: 60_000 });
+    expect(await holder.take?.(0)).toBe(true);
+    expect(await there.turn("a1", { waitMs: 30 })).toMatchObject({ locked: false });
+    const waiting = there.turn("a1", { waitMs: 60_000 });
+    setTimeout(() => void holder.commit(counted(1)), 50);
+    const next = await waiting;
+    // It holds the lease, and stands where the holder's commit left the agent.
+    expect(next).toMatchObject({ locked: true, stand: { version: 1, length: 1 } });
+    expect(await next.commit(counted(2))).toMatchObject({ ok: true, version: 2 });
+    await here.close();
+    await there.close();
+  });
+
+  test("a lease whose holder stops renewing it lapses, and another turn takes it; the old holder's commit is then refused", async () => {
+    const path = freshPath();
+    const [here, there] = [new SqliteStore(path), new SqliteStore(path)];
+    await here.open("a1", "r");
+    const holder = await here.turn("a1", { waitMs: 0, leaseMs: 60_000 });
+    expect(await holder.take?.(0)).toBe(true);
+    // The holder's process stops (its renewals with it): its lease lapses when it expires.
+    const db = new DatabaseSync(path);
+    db.prepare("UPDATE improv_agents SET lease_expires = ? WHERE id = 'a1'").run(Date.now() - 1);
+    db.close();
+    const next = await there.turn("a1", { waitMs: 0, leaseMs: 60_000 });
+    expect(await next.take?.(0)).toBe(true);
+    expect(await holder.commit(counted(1))).toEqual({ ok: false, conflict: true, version: 0 });
+    expect(await next.commit(counted(1))).toMatchObject({ ok: true, version: 1 });
+    // Once released, the old holder takes it again and commits on the new context.
+    expect(await holder.take?.(0)).toBe(true);
+    expect(await holder.commit(counted(2))).toMatchObject({ ok: true, version: 2 });
+    await here.close();
+    await there.close();
   });
 });
 

@@ -1,16 +1,17 @@
 /**
  * One attempt's program, run and committed: prepared (shapes, TypeScript), run in the agent's
- * queue (one program of an agent at a time, and for a durable agent under its lock where the
- * store has one), and finalized with the context it left, run again when another process
- * committed to the agent first. A failure that is the program's own mistake is not committed:
- * it comes back for the next attempt's feedback.
+ * queue (one program of an agent at a time, and for a durable agent in its turn in the store:
+ * under its lock, or its lease once another process held it), and finalized with the context it
+ * left, run again when another process committed to the agent first (under the agent's lease,
+ * where the store has leases, so the re-run does not lose again). A failure that is the
+ * program's own mistake is not committed: it comes back for the next attempt's feedback.
  */
 import { Outcome } from "../outcome.ts";
 import { decideReuse } from "../programs/keep-decision.ts";
 import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
 import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
 import type { AgentState } from "../agent-state.ts";
-import type { AgentView } from "../store/store.ts";
+import type { AgentTurn, AgentView } from "../store/store.ts";
 import { callTimeLeftMs, failed, timeSpent, type Call, type CallDraft } from "./draft.ts";
 import { CONFLICT, finalize } from "./finalize.ts";
 import type { AttemptFailure } from "./repair.ts";
@@ -24,7 +25,7 @@ export interface AttemptEnd {
 
 type Prepared = Extract<PreparedProgram, { ok: true }>;
 
-/** Runs of one attempt's program when other processes keep committing to the same agent first. */
+/** Runs of one attempt's program when other processes keep committing to the same agent first, on a store without leases. */
 const MAX_CONFLICT_RUNS = 8;
 
 /** A kept program the store no longer holds under the call's key (another process dropped or replaced it): it was not run. */
@@ -51,12 +52,12 @@ export async function runAttempt(call: Call, code: string, attempt: number, kept
     // Processes sharing a durable agent take turns where the store has per-agent locks.
     // Past the call's time the run would not start anyway (it ends timeout): no longer wait for the lock than that.
     const waitBegan = performance.now();
-    const turn = await link.turn({ waitMs: Math.min(lockWaitMs(state), callTimeLeftMs(draft)), programKey: keptKey });
+    const turn = await link.turn({ waitMs: Math.min(lockWaitMs(state), callTimeLeftMs(draft)), programKey: keptKey, leaseMs: leaseMs(state) });
     draft.turnWaitMs += performance.now() - waitBegan;
     try {
       if (keptKey !== undefined && turn.program !== undefined && turn.program !== code) return STALE;
       draft.turn = turn;
-      return await runAndCommit(call, prepared, code, attempt, turn.stand);
+      return await runAndCommit(call, prepared, code, attempt, turn);
     } finally {
       draft.turn = undefined;
       await turn.end();
@@ -111,12 +112,17 @@ function lockWaitMs(state: AgentState): number {
   return state.options.executionTimeoutMs * 3 + 10_000;
 }
 
-async function runAndCommit(call: Call, prepared: Prepared, code: string, attempt: number, stand: AgentView | undefined): Promise<AttemptEnd> {
+/** How long the agent's lease lasts unless renewed (its holder renews it while its run lasts): a few times the program's time limit, so a dead holder's lapses soon. */
+function leaseMs(state: AgentState): number {
+  return Math.max(2_000, state.options.executionTimeoutMs * 3);
+}
+
+async function runAndCommit(call: Call, prepared: Prepared, code: string, attempt: number, turn: AgentTurn | undefined): Promise<AttemptEnd> {
   const { state, draft } = call;
   for (let run = 1; ; run += 1) {
     // Up to date with the store before the run, so the program sees the latest context; on the
     // first run, nothing is read when the turn found the agent where this copy already is.
-    const pullProblem = state.link === undefined ? undefined : await pullFailure(state, draft, run === 1 ? stand : undefined);
+    const pullProblem = state.link === undefined ? undefined : await pullFailure(state, draft, run === 1 ? turn?.stand : undefined);
     if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
     const baseVersion = state.link?.view.version ?? 0;
     const { outcome, failure, context } = await runInSandbox(call, prepared.source);
@@ -128,6 +134,18 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     if (draft.tools.wrote) {
       const message = `The agent's context changed in another process while this program ran, and the program called tools that may change the world (${draft.tools.wroteWith.map((name) => `tools.${name}`).join(", ")}), so it was not run again; its changes to context were not kept. Call again if repeating those tool calls is safe.`;
       return { outcome: (await finalize(state, draft, failed(draft, "store", message))) as Outcome };
+    }
+    if (turn?.take !== undefined) {
+      // Another process committed first: run again on its context, holding the agent's lease.
+      const waitBegan = performance.now();
+      const taken = await turn.take(callTimeLeftMs(draft));
+      draft.turnWaitMs += performance.now() - waitBegan;
+      if (taken) continue;
+      if (callTimeLeftMs(draft) <= 0) {
+        const message = `The call took longer than callTimeoutMs (${draft.callTimeoutMs} ms) waiting for this agent's turn: another process committed to the agent while its program ran (${run} ${run === 1 ? "run" : "runs"}), and the process holding the agent's turn did not end it in time, so the program's changes were not kept${timeSpent(draft)}. Call again, or give the call more time.`;
+        return { outcome: (await finalize(state, draft, failed(draft, "timeout", message))) as Outcome };
+      }
+      // The lease could not be taken (the store failed): the next pull or commit says how.
     }
     if (run >= MAX_CONFLICT_RUNS) {
       const message = `The agent's context kept changing in other processes while this program ran (${run} runs); the program's changes were not kept. Call again.`;

@@ -2,7 +2,7 @@ import type { KeptValues } from "../history/kept-values.ts";
 import type { KeepValuesRule } from "../options.ts";
 import type { SerializedRecord } from "../history/record.ts";
 import type { AgentHistory } from "../history/agent-history.ts";
-import { isSyncStore, StoreError, type AgentChanges, type AgentTurn, type AgentView, type AgentWrite, type Store, type WriteResult } from "./store.ts";
+import { isSyncStore, StoreError, type AgentChanges, type AgentTurn, type AgentView, type AgentWrite, type Store, type TurnOptions, type WriteResult } from "./store.ts";
 
 /** Writes of the application's values retried after conflicts with other processes before giving up. */
 const MAX_SAVE_ATTEMPTS = 20;
@@ -90,7 +90,7 @@ export class DurableLink {
    * Never rejects: a turn that could not be begun is one without the lock, whose pull and
    * commit then report what fails.
    */
-  async turn(options: { readonly waitMs: number; readonly programKey?: string | undefined }): Promise<AgentTurn> {
+  async turn(options: TurnOptions): Promise<AgentTurn> {
     const { store, id } = this;
     if (store.turn !== undefined) return store.turn(id, options);
     const release = store.lock === undefined ? undefined : await store.lock(id, options.waitMs).catch(() => undefined);

@@ -66,6 +66,12 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
    INSERT INTO improv_value_slots (agent_id, slot, seq, ref, bytes, value) SELECT agent_id, seq, seq, ref, bytes, value FROM improv_values;
    DROP TABLE improv_values;
    ALTER TABLE improv_value_slots RENAME TO improv_values;`,
+  // Processes take turns per agent (docs/storage.md, "Several processes on one agent"): a call
+  // that met a conflict takes its agent's lease, a random owner token and an expiry (ms since the
+  // epoch) on the agent's row, renewed while its run lasts and released by its commit, so a dead
+  // process's lease lapses. No lease: owner NULL.
+  `ALTER TABLE improv_agents ADD COLUMN lease_owner TEXT;
+   ALTER TABLE improv_agents ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** PostgreSQL (`PostgresStore`). */

@@ -8,7 +8,8 @@ import { refuseOtherUrls, type KeptProgram, type ProgramToKeep } from "./store.t
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { closeTimeout, Drain } from "../drain.ts";
 import { checkOptionNames } from "../option-check.ts";
-import { checksBytes, RoleMismatchError, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type WriteResult } from "./store.ts";
+import { checksBytes, RoleMismatchError, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type TurnOptions, type WriteResult } from "./store.ts";
+import { beginSqliteTurn, type HeldLeases, type TurnRow, type TurnStatements } from "./sqlite-turn.ts";
 
 /** Options of {@link SqliteStore}. */
 /** The options `new SqliteStore()` takes. */
@@ -42,6 +43,7 @@ interface AgentRow {
  * The embedded store: one SQLite file through Node's built-in `node:sqlite` (no server, no
  * native build). WAL mode with a busy timeout, so several processes on one machine can share
  * the file; each write is one `BEGIN IMMEDIATE` transaction, never held while a program runs.
+ * Processes sharing an agent take turns through a lease on its row (`sqlite-turn.ts`).
  *
  * @example
  * const store = new SqliteStore("data/improv.db");
@@ -58,6 +60,16 @@ export class SqliteStore implements SyncStore {
   readonly #calls = new Drain();
   readonly #closeTimeoutMs: number;
   #closedAt: Promise<void> = Promise.resolve();
+  /** Turns of this store's agents holding a lease: closing releases them. */
+  readonly #leases: HeldLeases = new Set();
+  readonly #turnStatements: TurnStatements = {
+    read: (id, programKey) => this.#guard("begin a turn", () => this.#statement(TURN_READ).get(id, programKey ?? null) as TurnRow | undefined),
+    lease: (id) => this.#guard("read an agent's lease", () => this.#statement(LEASE_READ).get(id) as { owner: string | null; expires: number } | undefined),
+    take: (id, owner, expires, now) => this.#guard("take an agent's lease", () => Number(this.#statement(TAKE_LEASE).run(owner, expires, id, now).changes) > 0),
+    release: (id, owner) => void this.#guard("release an agent's lease", () => this.#statement(RELEASE_LEASE).run(id, owner)),
+    commit: (id, write, owner) => this.#commit(id, write, owner),
+    write: (id, write) => this.writeSync(id, write),
+  };
 
   constructor(location: string, given: SqliteStoreOptions = {}) {
     if (typeof location !== "string" || location.trim() === "") {
@@ -144,15 +156,29 @@ export class SqliteStore implements SyncStore {
    * The context is encoded, and the time taken, before the write lock is.
    */
   writeSync(id: string, write: AgentWrite): WriteResult {
+    return this.#commit(id, write, undefined);
+  }
+
+  /**
+   * {@link writeSync}, or with `owner` a commit from a turn (see `sqlite-turn.ts`): refused while
+   * another turn holds a live lease on the agent (when it changes the context), and releasing
+   * the lease `owner` holds (null: none) in the same update of the agent's row.
+   */
+  #commit(id: string, write: AgentWrite, owner: string | null | undefined): WriteResult {
     const context = write.context === undefined ? null : encodeContext(write.context);
-    const now = new Date().toISOString();
+    const at = Date.now();
+    const now = new Date(at).toISOString();
     if (write.replaceHistory !== undefined) return this.#guard("write a call", () => this.#transaction(() => this.#replaceHistory(id, write, context, now)));
     const { record, ranProgram } = write;
     const value = record === undefined ? undefined : write.value;
     const base = context !== null && write.baseVersion !== undefined ? write.baseVersion : null;
     return this.#guard("write a call", () =>
       this.#transaction(() => {
-        if (Number(this.#statement(ADVANCE).run(context, base, record === undefined ? 0 : 1, value === undefined ? 0 : 1, now, id).changes) === 0) return this.#refused(id);
+        const advance =
+          owner === undefined
+            ? this.#statement(ADVANCE).run(context, base, record === undefined ? 0 : 1, value === undefined ? 0 : 1, now, id)
+            : this.#statement(ADVANCE_TURN).run(context, base, record === undefined ? 0 : 1, value === undefined ? 0 : 1, now, id, owner, at);
+        if (Number(advance.changes) === 0) return this.#refused(id);
         const row = this.#statement(ADVANCED).get(id) as unknown as AdvancedRow;
         let position: number | undefined;
         if (record !== undefined) {
@@ -196,23 +222,13 @@ export class SqliteStore implements SyncStore {
   }
 
   /**
-   * A turn without a lock (SQLite's is the file's, too coarse to hold while a program runs: the
-   * version check at commit keeps processes sharing an agent correct), whose reads are one
-   * statement: where the agent stands and, when asked, the program kept under the call's key.
+   * A turn of agent `id` (see `sqlite-turn.ts`): SQLite's lock is the file's, too coarse to hold
+   * while a program runs, so processes take turns through a lease on the agent's row. With no
+   * lease held, its reads are one statement: where the agent stands, its lease and, when asked,
+   * the program kept under the call's key.
    */
-  async turn(id: string, options: { readonly waitMs: number; readonly programKey?: string | undefined }): Promise<AgentTurn> {
-    let stand: AgentView | undefined;
-    let program: string | null | undefined;
-    try {
-      const row = this.#guard("begin a turn", () => this.#statement(TURN_READ).get(id, options.programKey ?? null)) as { version: number; epoch: number; length: number; program: string | null } | undefined;
-      if (row !== undefined) {
-        stand = { version: row.version, epoch: row.epoch, length: row.length };
-        program = options.programKey === undefined ? undefined : row.program;
-      }
-    } catch {
-      // Nothing known: the run's pull and its commit report what fails.
-    }
-    return { locked: false, stand, program, commit: (write) => this.write(id, write), end: async () => {} };
+  async turn(id: string, options: TurnOptions): Promise<AgentTurn> {
+    return beginSqliteTurn(this.#turnStatements, this.#leases, id, options);
   }
 
   async open(id: string, role: string): Promise<AgentChanges> {
@@ -383,6 +399,8 @@ export class SqliteStore implements SyncStore {
   async close(): Promise<void> {
     if (this.#calls.closing) return this.#closedAt;
     this.#closedAt = this.#calls.close(this.#closeTimeoutMs).then(() => {
+      // Leases of calls still running are released, not left to lapse: other processes go on at once.
+      for (const turn of [...this.#leases]) turn.drop();
       this.#closed = true;
       this.#statements.clear();
       this.#db.close();
@@ -448,8 +466,12 @@ export class SqliteStore implements SyncStore {
   }
 }
 
-/** Where agent `?1` stands, and the code kept under key `?2` (null when none, or no key). */
-const TURN_READ = "SELECT version, epoch, length, (SELECT code FROM improv_programs WHERE key = ?2) AS program FROM improv_agents WHERE id = ?1";
+/** Where agent `?1` stands, the code kept under key `?2` (null when none, or no key), and the agent's lease. */
+const TURN_READ = "SELECT version, epoch, length, (SELECT code FROM improv_programs WHERE key = ?2) AS program, lease_owner, lease_expires FROM improv_agents WHERE id = ?1";
+const LEASE_READ = "SELECT lease_owner AS owner, lease_expires AS expires FROM improv_agents WHERE id = ?";
+/** Takes agent `?3`'s lease for owner `?1` until `?2` when it is free, lapsed at `?4`, or `?1`'s already (renewed). */
+const TAKE_LEASE = "UPDATE improv_agents SET lease_owner = ?1, lease_expires = ?2 WHERE id = ?3 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?4)";
+const RELEASE_LEASE = "UPDATE improv_agents SET lease_owner = NULL, lease_expires = 0 WHERE id = ? AND lease_owner = ?";
 
 /**
  * A call's update of agent `?6`'s row, refused (no change) when `?2` is a version it no longer
@@ -458,6 +480,12 @@ const TURN_READ = "SELECT version, epoch, length, (SELECT code FROM improv_progr
  */
 const ADVANCE =
   "UPDATE improv_agents SET version = version + (?1 IS NOT NULL), context = coalesce(?1, context), length = length + ?3, value_seq = value_seq + ?4, updated_at = ?5 WHERE id = ?6 AND (?2 IS NULL OR version = ?2)";
+/**
+ * {@link ADVANCE} from a turn: a new context is also refused while another owner than `?7` holds
+ * a lease that has not lapsed at `?8`; `?7`'s lease (null: none) is released.
+ */
+const ADVANCE_TURN =
+  "UPDATE improv_agents SET version = version + (?1 IS NOT NULL), context = coalesce(?1, context), length = length + ?3, value_seq = value_seq + ?4, updated_at = ?5, lease_owner = CASE WHEN lease_owner = ?7 THEN NULL ELSE lease_owner END WHERE id = ?6 AND (?2 IS NULL OR (version = ?2 AND (lease_owner IS NULL OR lease_owner = ?7 OR lease_expires <= ?8)))";
 const ADVANCED = "SELECT version, epoch, first, length, value_seq, value_count FROM improv_agents WHERE id = ?";
 
 interface AdvancedRow {

@@ -118,6 +118,24 @@ export interface AgentTurn {
   commit(write: AgentWrite): Promise<WriteResult>;
   /** Ends the turn when no commit did (releases the lock). Safe to call more than once. */
   end(): Promise<void>;
+  /**
+   * Optional: takes the agent's lease for the rest of the turn (after its commit met a conflict),
+   * waiting at most `waitMs` for another process's to be released or to lapse. While it is held,
+   * other processes' turns wait for it and their commits that change the context are refused,
+   * so the turn's next commit loses only to the application's own writes. Resolves false when
+   * it was not taken (the wait ran out, or the store failed). Taking it again renews it.
+   */
+  take?(waitMs: number): Promise<boolean>;
+}
+
+/** What a turn is begun with (see {@link Store.turn}). */
+export interface TurnOptions {
+  /** How long to wait for another process's lock or lease, at most. @unit milliseconds */
+  readonly waitMs: number;
+  /** The key of the kept program the turn will run, when it runs one: the turn reads the store's. */
+  readonly programKey?: string | undefined;
+  /** How long a lease taken in this turn lasts unless renewed (it is renewed while held); default 15000. @unit milliseconds */
+  readonly leaseMs?: number | undefined;
 }
 
 /** How a write ended. */
@@ -175,11 +193,12 @@ export interface Store {
   endCall?(): void;
   /**
    * Optional: begins a turn of agent `id` (see {@link AgentTurn}): takes its lock where the store
-   * has locks, so processes sharing the agent take turns instead of re-running on conflicts,
-   * waiting at most `waitMs` before going on without it. Stores without it get the same from
-   * `lock`, `changes`, `program` and `write`, in more round trips.
+   * has locks, or waits for another process's lease where it has leases, so processes sharing the
+   * agent take turns instead of re-running on conflicts, waiting at most `waitMs` before going on
+   * without it. Stores without it get the same from `lock`, `changes`, `program` and `write`, in
+   * more round trips.
    */
-  turn?(id: string, options: { readonly waitMs: number; readonly programKey?: string | undefined }): Promise<AgentTurn>;
+  turn?(id: string, options: TurnOptions): Promise<AgentTurn>;
   /**
    * Optional: takes agent `id`'s lock for one run and commit; resolves with the release. Waits
    * at most `waitMs`, then resolves without the lock (the version check still keeps writes correct).
