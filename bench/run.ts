@@ -18,7 +18,7 @@ import { followUpFigures } from "./follow-ups.ts";
 import { tracingFigures } from "./tracing.ts";
 import { poolFigures } from "./pool.ts";
 import { reuseFigures } from "./reuse.ts";
-import { storeFigures } from "./stores.ts";
+import { ONE_AGENT_PROCESSES, storeFigures } from "./stores.ts";
 import type { FleetRun } from "../spec/helpers/fleet.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 import { toolFigures } from "./tools.ts";
@@ -126,7 +126,7 @@ const results = {
   scan: await scanTime(quick ? 2_000 : 20_000),
   telemetry: await telemetryThroughput(quick ? 100_000 : 1_000_000),
   reuse: await reuseFigures({ calls: quick ? 40 : 200, delayMs: 50, count, warmup }),
-  stores: await storeFigures({ count: quick ? 300 : 2_000, warmup, records: quick ? 10_000 : 100_000, callsEach: quick ? 100 : 500, fleetCalls: quick ? 3 : 30 }),
+  stores: await storeFigures({ count: quick ? 300 : 2_000, warmup, records: quick ? 10_000 : 100_000, callsEach: quick ? 100 : 500, fleetCalls: quick ? 3 : 30, oneAgentCalls: quick ? 5 : 100 }),
   followUps: await followUpFigures({ sizes: quick ? [1_000, 10_000] : [1_000, 10_000, 100_000], count: quick ? 200 : 2_000 }),
   tracing: await tracingFigures({ count: quick ? 300 : 2_000, warmup }),
   tools: await toolFigures({ count, warmup, slowCount: quick ? 5 : 30, slowWarmup: quick ? 1 : 3 }),
@@ -145,6 +145,7 @@ const generatedRatio = results.reuse.generatedCall.p50 / results.reuse.generated
 const sqliteRatio = (results.stores.calls.sqlite?.p50 ?? Number.NaN) / (results.stores.calls.memory?.p50 ?? Number.NaN);
 const postgresRatio = (results.stores.calls.postgres?.p50 ?? Number.NaN) / (results.stores.calls.memory?.p50 ?? Number.NaN);
 const fleetProblems = Object.values(results.stores.fleet).flatMap((fleet) => fleet.problems);
+const oneAgentProblems = Object.values(results.stores.oneAgent).flatMap((figure) => [...(figure.run.errors > 0 ? [`${figure.run.errors} failed`] : []), ...figure.problems]);
 const fairBound = Math.max(5 * results.pool.fairness.without.p99, 200);
 const fairThroughput = results.pool.fairness.withSpinners.callsPerSecond / results.pool.fairness.without.callsPerSecond;
 const followUpSizes = results.followUps.sizes;
@@ -172,6 +173,7 @@ const targets = [
         { figure: `statements per reused PostgreSQL call ≤ 2 (${results.stores.postgresStatements.perCall.toFixed(2)})`, met: results.stores.postgresStatements.perCall <= 2 },
       ]),
   { figure: `64 agents over 4 processes: no record lost or duplicated (${fleetProblems.length} problems)`, met: fleetProblems.length === 0 },
+  { figure: `${ONE_AGENT_PROCESSES} processes on one agent: every call ok, no record lost or duplicated (${oneAgentProblems.length} problems)`, met: oneAgentProblems.length === 0 },
   { figure: `${results.reuse.slowProvider.calls} calls, 50 ms provider, with reuse: one request (${results.reuse.slowProvider.withReuse.requests})`, met: results.reuse.slowProvider.withReuse.requests === 1 },
   { figure: `reused call p50 ≤ 2 × sandbox round trip (×${reusedRatio.toFixed(2)})`, met: reusedRatio <= 2 },
   { figure: `reused call p50 ≤ 2.7 × sandbox round trip, the ratio before the pool (×${reusedRatio.toFixed(2)})`, met: reusedRatio <= 2.7 },
@@ -247,6 +249,9 @@ if (results.stores.postgresStatements !== undefined) console.log(`  postgres: ${
 for (const [name, { one, four, problems }] of Object.entries(results.stores.fleet)) {
   const shown = (run: FleetRun) => `${run.callsPerSecond.toFixed(0)} calls/s, p99 ${run.p99.toFixed(1)} ms`;
   console.log(`  ${name}: ${one.agents} agents × ${one.calls / one.agents} calls at once: one process ${shown(one)}; four processes ${shown(four)} (×${(four.callsPerSecond / one.callsPerSecond).toFixed(2)}); ${problems.length === 0 ? "no record lost or duplicated" : `PROBLEMS: ${problems.slice(0, 3).join("; ")}`}`);
+}
+for (const [name, { run, problems }] of Object.entries(results.stores.oneAgent)) {
+  console.log(`  ${name}: ${run.processes} processes on one agent × ${run.calls / run.processes} calls at once: ${run.callsPerSecond.toFixed(0)} calls/s, p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms, ${run.errors} failed; ${problems.length === 0 ? "no record lost or duplicated" : `PROBLEMS: ${problems.slice(0, 3).join("; ")}`}`);
 }
 const { slowProvider: slow } = results.reuse;
 console.log(`\n8. Program reuse (${slow.calls} calls of one method, a provider that takes ${slow.delayMs} ms)`);

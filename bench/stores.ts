@@ -1,4 +1,4 @@
-/** Figure 7: what a store costs a call, reopening a long history, and several processes on one agent. */
+/** Figure 7: what a store costs a call, reopening a long history, several processes on one agent, and many agents over many processes. */
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { Agent, PostgresStore, ScriptedProvider, SqliteStore, type Store } from "../src/index.ts";
 import { postgresUnavailable, startPostgres, type PostgresServer } from "../spec/helpers/postgres.ts";
 import pg from "pg";
-import { checkFleet, runFleet, type FleetRun } from "../spec/helpers/fleet.ts";
+import { checkFleet, runFleet, runOnOneAgent, type FleetRun } from "../spec/helpers/fleet.ts";
 import { syntheticRecord } from "./records.ts";
 import { measureInterleaved, type Subject, type Summary } from "./stats.ts";
 
@@ -26,12 +26,14 @@ export interface StoreFigures {
   readonly postgresStatements?: { readonly calls: number; readonly perCall: number };
   /** 64 agents called at once from one process and spread over four, by store; `problems` lists lost or duplicated records (none expected). */
   readonly fleet: Record<string, { readonly one: FleetRun; readonly four: FleetRun; readonly problems: readonly string[] }>;
+  /** {@link ONE_AGENT_PROCESSES} processes calling one agent at once, by store; `problems` lists failed calls and lost or duplicated records (none expected). */
+  readonly oneAgent: Record<string, { readonly run: FleetRun; readonly problems: readonly string[] }>;
   /** Why PostgreSQL was left out, if it was. */
   readonly postgres: string;
 }
 
 /** Every store figure; PostgreSQL's only where a server can be started. */
-export async function storeFigures(options: { count: number; warmup: number; records: number; callsEach: number; fleetCalls: number }): Promise<StoreFigures> {
+export async function storeFigures(options: { count: number; warmup: number; records: number; callsEach: number; fleetCalls: number; oneAgentCalls: number }): Promise<StoreFigures> {
   const unavailable = postgresUnavailable();
   const server: PostgresServer | undefined = unavailable === undefined ? await startPostgres() : undefined;
   const stores: Store[] = [];
@@ -87,12 +89,19 @@ export async function storeFigures(options: { count: number; warmup: number; rec
       const [one, four] = runs as [(typeof runs)[number], (typeof runs)[number]];
       fleet[name] = { one: one.run, four: four.run, problems: [...one.problems, ...four.problems, ...[one.run, four.run].flatMap((run) => run.firstErrors)] };
     }
+    const oneAgent: StoreFigures["oneAgent"] = {};
+    for (const name of Object.keys(locations)) {
+      const location = await (locations[name] as () => Promise<string>)();
+      const run = await runOnOneAgent(location, ONE_AGENT_PROCESSES, options.oneAgentCalls);
+      oneAgent[name] = { run, problems: [...run.firstErrors, ...(await checkFleet(open(name, location), 1, ONE_AGENT_PROCESSES * options.oneAgentCalls))] };
+    }
     return {
       calls,
       reopen: { records: options.records, byStore: reopenBy },
       throughput,
       ...(postgresStatements === undefined ? {} : { postgresStatements }),
       fleet,
+      oneAgent,
       postgres: unavailable ?? "measured on a throwaway local server (loopback)",
     };
   } finally {
@@ -103,6 +112,8 @@ export async function storeFigures(options: { count: number; warmup: number; rec
 
 /** Agents in the many-agents figure. */
 const FLEET_AGENTS = 64;
+/** Processes calling one agent at once in the contention figure. */
+export const ONE_AGENT_PROCESSES = 8;
 
 /** Statements the `pg` client sends per call of `subject`, counted at the client over `calls` calls. */
 async function statementsPerCall(subject: Subject, calls: number): Promise<{ calls: number; perCall: number }> {

@@ -26,8 +26,9 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 23 : 25);
+  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 24 : 26);
   expect(output).toMatch(/sqlite: 64 agents × 3 calls at once: one process \d+ calls\/s, p99 [\d.]+ ms; four processes \d+ calls\/s, p99 [\d.]+ ms \(×[\d.]+\); no record lost or duplicated/);
+  expect(output).toMatch(/sqlite: 8 processes on one agent × 5 calls at once: \d+ calls\/s, p50 [\d.]+ ms, p99 [\d.]+ ms, 0 failed; no record lost or duplicated/);
   expect(results.reuse.generatedCall.count).toBeGreaterThan(0);
   for (const figure of results.promptPrefix.agents) expect(figure.medianShare).toBeGreaterThan(0);
   expect(results.reuse.slowProvider.withReuse.requests).toBe(1);

@@ -1,8 +1,9 @@
 /**
  * Many durable agents over many processes sharing one store: `runFleet` starts the processes
  * (spec/store/fixtures/fleet.ts), each calling its own share of the agents, and gathers their
- * calls; `checkFleet` reads the store afterwards and says what is wrong with it (lost or
- * duplicated records, a count the agents' context does not match), if anything.
+ * calls; `runOnOneAgent` has every process call the same agent; `checkFleet` reads the store
+ * afterwards and says what is wrong with it (lost or duplicated records, a count the agents'
+ * context does not match), if anything.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -27,21 +28,46 @@ export interface FleetRun {
 /** Runs `agents` counter agents (ids `fleet-0` …), split evenly over `processes` processes, `calls` calls each. */
 export async function runFleet(location: string, processes: number, agents: number, calls: number): Promise<FleetRun> {
   const share = Math.ceil(agents / processes);
-  const results = await Promise.all(
-    Array.from({ length: processes }, (_, index) => {
-      const first = index * share;
-      const count = Math.max(0, Math.min(share, agents - first));
-      const child = spawn(process.execPath, ["--no-node-snapshot", FLEET, location, String(first), String(count), String(calls)], { stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-      return new Promise<{ calls: number; errors: number; firstErrors: string[]; seconds: number; durations: number[] }>((resolve, reject) =>
-        child.on("close", (code) => (code === 0 ? resolve(JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}")) : reject(new Error(`fleet process exited ${code}: ${stderr}`)))),
-      );
-    }),
+  const running = Array.from({ length: processes }, (_, index) => {
+    const first = index * share;
+    return fleetProcess(location, first, Math.max(0, Math.min(share, agents - first)), calls);
+  });
+  return gather(processes, agents, running);
+}
+
+/**
+ * Has `processes` processes call one counter agent (`fleet-0`) at once, `calls` calls each, one
+ * after another. Each process's first call (which starts its sandbox process and the agent's
+ * isolate, and asks the provider) counts in calls/s but not in p50 and p99.
+ */
+export async function runOnOneAgent(location: string, processes: number, calls: number): Promise<FleetRun> {
+  return gather(processes, 1, Array.from({ length: processes }, () => fleetProcess(location, 0, 1, calls)), 1);
+}
+
+interface ProcessRun {
+  readonly calls: number;
+  readonly errors: number;
+  readonly firstErrors: readonly string[];
+  readonly seconds: number;
+  readonly durations: readonly number[];
+}
+
+/** One fleet process, calling agents `fleet-<first>` … (`count` of them) `calls` times each. */
+function fleetProcess(location: string, first: number, count: number, calls: number): Promise<ProcessRun> {
+  const child = spawn(process.execPath, ["--no-node-snapshot", FLEET, location, String(first), String(count), String(calls)], { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise<ProcessRun>((resolve, reject) =>
+    child.on("close", (code) => (code === 0 ? resolve(JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as ProcessRun) : reject(new Error(`fleet process exited ${code}: ${stderr}`)))),
   );
-  const durations = results.flatMap((result) => result.durations).sort((a, b) => a - b);
+}
+
+/** The processes' calls, taken together; the first `untimed` of each process's calls are left out of p50 and p99. */
+async function gather(processes: number, agents: number, running: readonly Promise<ProcessRun>[], untimed = 0): Promise<FleetRun> {
+  const results = await Promise.all(running);
+  const durations = results.flatMap((result) => result.durations.slice(untimed)).sort((a, b) => a - b);
   const seconds = Math.max(...results.map((result) => result.seconds));
   const total = results.reduce((sum, result) => sum + result.calls, 0);
   const at = (q: number) => durations[Math.min(durations.length - 1, Math.floor(q * durations.length))] ?? Number.NaN;
