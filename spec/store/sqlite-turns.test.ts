@@ -7,12 +7,23 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { describe, expect, test } from "vitest";
+import { afterEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type Tool } from "../../src/index.ts";
 import { SqliteStore } from "../../src/store/sqlite-store.ts";
-import { checkCounter, turnsProcess } from "../helpers/turns.ts";
+import { checkCounter, turnsProcess as startTurns, type TurnsProcess } from "../helpers/turns.ts";
 
 const freshPath = () => join(mkdtempSync(join(tmpdir(), "improv-turns-")), "improv.db");
+
+/** The processes a test started: those still running when it ends (it failed midway) are killed. */
+const started: TurnsProcess[] = [];
+const turnsProcess = (...args: Parameters<typeof startTurns>): TurnsProcess => {
+  const turns = startTurns(...args);
+  started.push(turns);
+  return turns;
+};
+afterEach(() => {
+  for (const { child } of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
 
 /** A counter's call that spins `args[0]` ms first. */
 const HOLD = "const end = Date.now() + args[0]; while (Date.now() < end) {} context.n = (context.n ?? 0) + 1; context.log = [...(context.log ?? []), context.n]; return context.n";
