@@ -278,7 +278,8 @@ describe("deadlines of programs beside another agent's program", () => {
   test("a program that computes after an answer came holds its process like a synchronous part: other agents move, each of its holds seen", async () => {
     configureSandbox({ processes: 2, maxProcesses: 2 });
     // Past the grace before its request (a hold the host sees end), then again after the answer.
-    const before = `{ ${SPIN(120).replace(" return 'spun'", "")} }`;
+    // Long enough that the host, polling every 10 ms on a loaded machine, sees the first hold.
+    const before = `{ ${SPIN(400).replace(" return 'spun'", "")} }`;
     const helper = { asked: false };
     const provider = new ScriptedProvider({
       programs: (request) => {
