@@ -56,8 +56,8 @@ describe("configureSandbox", () => {
     configureSandbox({ isolateCacheMb: cache });
   });
 
-  test("the default keeps idle isolates in an eighth of the machine's memory", () => {
-    expect(defaultSandboxConfig().isolateCacheMb).toBe(Math.max(64, Math.floor(totalmem() / 2 ** 20 / 8)));
+  test("the default keeps idle isolates in a quarter of the machine's memory", () => {
+    expect(defaultSandboxConfig().isolateCacheMb).toBe(Math.max(64, Math.floor(totalmem() / 2 ** 20 / 4)));
   });
 });
 

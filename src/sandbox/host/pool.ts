@@ -18,7 +18,8 @@ export interface SandboxConfig {
    * by the `processes` (each process beyond them gets a share too). Past its share, a process
    * disposes the least recently used idle isolates; a busy one never is. An agent whose isolate
    * was disposed gets a new one at its next call (its history sent again). An idle isolate holds
-   * about 1.6 to 2.7 MiB plus its history mirror. Default: an eighth of the machine's memory.
+   * about 1.3 MiB once its process compacted it (when nothing ran for a second), 2.5 to 4 MiB while
+   * in use, plus its history mirror. Default: a quarter of the machine's memory.
    * @unit MiB
    */
   readonly isolateCacheMb: number;
@@ -27,9 +28,9 @@ export interface SandboxConfig {
 /** Least memory for idle isolates in each process: about one isolate. @unit MiB */
 export const MIN_ISOLATE_CACHE_MB_PER_PROCESS = 4;
 
-/** An eighth of the machine's memory. @unit MiB */
+/** A quarter of the machine's memory. @unit MiB */
 function defaultIsolateCacheMb(): number {
-  return Math.max(64, Math.floor(totalmem() / 2 ** 20 / 8));
+  return Math.max(64, Math.floor(totalmem() / 2 ** 20 / 4));
 }
 
 /** A run sent again to a new process at most this often after its process died before it started. */
@@ -365,7 +366,7 @@ export function sandboxPool(): SandboxPool {
 /**
  * Sets how many sandbox processes run programs, for this process: `processes` (default: the
  * machine's available parallelism, at most 4, or `IMPROV_SANDBOX_PROCESSES`), `maxProcesses`
- * (default 8), the most while every process is busy, and `isolateCacheMb` (default an eighth of
+ * (default 8), the most while every process is busy, and `isolateCacheMb` (default a quarter of
  * the machine's memory), the memory they keep idle agents' isolates in. Returns the settings now
  * in force. A bad value is a `TypeError`; an `isolateCacheMb` too small for one isolate in each
  * process, a `RangeError`.
