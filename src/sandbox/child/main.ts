@@ -185,8 +185,13 @@ function use(agentId: string, change: 1 | -1): void {
   else inUse.delete(agentId);
 }
 
+/** Calls tidied since the isolates were last checked against the budget, and how many may be. */
+let tidiedSinceEviction = 0;
+const EVICTION_EVERY = 16;
+
 /** Disposes the least recently used idle isolates while those idle hold more than the budget. */
 function evictIdle(): void {
+  tidiedSinceEviction = 0;
   let idleMb = 0;
   for (const [agentId, isolate] of isolates) if (!isolate.busy && !inUse.has(agentId)) idleMb += isolate.residentMb;
   for (const [agentId, isolate] of isolates) {
@@ -221,6 +226,8 @@ function compactNext(): void {
     compactWhenIdle();
     return;
   }
+  // Idle: the budget is checked once more (between checks, isolates that became idle may pass it).
+  if (tidiedSinceEviction > 0) evictIdle();
   const next = [...isolates.values()].findLast((isolate) => isolate.compactable);
   if (next === undefined) return;
   memoryWatch.runStarted();
@@ -315,8 +322,10 @@ function tidy(agentId: string, runId: number): void {
     memoryWatch.runEnded();
   }
   dropIfDisposed(agentId, isolate);
-  // Idle now: it counts against the budget.
-  evictIdle();
+  // Idle now, it counts against the budget: checked every so many calls (the walk visits every
+  // isolate here), and at once whenever an isolate is made.
+  tidiedSinceEviction += 1;
+  if (tidiedSinceEviction >= EVICTION_EVERY) evictIdle();
   lastActive = performance.now();
   compactWhenIdle();
 }
