@@ -112,6 +112,16 @@ describe("binary values entering an isolate", () => {
     expectOwnBytes(outcome.value, [a, b, c, d] as ArrayBufferView[]);
   });
 
+  test("a view in an array's named property arrives as its own bytes", async () => {
+    const provider = new ScriptedProvider({ programs: { inspect: binaryReport("[args[0].extra]") } });
+    const agent = Agent.for("binary-array-property", { provider });
+    const list: unknown[] & { extra?: Uint8Array } = [1, 2];
+    list.extra = new Uint8Array([65, 66, 67]);
+    const outcome = await agent.inspect(list, "another agent's payload");
+    expect(outcome.errorMessage).toBeUndefined();
+    expectOwnBytes(outcome.value, [new Uint8Array([65, 66, 67])]);
+  });
+
   test("a view over a SharedArrayBuffer of the host arrives as a copy the host's memory cannot change", async () => {
     const provider = new ScriptedProvider({ programs: { inspect: binaryReport("args") } });
     const agent = Agent.for("binary-shared", { provider });

@@ -72,6 +72,37 @@ describe("ownBytes: every view of a received message gets a buffer of its own", 
     expect([...view]).toEqual([7]);
   });
 
+  test("views in an array's named properties and in a sparse array's entries; a Buffer stays a Buffer", () => {
+    const list: unknown[] & { extra?: Uint8Array } = [1, 2];
+    list.extra = new Uint8Array([3, 4]);
+    const holey: unknown[] & { named?: Uint8Array } = [];
+    holey[5] = new Uint8Array([5]);
+    holey.named = new Uint8Array([6]);
+    const sparse: unknown[] = [];
+    sparse[1_000_000_000] = new Uint8Array([7]);
+    const own = ownBytes(received({ list, holey, sparse, buffer: Buffer.from("buffer") }));
+    expect(ownsItsBuffer(own.list.extra as Uint8Array)).toBe(true);
+    expect([...(own.list.extra as Uint8Array)]).toEqual([3, 4]);
+    expect(ownsItsBuffer(own.holey[5] as Uint8Array)).toBe(true);
+    expect(ownsItsBuffer(own.holey.named as Uint8Array)).toBe(true);
+    expect(ownsItsBuffer(own.sparse[1_000_000_000] as Uint8Array)).toBe(true);
+    expect(Buffer.isBuffer(own.buffer)).toBe(true);
+    expect(ownsItsBuffer(own.buffer)).toBe(true);
+    expect(own.buffer.toString()).toBe("buffer");
+  });
+
+  test("one large object held many times is read a bounded number of times, not once per place it is held", () => {
+    let reads = 0;
+    const table: Record<string, number> = {};
+    for (let key = 0; key < 10_000; key += 1) Object.defineProperty(table, `k${key}`, { enumerable: true, get: () => ++reads });
+    const bytes = new Uint8Array(new ArrayBuffer(8), 2, 3);
+    const own = ownBytes({ rows: Array.from({ length: 20_000 }, () => table), bytes });
+    // Read once per place it is held, that would be 200 million reads; the walk gives up on that
+    // way early and reads it once more, remembering what it saw.
+    expect(reads).toBeLessThan(200_000);
+    expect(ownsItsBuffer(own.bytes)).toBe(true);
+  });
+
   test("a view that is the whole message, and primitives, pass through", () => {
     const view = ownBytes(received(new Uint8Array([1, 2])));
     expect(ownsItsBuffer(view)).toBe(true);

@@ -10,11 +10,12 @@
  */
 
 /**
- * Containers the first walk visits before it gives way to one that remembers what it saw: most
- * messages are trees of a few objects, walked fastest without a set (which costs more than the
- * rest of the walk), while a value with cycles or much sharing is walked once per container.
+ * Parts (containers and the entries read from them) the first walk visits before it gives way to
+ * one that remembers what it saw: most messages are trees of a few objects, walked fastest
+ * without a set (which costs more than the rest of the walk), while a value with cycles or much
+ * sharing (one large object held many times) is walked once per container.
  */
-const UNREMEMBERED_VISITS = 20_000;
+const UNREMEMBERED_VISITS = 100_000;
 
 /** The message with every view in it over a buffer of its own (changed in place; the same value returned). */
 export function ownBytes<T>(message: T): T {
@@ -28,13 +29,14 @@ export function ownBytes<T>(message: T): T {
 
 /**
  * Replaces each view reachable from `root` by its own copy, where it stands. Without `seen`,
- * gives up (false) after {@link UNREMEMBERED_VISITS} containers; views it replaced stay replaced.
+ * gives up (false) after {@link UNREMEMBERED_VISITS} parts; views it replaced stay replaced.
  */
 function walk(root: object, copies: Map<ArrayBufferView, ArrayBufferView>, seen: Set<object> | undefined): boolean {
   let visits = 0;
   const work: object[] = [root];
   seen?.add(root);
   const visit = (value: unknown): unknown => {
+    visits += 1;
     if (typeof value !== "object" || value === null) return value;
     if (ArrayBuffer.isView(value)) {
       let copy = copies.get(value);
@@ -55,9 +57,17 @@ function walk(root: object, copies: Map<ArrayBufferView, ArrayBufferView>, seen:
     if (seen === undefined && (visits += 1) > UNREMEMBERED_VISITS) return false;
     const node = work.pop() as object;
     if (Array.isArray(node)) {
-      for (let index = 0; index < node.length; index += 1) {
-        const item: unknown = node[index];
-        if (typeof item === "object" && item !== null) node[index] = visit(item);
+      // Its own keys, not 0 to length: structured clone keeps an array's named properties, and a
+      // sparse array's length says nothing of the entries it holds.
+      const keys = Object.keys(node);
+      // Its keys are exactly 0 to length - 1 (indices come first, in order, named properties last).
+      const dense = keys.length === node.length && (keys.length === 0 || keys[keys.length - 1] === String(node.length - 1));
+      const items = node as unknown[];
+      for (let at = 0; at < keys.length; at += 1) {
+        const key = dense ? at : (keys[at] as unknown as number);
+        const item = items[key];
+        if (typeof item === "object" && item !== null) items[key] = visit(item);
+        else visits += 1;
       }
     } else if (node instanceof Map) {
       const entries = [...node];
@@ -82,8 +92,10 @@ function walk(root: object, copies: Map<ArrayBufferView, ArrayBufferView>, seen:
       for (const key in record) {
         const item = record[key];
         if (typeof item === "object" && item !== null) record[key] = visit(item);
+        else visits += 1;
       }
     }
+    if (seen === undefined && visits > UNREMEMBERED_VISITS) return false;
   }
   return true;
 }
@@ -94,6 +106,8 @@ function ownCopy(view: ArrayBufferView): ArrayBufferView {
   const bytes = new Uint8Array(view.byteLength);
   bytes.set(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
   if (view instanceof DataView) return new DataView(bytes.buffer);
+  // A Node Buffer's own constructor is deprecated as a call; Buffer.from keeps its kind without it.
+  if (Buffer.isBuffer(view)) return Buffer.from(bytes.buffer);
   const Kind = view.constructor as new (buffer: ArrayBuffer) => ArrayBufferView;
   return new Kind(bytes.buffer);
 }
