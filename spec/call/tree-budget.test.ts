@@ -3,8 +3,12 @@
  * content) are counted over its whole call tree: a program cannot multiply the budget by
  * delegating.
  */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { describe, expect, test } from "vitest";
-import { Agent, SANDBOX_LIMITS, ScriptedProvider, type Tool } from "../../src/index.ts";
+import { Agent, SANDBOX_LIMITS, ScriptedProvider, SqliteStore, type Tool } from "../../src/index.ts";
 
 describe("the request budget of a call tree", () => {
   test(`a program whose 50 delegated calls each call a tool 20 times gets ${SANDBOX_LIMITS.maxDelegateCalls} requests in all; the next application call has its own`, async () => {
@@ -39,5 +43,36 @@ return pings;`,
     const before = executed;
     expect((await agent.spread()).ok).toBe(true);
     expect(executed - before).toBe(before);
+  });
+  test("a run again after another process committed first has the budget the first run had, not what it left", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "improv-budget-")), "improv.db");
+    const store = new SqliteStore(path);
+    let runs = 0;
+    // The first run's context is overtaken: another writer moves the agent's version on under it.
+    const started: Tool = {
+      description: "Marks a run.",
+      inputSchema: { type: "object" },
+      annotations: { readOnlyHint: true },
+      execute: () => {
+        runs += 1;
+        if (runs === 1) {
+          const db = new DatabaseSync(path);
+          db.prepare("UPDATE improv_agents SET version = version + 1 WHERE id = ?").run("rerun");
+          db.close();
+        }
+        return runs;
+      },
+    };
+    const lookup: Tool = { description: "Reads.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: () => 1 };
+    const many = Math.ceil(SANDBOX_LIMITS.maxDelegateCalls * 0.6);
+    const provider = new ScriptedProvider({
+      programs: { work: `await tools.started({}); let n = 0; for (let i = 0; i < ${many}; i++) n += await tools.lookup({}); context.n = n; return n` },
+    });
+    const agent = await Agent.open("worker", { store, id: "rerun", provider, log: false, tools: { started, lookup } });
+    const outcome = await agent.work();
+    expect(outcome.errorMessage).toBeUndefined();
+    expect(outcome.value).toBe(many);
+    expect(runs).toBe(2);
+    await store.close();
   });
 });

@@ -193,4 +193,54 @@ describe("processes take turns on one SQLite agent", () => {
     await here.close();
     await there.close();
   }, 60_000);
+  test("an agent forgotten and made afresh by another process: the call's commit meets a conflict once, and its second run, on the new agent's context, is kept", async () => {
+    const path = freshPath();
+    const here = new SqliteStore(path);
+    const there = new SqliteStore(path);
+    let runs = 0;
+    const seen: Tool = { description: "Counts runs.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: () => ++runs };
+    const provider = new ScriptedProvider({ programs: { inc: "await tools.seen({}); context.n = (context.n ?? 0) + 1; return context.n" } });
+    const agent = await Agent.open<{ n: number }>("counter", { store: here, id: "again", provider, log: false, tools: { seen } });
+    await agent.inc();
+    await agent.inc();
+    const before = await Agent.open("counter", { store: there, id: "again", provider, log: false, tools: { seen } });
+    await Agent.forget(before);
+    const afresh = await Agent.open("counter", { store: there, id: "again", provider, log: false, tools: { seen } });
+    await afresh.inc();
+    runs = 0;
+    const outcome = await agent.inc();
+    expect(outcome).toMatchObject({ ok: true, value: 2 });
+    expect(runs).toBe(2);
+    expect(Agent.history(agent)).toHaveLength(2);
+    await here.close();
+    await there.close();
+  }, 60_000);
+  test("a context that changes under every run, even while this process holds the lease: the call ends store after a bounded number of runs", async () => {
+    const path = freshPath();
+    const store = new SqliteStore(path);
+    let runs = 0;
+    // Another writer that ignores the lease: every run, the agent's version moves on under it.
+    const bump: Tool = {
+      description: "Moves the agent's version on.",
+      inputSchema: { type: "object" },
+      annotations: { readOnlyHint: true },
+      execute: () => {
+        runs += 1;
+        const db = new DatabaseSync(path);
+        try {
+          db.prepare("UPDATE improv_agents SET version = version + 1 WHERE id = ?").run("moving");
+        } finally {
+          db.close();
+        }
+        return runs;
+      },
+    };
+    const provider = new ScriptedProvider({ programs: { inc: "await tools.bump({}); context.n = (context.n ?? 0) + 1; return context.n" } });
+    const agent = await Agent.open("counter", { store, id: "moving", provider, log: false, tools: { bump } });
+    const outcome = await agent.inc();
+    expect(outcome).toMatchObject({ ok: false, errorType: "store" });
+    expect(outcome.ok ? "" : outcome.errorMessage).toMatch(/^The agent's context kept changing in other processes while this program ran \(8 runs\)/);
+    expect(runs).toBe(8);
+    await store.close();
+  }, 60_000);
 });

@@ -17,6 +17,20 @@ export class CallTree {
     return this.#requests <= SANDBOX_LIMITS.maxDelegateCalls;
   }
 
+  /** The requests counted so far, to go back to with {@link rewindRequests}. */
+  get requests(): number {
+    return this.#requests;
+  }
+
+  /**
+   * Back to `count` requests, when a run's work was thrown away and the same program runs again
+   * (another process committed first): the run again has the budget the first run had. The
+   * fetches' count is not rewound: those requests left the host.
+   */
+  rewindRequests(count: number): void {
+    this.#requests = Math.min(this.#requests, count);
+  }
+
   /** `text` without any recognizable copy of the credentials the tree sent; `text` itself while none was sent. */
   redact(text: string): string {
     return this.egress.redactor?.redact(text) ?? text;

@@ -125,14 +125,21 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     const pullProblem = state.link === undefined ? undefined : await pullFailure(state, draft, run === 1 ? turn?.stand : undefined);
     if (pullProblem !== undefined) return { outcome: (await finalize(state, draft, pullProblem)) as Outcome };
     const baseVersion = state.link?.view.version ?? 0;
+    const requestsBefore = draft.tree.requests;
     const { outcome, failure, context } = await runInSandbox(call, prepared.source);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(draft, prepared, code, attempt, outcome, failure);
     // Decided before the record is written, so the record and the log line can say it; once, as a re-run after a conflict runs the same program.
     if (outcome.ok && draft.programSource !== "reused") draft.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs);
     const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
+    state.link?.conflicted();
+    draft.tree.rewindRequests(requestsBefore);
     if (draft.tools.wrote) {
       const message = `The agent's context changed in another process while this program ran, and the program called tools that may change the world (${draft.tools.wroteWith.map((name) => `tools.${name}`).join(", ")}), so it was not run again; its changes to context were not kept. Call again if repeating those tool calls is safe.`;
+      return { outcome: (await finalize(state, draft, failed(draft, "store", message))) as Outcome };
+    }
+    if (run >= MAX_CONFLICT_RUNS) {
+      const message = `The agent's context kept changing in other processes while this program ran (${run} runs); the program's changes were not kept. Call again.`;
       return { outcome: (await finalize(state, draft, failed(draft, "store", message))) as Outcome };
     }
     if (turn?.take !== undefined) {
@@ -146,10 +153,6 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
         return { outcome: (await finalize(state, draft, failed(draft, "timeout", message))) as Outcome };
       }
       // The lease could not be taken (the store failed): the next pull or commit says how.
-    }
-    if (run >= MAX_CONFLICT_RUNS) {
-      const message = `The agent's context kept changing in other processes while this program ran (${run} runs); the program's changes were not kept. Call again.`;
-      return { outcome: (await finalize(state, draft, failed(draft, "store", message))) as Outcome };
     }
     // Another process committed first: wait a little (more each time, at random, so the
     // processes fall out of step), then run again on its context.

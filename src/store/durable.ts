@@ -71,6 +71,16 @@ export class DurableLink {
   }
 
   /**
+   * After a write the store refused for its version: the next pull takes the store's context
+   * whatever its version. Versions only grow while the agent lives, but an agent forgotten and
+   * made afresh in another process starts again below this copy's, which would otherwise never
+   * take it (and every commit would meet a conflict).
+   */
+  conflicted(): void {
+    this.view = { ...this.view, version: RELOAD_CONTEXT };
+  }
+
+  /**
    * Waits until the application's writes are in the store. Rejects with the first that failed,
    * after reloading the copy's context from the store (so it holds what the store holds).
    */
