@@ -54,4 +54,70 @@ describe("findUncloneable: what can cross into the sandbox", () => {
     // Met first at the bottom of the chain, it is as deep as that.
     expect(findUncloneable({ chain, shared }, "args")).toMatch(/nested deeper than/);
   });
+
+  test("reads are bounded by a budget and the value's size, not by how often a large part is shared", () => {
+    let reads = 0;
+    const shared = {};
+    for (let key = 0; key < 1_000; key += 1) Object.defineProperty(shared, `k${key}`, { enumerable: true, get: () => (reads += 1) });
+    expect(findUncloneable(Array.from({ length: 2_000 }, () => shared), "args")).toBeUndefined();
+    // Walked once per reference, it would be read 2,000,000 times.
+    expect(reads).toBeLessThan(200_000);
+  });
+
+  test("a sparse array is walked by the entries it holds, not by its length", () => {
+    let holeReads = 0;
+    const sparse: unknown[] = [];
+    sparse[100_000] = 1;
+    // A hole read by index falls through to the prototype, which counts it.
+    Object.setPrototypeOf(sparse, new Proxy(Array.prototype, {
+      get: (target, key, receiver) => {
+        if (typeof key === "string" && /^\d+$/.test(key)) holeReads += 1;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    }));
+    expect(findUncloneable(sparse, "args")).toBeUndefined();
+    expect(holeReads).toBe(0);
+    const huge: unknown[] = [];
+    huge[1e9] = 1;
+    expect(findUncloneable(huge, "args")).toBeUndefined();
+    huge[1e9] = () => 1;
+    expect(findUncloneable(huge, "args")).toBe("args[1000000000] is a function");
+  });
+
+  test("an array's named properties are copied, so they are checked like an object's", () => {
+    const list: unknown[] & { f?: unknown } = [1];
+    list.f = () => 1;
+    expect(() => serialize(list)).toThrow(/could not be cloned/);
+    expect(findUncloneable([list], "args")).toBe("args[0].f is a function");
+    // Nested through named properties alone, past the serializer's stack: too deep, not a crash.
+    let chain: unknown[] & { x?: unknown } = [];
+    for (let level = 0; level < 20_000; level += 1) {
+      const next: unknown[] & { x?: unknown } = [];
+      next.x = chain;
+      chain = next;
+    }
+    expect(() => serialize(chain)).toThrow(/call stack/);
+    expect(findUncloneable(chain, "args")).toMatch(/nested deeper than/);
+  });
+
+  test("a getter that throws on an array's index or named property is named, not thrown", () => {
+    const throwing = { enumerable: true, get: () => { throw new Error("no"); } };
+    expect(findUncloneable({ a: Object.defineProperty([1, 2], 1, throwing) }, "args")).toBe("args.a[1] has a getter that throws");
+    expect(findUncloneable({ a: Object.defineProperty([1], "g", throwing) }, "args")).toBe("args.a.g has a getter that throws");
+  });
+
+  test("an Error's cause is copied with it (its other properties are not): a function or too deep a chain there is named", () => {
+    expect(() => serialize(new Error("x", { cause: () => 1 }))).toThrow(/could not be cloned/);
+    expect(findUncloneable({ e: new Error("x", { cause: () => 1 }) }, "args")).toBe("args.e.cause is a function");
+    expect(findUncloneable(new Error("x", { cause: { list: [Symbol("s")] } }), "args")).toBe("args.cause.list[0] is a symbol");
+    let chain = new Error("end");
+    for (let level = 0; level < 20_000; level += 1) chain = new Error(`level ${level}`, { cause: chain });
+    expect(() => serialize(chain)).toThrow(/call stack/);
+    expect(findUncloneable(chain, "args")).toMatch(/^args\.cause\.cause.*nested deeper than/);
+    // What the serializer leaves out is not refused: other own properties, and a cause behind a getter.
+    const extra = Object.assign(new Error("x", { cause: { n: 1 } }), { helper: () => 1 });
+    const behindGetter = Object.defineProperty(new Error("x"), "cause", { get: () => () => 1 });
+    expect(() => serialize([extra, behindGetter])).not.toThrow();
+    expect(findUncloneable([extra, behindGetter], "args")).toBeUndefined();
+  });
 });

@@ -8,7 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { Agent, SANDBOX_LIMITS, ScriptedProvider, SqliteStore } from "../../src/index.ts";
+import { Agent, kw, SANDBOX_LIMITS, ScriptedProvider, SqliteStore } from "../../src/index.ts";
 
 const PROGRAMS = {
   nest: "let o = { end: true }; for (let i = 0; i < args[0]; i++) o = { o }; context.nested = o; context.calls = (context.calls ?? 0) + 1; return 'left'",
@@ -98,6 +98,22 @@ describe("values the application gives", () => {
     const shared = await agent.read(new SharedArrayBuffer(4));
     expect(shared.errorType).toBe("invalid_input");
     expect(shared.errorMessage).toContain("args[0] is a SharedArrayBuffer");
+    expect((await agent.read()).ok).toBe(true);
+  });
+
+  test("an array's named properties and an Error's cause are checked as structured clone copies them: the call ends invalid_input naming the part", async () => {
+    const agent = agentFor("app-hidden-parts");
+    const named = await agent.read(Object.assign([1], { f: () => 1 }));
+    expect(named.errorType).toBe("invalid_input");
+    expect(named.errorMessage).toContain("args[0].f is a function");
+    const caused = await agent.read(kw({ error: new Error("x", { cause: () => 1 }) }));
+    expect(caused.errorType).toBe("invalid_input");
+    expect(caused.errorMessage).toContain("kwargs.error.cause is a function");
+    let chain: unknown[] = [];
+    for (let level = 0; level < 20_000; level += 1) chain = Object.assign([], { x: chain });
+    const deep = await agent.read(chain);
+    expect(deep.errorType).toBe("invalid_input");
+    expect(deep.errorMessage).toMatch(/args\[0\]\.x\.x.*nested deeper than 500 levels/);
     expect((await agent.read()).ok).toBe(true);
   });
 });

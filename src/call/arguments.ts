@@ -53,8 +53,8 @@ export function findUncloneable(value: unknown, path: string): string | undefine
   return plainlyCloneable(value) ? undefined : describeUncloneable(value, path);
 }
 
-/** Containers the quick check visits before it leaves the answer to the full walk. */
-const QUICK_VISITS = 20_000;
+/** Entries the quick check reads (and containers it visits) before it leaves the answer to the full walk. */
+const QUICK_READS = 100_000;
 
 /**
  * True when `value` is certainly cloneable within the depth limit, checked the quick way: no
@@ -63,32 +63,37 @@ const QUICK_VISITS = 20_000;
  * or holds cycles or much sharing: then the full walk decides, and names the part.
  */
 function plainlyCloneable(value: unknown): boolean {
-  let visits = 0;
+  let reads = 0;
   const stack: [unknown, number][] = [[value, 0]];
+  /** Reads one entry, and takes it up when it needs a look; false once the budget is spent. */
+  const read = (record: Record<string | number, unknown>, key: string | number, depth: number): boolean => {
+    if ((reads += 1) > QUICK_READS) return false;
+    const item = record[key];
+    if (needsLook(item)) stack.push([item, depth + 1]);
+    return true;
+  };
   while (stack.length > 0) {
     const [current, depth] = stack.pop() as [unknown, number];
     if (typeof current === "function" || typeof current === "symbol") return false;
     if (typeof current !== "object" || current === null) continue;
-    if ((visits += 1) > QUICK_VISITS || depth >= SANDBOX_LIMITS.maxValueDepth || current instanceof SharedArrayBuffer) return false;
+    if ((reads += 1) > QUICK_READS || depth >= SANDBOX_LIMITS.maxValueDepth || current instanceof SharedArrayBuffer) return false;
+    if (current instanceof Error && Object.hasOwn(current, "cause")) return false;
     if (isCloneableLeaf(current)) continue;
-    if (Array.isArray(current)) {
-      for (let index = 0; index < current.length; index += 1) {
-        const item: unknown = current[index];
-        if (typeof item === "object" || typeof item === "function" || typeof item === "symbol") stack.push([item, depth + 1]);
+    if (current instanceof Map || current instanceof Set || !(Array.isArray(current) || isPlainish(current))) return false;
+    const record = current as Record<string | number, unknown>;
+    try {
+      if (Array.isArray(current)) {
+        // Not even listed when its keys could outrun the budget: listing a large array costs as much as reading it.
+        if (current.length > QUICK_READS - reads) return false;
+        const keys = Object.keys(current);
+        const dense = isDense(current, keys);
+        for (let at = 0; at < keys.length; at += 1) if (!read(record, dense ? at : (keys[at] as string), depth)) return false;
+      } else {
+        // Inherited keys too: one that is not plain data only sends the value to the full walk.
+        for (const key in current) if (!read(record, key, depth)) return false;
       }
-    } else if (current instanceof Map || current instanceof Set || !isPlainish(current)) {
+    } catch {
       return false;
-    } else {
-      // Inherited keys too: one that is not plain data only sends the value to the full walk.
-      for (const key in current) {
-        let item: unknown;
-        try {
-          item = (current as Record<string, unknown>)[key];
-        } catch {
-          return false;
-        }
-        if (typeof item === "object" || typeof item === "function" || typeof item === "symbol") stack.push([item, depth + 1]);
-      }
     }
   }
   return true;
@@ -114,6 +119,12 @@ function describeUncloneable(value: unknown, path: string): string | undefined {
     seen.add(current);
     if (depth >= SANDBOX_LIMITS.maxValueDepth) return `${shortPath(at)} is nested deeper than ${SANDBOX_LIMITS.maxValueDepth} levels`;
     if (current instanceof SharedArrayBuffer) return `${at} is a SharedArrayBuffer (memory shared with the host; pass a copy, such as new Uint8Array(view))`;
+    if (current instanceof Error) {
+      // Besides its name, message and stack (as strings), the serializer copies only its own `cause`, when not a getter.
+      const cause = Object.getOwnPropertyDescriptor(current, "cause");
+      if (cause !== undefined && "value" in cause) stack.push([cause.value, `${at}.cause`, depth + 1]);
+      continue;
+    }
     if (isCloneableLeaf(current)) continue;
     // Children are pushed last first, so they are visited in the serializer's order.
     const children: [unknown, string, number][] = [];
@@ -128,19 +139,43 @@ function describeUncloneable(value: unknown, path: string): string | undefined {
       for (const entry of current) children.push([entry, `${at}.<entry ${index++}>`, depth + 1]);
     } else {
       if (!Array.isArray(current) && !isPlainish(current)) return `${at} is a ${current.constructor?.name ?? "host"} object`;
-      for (const key of Object.keys(current)) {
+      // Own keys, not 0 to length: an array's named properties are copied with it, after its entries,
+      // and a sparse array's length says nothing of the entries it holds.
+      const keys = Object.keys(current);
+      const dense = Array.isArray(current) && isDense(current, keys);
+      for (let position = 0; position < keys.length; position += 1) {
+        const key = dense ? position : (keys[position] as string);
         let entry: unknown;
         try {
-          entry = (current as Record<string, unknown>)[key];
+          entry = (current as Record<string | number, unknown>)[key];
         } catch {
-          return `${at}${Array.isArray(current) ? `[${key}]` : `.${key}`} has a getter that throws`;
+          return `${entryPath(at, current, key)} has a getter that throws`;
         }
-        children.push([entry, Array.isArray(current) ? `${at}[${key}]` : `${at}.${key}`, depth + 1]);
+        if (needsLook(entry)) children.push([entry, entryPath(at, current, key), depth + 1]);
       }
     }
     for (let index = children.length - 1; index >= 0; index -= 1) stack.push(children[index] as [unknown, string, number]);
   }
   return undefined;
+}
+
+/** Whether a part read may be one that cannot cross, or hold one (primitives other than symbols cross as they are). */
+function needsLook(value: unknown): boolean {
+  return (typeof value === "object" && value !== null) || typeof value === "function" || typeof value === "symbol";
+}
+
+/** Whether an array's own keys are exactly 0 to length - 1 (indices come first, in order; named properties last). */
+function isDense(list: unknown[], keys: string[]): boolean {
+  return keys.length === list.length && (keys.length === 0 || keys[keys.length - 1] === String(list.length - 1));
+}
+
+function entryPath(path: string, container: object, key: string | number): string {
+  return typeof key === "number" || (Array.isArray(container) && isIndex(key, container)) ? `${path}[${key}]` : `${path}.${key}`;
+}
+
+function isIndex(key: string, list: unknown[]): boolean {
+  const index = Number(key);
+  return Number.isInteger(index) && index >= 0 && index < list.length && String(index) === key;
 }
 
 /** The start of a deeply nested part's path. */
