@@ -51,4 +51,26 @@ describe("the sandbox process memory ceiling", () => {
     });
     expect((await waiter.ping()).value).toBe("pong");
   });
+
+  test("idle agents cached in the process do not lift its ceiling: it counts what running programs may use and what idle isolates hold", async () => {
+    const saved = sandboxPool().config.isolateCacheMb;
+    configureSandbox({ isolateCacheMb: 4_096 });
+    try {
+      const provider = new ScriptedProvider({ programs: { ping: "return 'pong'" } });
+      const idle = Array.from({ length: 40 }, (_, index) => Agent.for(`idle-${index}`, { provider, memoryLimitMb: 128 }));
+      for (const outcome of await Promise.all(idle.map((agent) => agent.ping()))) expect(outcome.value).toBe("pong");
+      const [stats] = await sandboxPool().stats();
+      expect(stats!.isolates - stats!.busyIsolates).toBeGreaterThanOrEqual(40);
+      const filler = Agent.for("filler", { provider: new ScriptedProvider({ programs: { fill: FILL } }), executionTimeoutMs: LIMIT_MS, memoryLimitMb: 32 });
+      const r = await filler.fill();
+      expect(r.errorType).toBe("memory_limit");
+      const ceilingMb = Number(/past its (\d+) MiB memory ceiling/.exec(r.errorMessage ?? "")?.[1]);
+      process.stdout.write(`memory ceiling: ${ceilingMb} MiB with 40 idle agents cached\n`);
+      // The idle isolates' limits alone would be 40 × 128 MiB = 5 GiB; what they hold is a few MiB each.
+      expect(ceilingMb).toBeGreaterThanOrEqual(512);
+      expect(ceilingMb).toBeLessThan(1_024);
+    } finally {
+      configureSandbox({ isolateCacheMb: saved });
+    }
+  });
 });

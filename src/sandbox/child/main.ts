@@ -102,11 +102,22 @@ function onCatastrophe(message: string): void {
  * allocations happen outside the heap), watched from a thread of its own.
  */
 const memoryWatch = new MemoryWatch();
+/**
+ * The process's ceiling for the isolates it holds now: room for what each isolate with work
+ * here (a program running or about to, a sync on its way) may grow to (its limit and its
+ * mirror's, with the engine's margin), and the resident size of each idle one, which does not
+ * grow. Idle isolates counted by their limits would lift the ceiling with every agent cached
+ * (a hundred idle agents of 64 MiB, some 20 GiB) until it stopped nothing.
+ */
 function memoryCeilingMb(): number {
   baselineRssMb ??= Math.ceil(process.memoryUsage.rss() / 2 ** 20);
   let limitsMb = 0;
-  for (const isolate of isolates.values()) limitsMb += isolate.memoryLimitMb + isolate.mirrorAllowanceMb;
-  return Math.max(MIN_CEILING_MB, baselineRssMb + 3 * limitsMb + 256);
+  let idleMb = 0;
+  for (const [agentId, isolate] of isolates) {
+    if (isolate.busy || inUse.has(agentId)) limitsMb += isolate.memoryLimitMb + isolate.mirrorAllowanceMb;
+    else idleMb += isolate.residentMb;
+  }
+  return Math.max(MIN_CEILING_MB, Math.ceil(baselineRssMb + 3 * limitsMb + idleMb + 256));
 }
 /**
  * The process's own size before its first run (Node, the watch thread), and the least ceiling:
@@ -183,6 +194,34 @@ function use(agentId: string, change: 1 | -1): void {
   const count = (inUse.get(agentId) ?? 0) + change;
   if (count > 0) inUse.set(agentId, count);
   else inUse.delete(agentId);
+}
+
+/**
+ * Agents whose large history is on its way in sync chunks, each held in use from its first
+ * chunk until its run arrives: dropped between two chunks (another agent's isolate made under
+ * a small budget), the isolate would lose the mirror built so far and the host would have to
+ * start the sync again. A hold lapses {@link SYNC_HOLD_MS} after its last chunk, so a sync the
+ * host gave up (its call ended, or was cancelled) does not keep the isolate for good.
+ */
+const syncHolds = new Map<string, NodeJS.Timeout>();
+/** @unit ms */
+const SYNC_HOLD_MS = 60_000;
+
+function holdForSync(agentId: string): void {
+  const held = syncHolds.get(agentId);
+  if (held === undefined) use(agentId, 1);
+  else clearTimeout(held);
+  const lapse = setTimeout(releaseSyncHold, SYNC_HOLD_MS, agentId);
+  lapse.unref();
+  syncHolds.set(agentId, lapse);
+}
+
+function releaseSyncHold(agentId: string): void {
+  const held = syncHolds.get(agentId);
+  if (held === undefined) return;
+  clearTimeout(held);
+  syncHolds.delete(agentId);
+  use(agentId, -1);
 }
 
 /** Calls tidied since the isolates were last checked against the budget, and how many may be. */
@@ -267,6 +306,8 @@ const callEndsAt = new Map<number, number>();
 function enqueueRun(message: RunRequestMessage): void {
   lastActive = performance.now();
   use(message.agentId, 1);
+  // The run its syncs went ahead of has come: it holds the isolate from here.
+  releaseSyncHold(message.agentId);
   callEndsAt.set(message.runId, performance.now() + message.callTimeLeftMs);
   waitingRuns.push(message);
   if (!startingRun) startNextRun();
@@ -416,12 +457,17 @@ process.on("message", (received: HostMessage) => {
   }
   switch (message.type) {
     case "sync":
+      holdForSync(message.agentId);
       use(message.agentId, 1);
       void isolateFor(message.agentId, message.memoryLimitMb, message.mirrorMb)
         .then((isolate) => isolate.syncChunk(message))
         .catch(() => false)
         .then((ok) => {
           use(message.agentId, -1);
+          // A refused chunk ends this sync: the host starts again from 0 (or gives up).
+          if (!ok) releaseSyncHold(message.agentId);
+          // The mirror it holds now counts while other programs here run (before the first run, nothing is watched).
+          if (baselineRssMb !== undefined) memoryWatch.setCeiling(memoryCeilingMb());
           send({ type: "synced", syncId: message.syncId, ok });
         });
       break;
@@ -452,6 +498,7 @@ process.on("message", (received: HostMessage) => {
       break;
     }
     case "forget": {
+      releaseSyncHold(message.agentId);
       const isolate = isolates.get(message.agentId);
       if (isolate && !isolate.busy) {
         isolate.dispose();

@@ -47,15 +47,21 @@ const MIRROR_HEAP_PER_JSON_BYTE = 3;
 
 /**
  * Runs a program in the sandbox process. Sends only the history records the sandbox does
- * not hold yet; if the sandbox lost its mirror (a new isolate or process), sends it all once.
+ * not hold yet; if the sandbox lost its mirror (a new isolate or process), sends it all again,
+ * once: a sync lost a second time, or one the call's time or signal ends, ends the run with a
+ * failure that says so.
  */
 export async function runProgram(run: ProgramRun): Promise<ProgramResult> {
-  let report = await send(run, run.history.mirrored);
-  if (report.kind === "resync") report = await send(run, 0);
+  const restarts = { left: 1 };
+  let report = await send(run, run.history.mirrored, restarts);
+  if (report.kind === "resync" && restarts.left > 0) {
+    restarts.left -= 1;
+    report = await send(run, 0, restarts);
+  }
   return readRunReport(report);
 }
 
-async function send(run: ProgramRun, start: number): Promise<RunReport> {
+async function send(run: ProgramRun, start: number, restarts: { left: number }): Promise<RunReport> {
   const { history } = run;
   const mirrorMb = Math.ceil((history.bytes * MIRROR_HEAP_PER_JSON_BYTE) / 2 ** 20);
   let from = Math.min(start, history.length);
@@ -65,13 +71,18 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
   while (history.length - from > MIRROR_CHUNK_RECORDS) {
     const records = history.since(from, from + MIRROR_CHUNK_RECORDS);
     const base = { agentId: run.agentId, memoryLimitMb: run.memoryLimitMb, mirrorMb, historyEpoch: history.epoch };
-    if (await sandboxPool().sync({ ...base, historyStart: from, records })) {
+    const synced = await withinCall(run, sandboxPool().sync({ ...base, historyStart: from, records }));
+    if (synced === true) {
       from += records.length;
-    } else if (from !== 0) {
-      from = 0;
-    } else {
-      break;
+      continue;
     }
+    // What the sandbox holds is not known now: the next run finds out.
+    history.mirrored = 0;
+    if (synced !== false) return synced;
+    // The sandbox lost the mirror part-way (or its process): the whole history again, once.
+    if (restarts.left <= 0) return syncLost(history.length);
+    restarts.left -= 1;
+    from = 0;
   }
   const records = history.since(from);
   const sentUpTo = from + records.length;
@@ -102,4 +113,49 @@ async function send(run: ProgramRun, start: number): Promise<RunReport> {
   // A failed run may have cost the sandbox its mirror; the next run finds out and resyncs.
   history.mirrored = report.kind === "resync" ? 0 : sentUpTo;
   return report;
+}
+
+/**
+ * How one step of a sync went: its answer, or why the run ends without it (the call's time ran
+ * out, or its signal aborted, first). A step given up may still be answered; the answer is dropped.
+ */
+async function withinCall(run: ProgramRun, step: Promise<boolean>): Promise<boolean | RunReport> {
+  const stopped = stoppedBy(run);
+  if (stopped !== undefined) return stopped;
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const ended = new Promise<RunReport>((resolve) => {
+    timer = setTimeout(() => resolve(stoppedBy(run) ?? syncTimedOut(run.history.length)), Math.max(0, run.callEndsAt - performance.now()));
+    onAbort = () => resolve(syncCancelled());
+    run.signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([step, ended]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) run.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+function stoppedBy(run: ProgramRun): RunReport | undefined {
+  if (run.signal?.aborted) return syncCancelled();
+  if (performance.now() >= run.callEndsAt) return syncTimedOut(run.history.length);
+  return undefined;
+}
+
+function syncTimedOut(records: number): RunReport {
+  return { kind: "failed", errorType: "timeout", message: `The call ran past its callTimeoutMs while the agent's history (${records} records) was sent to the sandbox; the program did not run.` };
+}
+
+function syncCancelled(): RunReport {
+  return { kind: "failed", errorType: "cancelled", message: "The call was cancelled before its program ran." };
+}
+
+function syncLost(records: number): RunReport {
+  return {
+    kind: "failed",
+    errorType: "execution",
+    message: `The sandbox lost the agent's history (${records} records) twice while it was being sent, and it was not sent again. Call again.`,
+    retriable: true,
+  };
 }
