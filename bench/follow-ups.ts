@@ -1,9 +1,9 @@
 /** Figure 10: follow-ups. Choosing and rendering the prompt's history block, queries, and what kept values hold, as history grows. */
 import { Agent, type Provider } from "../src/index.ts";
-import { choosePreview } from "../src/call/preview.ts";
+import { choosePreview } from "../src/history/preview.ts";
 import { renderPrompts } from "../src/call/prompt.ts";
 import { AgentHistory } from "../src/history/agent-history.ts";
-import { DEFAULT_OPTIONS } from "../src/options.ts";
+import { DEFAULT_OPTIONS } from "../src/state/options.ts";
 import { syntheticRecord } from "./records.ts";
 import { measure, type Summary } from "./stats.ts";
 

@@ -50,7 +50,71 @@ function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   return found;
 }
 
+/** The folder of `src/` a module belongs to: its first folder, or "." for a module in `src/` itself. */
+function folderOf(path: string): string {
+  return path.includes("/") ? (path.split("/")[0] as string) : ".";
+}
+
+/** The floors docs/architecture.md lists, lowest first: each folder's floor number. */
+function floors(page: string): Map<string, number> {
+  const block = page.split("## Floors")[1]?.split("```")[1] ?? "";
+  const floor = new Map<string, number>();
+  for (const line of block.split("\n")) {
+    const match = /^\s*(\d+)\s+(.+)$/.exec(line);
+    if (match === null) continue;
+    for (const name of (match[2] as string).split(/\s+/)) {
+      if (name === "src/") floor.set(".", Number(match[1]));
+      else if (name.endsWith("/")) floor.set(name.slice(0, -1), Number(match[1]));
+    }
+  }
+  return floor;
+}
+
+/**
+ * What breaks the house's rules in `graph`: an import of another folder's inner file (a folder's
+ * door is its index.ts; src/'s own is index.ts too), of a folder on the same or a higher floor,
+ * or of a folder the floors do not list.
+ */
+function ruleBreaks(graph: ReadonlyMap<string, readonly string[]>, floor: ReadonlyMap<string, number>): string[] {
+  const found: string[] = [];
+  for (const [from, targets] of graph) {
+    const here = folderOf(from);
+    for (const to of targets) {
+      const there = folderOf(to);
+      if (there === here) continue;
+      const door = there === "." ? "index.ts" : `${there}/index.ts`;
+      if (to !== door) found.push(`${from} imports ${to}, not ${door}`);
+      const [low, high] = [floor.get(there), floor.get(here)];
+      if (low === undefined || high === undefined) found.push(`${from} -> ${to}: ${low === undefined ? there : here} is on no floor`);
+      else if (low >= high) found.push(`${from} -> ${to}: ${here} (floor ${high}) imports ${there} (floor ${low})`);
+    }
+  }
+  return found;
+}
+
 describe("the architecture", () => {
+  test("every folder imports another only through its door (index.ts), and only from a lower floor (docs/architecture.md)", () => {
+    const graph = new Map(modules().map((path) => [path, importsOf(path)] as const));
+    const floor = floors(readFileSync(join(root, "docs/architecture.md"), "utf8"));
+    expect(floor.get("shared")).toBe(0);
+    expect(new Set(modules().map(folderOf))).toEqual(new Set(floor.keys()));
+    expect(ruleBreaks(graph, floor)).toEqual([]);
+  });
+
+  test("an import of an inner file, and one toward a higher floor, are found (the check can fail)", () => {
+    const floor = floors("## Floors\n```\n2   src/ (index.ts)\n1   call/\n0   shared/\n```\n");
+    const graph = new Map([
+      ["call/run.ts", importsOf("call/run.ts", 'import { within } from "../shared/within.ts";\nimport type { X } from "../shared/index.ts";')],
+      ["shared/within.ts", importsOf("shared/within.ts", 'import type { Call } from "../call/index.ts";')],
+      ["agent.ts", importsOf("agent.ts", 'export { performCall } from "./call/index.ts";')],
+    ]);
+    expect(ruleBreaks(graph, floor)).toEqual([
+      "call/run.ts imports shared/within.ts, not shared/index.ts",
+      "shared/within.ts -> call/index.ts: shared (floor 0) imports call (floor 1)",
+    ]);
+  });
+
+
   test("src/ has no import cycles, type-only imports included", () => {
     const graph = new Map(modules().map((path) => [path, importsOf(path)] as const));
     // The reader sees type-only imports (this one is one).

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { AGENT_OPTION_NAMES, DEFAULT_OPTIONS, RESERVED_NAMES } from "../src/index.ts";
-import { ENV_NAMES } from "../src/env.ts";
+import { ENV_NAMES } from "../src/shared/env.ts";
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), "utf8");
 

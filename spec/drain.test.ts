@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { closeTimeout, DEFAULT_CLOSE_TIMEOUT_MS, Drain } from "../src/drain.ts";
+import { closeTimeout, DEFAULT_CLOSE_TIMEOUT_MS, Drain } from "../src/shared/drain.ts";
 
 describe("Drain", () => {
   test("closing with nothing in flight ends at once and refuses new calls", async () => {

@@ -1,20 +1,10 @@
 import { inspect } from "node:util";
-import { AgentState, agentsInProcess } from "./agent-state.ts";
-import { keptValue } from "./call/bridge/content.ts";
-import { handedBackChild } from "./call/bridge/delegate.ts";
-import { replaceAgentReferences, type AgentReference } from "./sandbox/agent-reference.ts";
-import { performCall } from "./call/lifecycle.ts";
-import { closeTimeout } from "./drain.ts";
-import { checkOptionNames } from "./option-check.ts";
-import { sandboxPool } from "./sandbox/host/pool.ts";
-import { kw } from "./call/arguments.ts";
-import { validateHistoryQuery, type HistoryQuery } from "./history/history-index.ts";
-import type { HistoryRecord } from "./history/record.ts";
-import { buildTrace, type TraceEntry, type TraceNode } from "./history/trace.ts";
-import { resolveOptions, type AgentOptions } from "./options.ts";
-import { ImprovError, type Outcome } from "./outcome.ts";
-import { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
-import { isSyncStore, type Store } from "./store/store.ts";
+import { type AgentOptions, agentsInProcess, AgentState, resolveOptions } from "./state/index.ts";
+import { handedBackChild, keptValue, kw, performCall } from "./call/index.ts";
+import { type AgentReference, replaceAgentReferences, sandboxPool } from "./sandbox/index.ts";
+import { checkOptionNames, closeTimeout, ImprovError, MAX_NAME_LENGTH, type Outcome, RESERVED_NAMES } from "./shared/index.ts";
+import { buildTrace, type HistoryQuery, type HistoryRecord, type TraceEntry, type TraceNode, validateHistoryQuery } from "./history/index.ts";
+import { isSyncStore, type Store } from "./store/index.ts";
 
 /** A dynamic method: any arguments (plain data, with `kw()` last for named ones), an Outcome back. */
 export type DynamicMethod = (...args: unknown[]) => Promise<Outcome>;

@@ -1,6 +1,6 @@
 import { serialize } from "node:v8";
 import { describe, expect, test } from "vitest";
-import { findUncloneable } from "../../src/call/arguments.ts";
+import { findUncloneable } from "../../src/sandbox/crossing.ts";
 import { SANDBOX_LIMITS } from "../../src/sandbox/limits.ts";
 
 /** A list of `length` nodes, each linked to the next, all also held by one array: shallow to look at, deep to serialize. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { SerialQueue } from "../../src/agent-state.ts";
+import { SerialQueue } from "../../src/state/agent-state.ts";
 
 describe("an agent's queue", () => {
   test("a task queued while none waits starts at once; one queued behind others starts only after they ended, in order", async () => {

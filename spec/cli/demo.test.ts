@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, test } from "vitest";
 import { OpenAITestServer } from "../helpers/openai-server.ts";
-import { ENV_NAMES } from "../../src/env.ts";
+import { ENV_NAMES } from "../../src/shared/env.ts";
 
 const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 

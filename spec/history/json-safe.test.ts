@@ -7,7 +7,7 @@ import { MAX_RECORD_BYTES } from "../../src/history/record.ts";
 import { scriptedAgent } from "../helpers/agents.ts";
 
 const logPath = () => join(mkdtempSync(join(tmpdir(), "improv-json-safe-")), "calls.jsonl");
-import { asJsonSafe, isPlainJson, MAX_JSON_SAFE_CHARS, MAX_STRING_CHARS, toJsonSafe } from "../../src/history/json-safe.ts";
+import { asJsonSafe, isPlainJson, MAX_JSON_SAFE_CHARS, MAX_STRING_CHARS, toJsonSafe } from "../../src/shared/json-safe.ts";
 
 class Point {
   x = 1;

@@ -4,15 +4,13 @@
  * attempt bounded by `providerTimeoutMs` and the call's signal, on a `chat` span, its tokens
  * counted.
  */
-import type { AgentState } from "../agent-state.ts";
-import { Outcome, type ErrorType } from "../outcome.ts";
-import { delay, ProviderError, type Generation, type GenerationRequest, type Provider } from "../providers/provider.ts";
-import { gateOf } from "../providers/request-gate.ts";
-import { endSpan, startSpan } from "../tracing/tracing.ts";
+import type { AgentState } from "../state/index.ts";
+import { type ErrorType, Outcome, within } from "../shared/index.ts";
+import { delay, gateOf, type Generation, type GenerationRequest, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
+import { endSpan, startSpan } from "../tracing/index.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
-import { choosePreview } from "./preview.ts";
+import { choosePreview } from "../history/index.ts";
 import { renderPrompts, type PromptInput } from "./prompt.ts";
-import { within } from "./within.ts";
 import { feedbackBlock } from "./repair.ts";
 
 /** A program a provider wrote for one attempt. */
@@ -136,8 +134,7 @@ interface AskFailure {
 
 /** One request to one provider, on its `chat` span. */
 async function askOnSpan(provider: Provider, request: GenerationRequest, state: AgentState, draft: CallDraft): Promise<AskFailure | WrittenProgram> {
-  const configured = (provider as { model?: unknown }).model;
-  const requestModel = request.model ?? (typeof configured === "string" ? configured : undefined);
+  const requestModel = request.model ?? providerModel(provider);
   const name = providerName(provider);
   const span = startSpan(
     requestModel === undefined ? "chat" : `chat ${requestModel}`,
@@ -159,12 +156,6 @@ async function askOnSpan(provider: Provider, request: GenerationRequest, state: 
     "gen_ai.usage.cache_creation.input_tokens": usage?.cacheWriteTokens,
   });
   return { code: answer.code, model: answer.model, provider: name };
-}
-
-/** How a provider is named on spans (`gen_ai.provider.name`), log lines and records: its `name`, else `custom`. */
-export function providerName(provider: Provider): string {
-  const named = (provider as { name?: unknown }).name;
-  return typeof named === "string" && named !== "" ? named : "custom";
 }
 
 /** One request, in its turn at the provider's gate, bounded by providerTimeoutMs and the call's signal. */

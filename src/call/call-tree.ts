@@ -4,8 +4,8 @@
  * cannot multiply it by delegating), the fetches' count and barrier, and the redaction of what
  * is written once credentials were sent (DESIGN 14).
  */
-import { CallTreeEgress } from "../egress/call-tree.ts";
-import { SANDBOX_LIMITS } from "../sandbox/limits.ts";
+import { CallTreeEgress } from "../egress/index.ts";
+import { SANDBOX_LIMITS } from "../sandbox/index.ts";
 
 export class CallTree {
   readonly egress = new CallTreeEgress();

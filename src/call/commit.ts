@@ -6,12 +6,10 @@
  * where the store has leases, so the re-run does not lose again). A failure that is the
  * program's own mistake is not committed: it comes back for the next attempt's feedback.
  */
-import { Outcome } from "../outcome.ts";
-import { decideReuse } from "../programs/keep-decision.ts";
-import { isOwnMistake, positionInProgram, type RunFailure } from "../programs/mistake.ts";
-import { prepareProgram, type PreparedProgram } from "../programs/shape.ts";
-import type { AgentState } from "../agent-state.ts";
-import type { AgentTurn, AgentView } from "../store/store.ts";
+import { Outcome } from "../shared/index.ts";
+import { decideReuse, isOwnMistake, positionInProgram, type PreparedProgram, prepareProgram, type RunFailure } from "../programs/index.ts";
+import type { AgentState } from "../state/index.ts";
+import type { AgentTurn, AgentView } from "../store/index.ts";
 import { callTimeLeftMs, failed, timeSpent, type Call, type CallDraft } from "./draft.ts";
 import { CONFLICT, finalize } from "./finalize.ts";
 import type { AttemptFailure } from "./repair.ts";

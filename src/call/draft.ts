@@ -4,17 +4,15 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
-import type { AgentState } from "../agent-state.ts";
-import type { ProgramSource, Speaker } from "../history/record.ts";
-import { Outcome, type ErrorType } from "../outcome.ts";
-import type { ReuseDecision } from "../programs/keep-decision.ts";
-import type { ParsedProgram } from "../programs/parse.ts";
-import type { Span } from "../tracing/tracing.ts";
-import type { AgentTurn } from "../store/store.ts";
-import { agentsWaitingNow, withAgents } from "../tools/reentry.ts";
-import { ToolCallLog } from "../tools/tool-calls.ts";
+import type { AgentState } from "../state/index.ts";
+import type { ProgramSource, Speaker } from "../history/index.ts";
+import { type ErrorType, Outcome } from "../shared/index.ts";
+import type { ParsedProgram, ReuseDecision } from "../programs/index.ts";
+import type { Span } from "../tracing/index.ts";
+import type { AgentTurn } from "../store/index.ts";
+import { agentsWaitingNow, ToolCallLog, withAgents } from "../tools/index.ts";
 import type { AttemptFailure } from "./repair.ts";
-import type { AgentReference } from "../sandbox/agent-reference.ts";
+import type { AgentReference } from "../sandbox/index.ts";
 import { CallTree } from "./call-tree.ts";
 
 /** Where a call came from. */

@@ -1,17 +1,12 @@
-import { createRecord, type RecordInput, type SerializedRecord } from "../history/record.ts";
-import { asJsonSafe, type JsonValue } from "../history/json-safe.ts";
-import { redactData } from "../egress/at-rest.ts";
-import type { Redactor } from "../egress/redaction.ts";
-import type { AgentState } from "../agent-state.ts";
-import { buildLogLine } from "../log/log-line.ts";
-import { writeLogLine } from "../log/logger.ts";
-import { Outcome } from "../outcome.ts";
-import type { AgentWrite, WriteResult } from "../store/store.ts";
-import type { ReuseDecision } from "../programs/keep-decision.ts";
+import { createRecord, KeptValues, type RecordInput, type SerializedRecord } from "../history/index.ts";
+import { asJsonSafe, type JsonValue, Outcome } from "../shared/index.ts";
+import { redactData, type Redactor } from "../egress/index.ts";
+import type { AgentState } from "../state/index.ts";
+import { buildLogLine, showOutcome, writeLogLine } from "../log/index.ts";
+import type { AgentWrite, WriteResult } from "../store/index.ts";
+import type { ReuseDecision } from "../programs/index.ts";
 import { attemptErrors } from "./repair.ts";
-import { showOutcome } from "../log/verbose.ts";
-import { KeptValues } from "../history/kept-values.ts";
-import { spanIds } from "../tracing/tracing.ts";
+import { spanIds } from "../tracing/index.ts";
 import { endedByKeptProgram, type CallDraft } from "./draft.ts";
 
 /** What committing a call changes: the agent's history and context, and where both are kept. */

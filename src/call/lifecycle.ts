@@ -4,11 +4,11 @@
  * repair (`ask.ts`), running and committing a program (`commit.ts`, `run.ts`, `finalize.ts`).
  */
 import { randomUUID } from "node:crypto";
-import type { AgentState } from "../agent-state.ts";
-import { Outcome } from "../outcome.ts";
-import { replaceAgentReferences, type AgentReference } from "../sandbox/agent-reference.ts";
-import { endSpan, startSpan } from "../tracing/tracing.ts";
-import { findUncloneable, splitArguments } from "./arguments.ts";
+import type { AgentState } from "../state/index.ts";
+import { Outcome } from "../shared/index.ts";
+import { type AgentReference, findUncloneable, replaceAgentReferences } from "../sandbox/index.ts";
+import { endSpan, startSpan } from "../tracing/index.ts";
+import { splitArguments } from "./arguments.ts";
 import { askProvider, renderCallPrompts } from "./ask.ts";
 import { pullFailure, runAttempt } from "./commit.ts";
 import { callOverdue, failed, newDraft, waitsForItself, type Call, type CallDraft, type CallOrigin } from "./draft.ts";

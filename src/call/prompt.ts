@@ -1,12 +1,10 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { HistoryRecord } from "../history/record.ts";
-import type { PreviewEntry } from "./preview.ts";
-import { toJsonSafe, truncateString } from "../history/json-safe.ts";
-import { declareTools } from "../tools/declarations.ts";
-import type { GrantedTools } from "../tools/grant.ts";
-import { allowedOrigins, type EgressPolicy } from "../egress/policy.ts";
-import type { Contract } from "../contracts/contract.ts";
+import type { HistoryRecord, PreviewEntry } from "../history/index.ts";
+import { toJsonSafe, truncateString } from "../shared/index.ts";
+import { declareTools, type GrantedTools } from "../tools/index.ts";
+import { allowedOrigins, type EgressPolicy } from "../egress/index.ts";
+import type { Contract } from "../contracts/index.ts";
 
 /** The folder of prompt templates, beside `src/` and `dist/` alike. */
 const PROMPTS_DIR = new URL("../../prompts/", import.meta.url);

@@ -2,9 +2,8 @@
  * Repair with feedback: when an attempt fails, the next attempt of the same call tells the
  * model what it sent and how that failed, so a retry is not the same request again.
  */
-import { truncateString } from "../history/json-safe.ts";
-import type { ErrorType } from "../outcome.ts";
-import type { TextPosition } from "../programs/mistake.ts";
+import { type ErrorType, truncateString } from "../shared/index.ts";
+import type { TextPosition } from "../programs/index.ts";
 
 /** Longest program shown back to the model. @unit characters */
 const MAX_FEEDBACK_PROGRAM_CHARS = 4_000;

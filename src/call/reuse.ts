@@ -4,13 +4,12 @@
  * program that worked when the call's decision says so.
  */
 import { PROMPT_VERSION } from "./prompt.ts";
-import type { Provider } from "../providers/provider.ts";
-import { takesPartInReuse } from "../programs/keep-decision.ts";
-import { programKey, shelfFor, type ProgramShelf } from "../programs/kept.ts";
-import type { KeptProgram } from "../store/store.ts";
+import type { Provider } from "../providers/index.ts";
+import { programKey, type ProgramShelf, shelfFor, takesPartInReuse } from "../programs/index.ts";
+import type { KeptProgram } from "../store/index.ts";
 import type { Call, CallDraft } from "./draft.ts";
 import { runAttempt, STALE, type AttemptEnd } from "./commit.ts";
-import type { AgentState } from "../agent-state.ts";
+import type { AgentState } from "../state/index.ts";
 
 /** Where this call's kept programs are, and its key there. */
 export interface Reuse {

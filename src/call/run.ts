@@ -2,19 +2,15 @@
  * One run of a call's program in the sandbox: the context checked, the run on its span, the
  * program's requests answered by the bridge handlers, and the result read into an outcome.
  */
-import { Outcome } from "../outcome.ts";
-import type { RunFailure } from "../programs/mistake.ts";
-import { runProgram } from "../sandbox/host/run-program.ts";
-import { endSpan, startSpan } from "../tracing/tracing.ts";
-import { findUncloneable } from "./arguments.ts";
+import { Outcome } from "../shared/index.ts";
+import type { RunFailure } from "../programs/index.ts";
+import { findUncloneable, mayHoldAgents, type ProgramResult, rewriteResult, runProgram } from "../sandbox/index.ts";
+import { endSpan, startSpan } from "../tracing/index.ts";
 import { answerBridge } from "./bridge/handlers.ts";
 import { callOverdue, failed, timeSpent, type Call } from "./draft.ts";
-import { checkReturns } from "../contracts/check.ts";
-import { showProgram } from "../log/verbose.ts";
-import { mayHoldAgents } from "../sandbox/agent-reference.ts";
-import { redactEncoded } from "../egress/at-rest.ts";
-import type { Redactor } from "../egress/redaction.ts";
-import { rewriteResult, type ProgramResult } from "../sandbox/host/inbound.ts";
+import { checkReturns } from "./returns.ts";
+import { showProgram } from "../log/index.ts";
+import { redactEncoded, type Redactor } from "../egress/index.ts";
 
 /** How a run ended: its outcome; why it failed (for the mistake rule), or the context it left. */
 export interface RunEnd {

@@ -1,16 +1,11 @@
-import { Agent, type AgentProxy } from "../agent.ts";
-import { kw } from "../call/arguments.ts";
-import { readEnv } from "../env.ts";
-import type { Outcome } from "../outcome.ts";
-import { AnthropicProvider } from "../providers/anthropic.ts";
-import { OpenAIProvider } from "../providers/openai.ts";
-import type { Provider } from "../providers/provider.ts";
-import { ScriptedProvider } from "../providers/scripted.ts";
-import type { Store } from "../store/store.ts";
+import { Agent, type AgentProxy } from "../index.ts";
+import { kw } from "../call/index.ts";
+import { type Outcome, readEnv } from "../shared/index.ts";
+import { AnthropicProvider, OpenAIProvider, type Provider, ScriptedProvider } from "../providers/index.ts";
+import type { Store } from "../store/index.ts";
 import { startNewsSite } from "./demo-news.ts";
 import { historyTable } from "./tables.ts";
-import { mcpTools, type McpToolSet } from "../tools/mcp.ts";
-import type { Tool } from "../tools/tool.ts";
+import { mcpTools, type McpToolSet, type Tool } from "../tools/index.ts";
 
 /**
  * Scripted completions for the offline demo: what a model might write for each method.

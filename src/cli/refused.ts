@@ -1,5 +1,5 @@
-import type { HistoryRecord } from "../history/record.ts";
-import type { Store } from "../store/store.ts";
+import type { HistoryRecord } from "../history/index.ts";
+import type { Store } from "../store/index.ts";
 
 /** A program that worked for a call and was not kept for reuse, as the call's record tells it. */
 export interface RefusedProgram {

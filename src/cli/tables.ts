@@ -1,6 +1,5 @@
-import type { HistoryRecord } from "../history/record.ts";
-import type { KeptProgram } from "../store/store.ts";
-import type { AgentSummary } from "../store/store.ts";
+import type { HistoryRecord } from "../history/index.ts";
+import type { AgentSummary, KeptProgram } from "../store/index.ts";
 import type { RefusedProgram } from "./refused.ts";
 
 /** Lays out rows under a header, each column as wide as its widest cell. */

@@ -1,4 +1,4 @@
-import { PATTERN_TAGS, type PatternTag } from "../telemetry/patterns.ts";
+import { PATTERN_TAGS, type PatternTag } from "../telemetry/index.ts";
 import { matchesFilter, stateFilter, type ReportFilter, type ReportFilters } from "./report-filter.ts";
 import { isAmongSlowest, keepLatest, keepSlowest, MAX_MESSAGE_CHARS, type CallSample } from "./report-samples.ts";
 import { addToolUse, count, emptyToolStats, toolFieldsOf, type ToolFields, type ToolStats } from "./report-tools.ts";

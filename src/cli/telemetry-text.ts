@@ -1,5 +1,5 @@
 /** The telemetry report as text, for a terminal. */
-import { PATTERN_TAGS } from "../telemetry/patterns.ts";
+import { PATTERN_TAGS } from "../telemetry/index.ts";
 import { describeFilters } from "./report-filter.ts";
 import { toolGroups, toolsByUse, usesTools } from "./report-tools.ts";
 import type { CallSample } from "./report-samples.ts";

@@ -6,9 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { stringify } from "safe-stable-stringify";
-import { RESERVED_NAMES } from "../reserved-names.ts";
-import { readSchema, SchemaProblem, type ReadSchema } from "../tools/schema.ts";
-import { schemaToType } from "../tools/schema-type.ts";
+import { RESERVED_NAMES } from "../shared/index.ts";
+import { readSchema, type ReadSchema, SchemaProblem, schemaToType } from "../tools/index.ts";
 import { readProgramSchema } from "./program-schema.ts";
 
 /** A Standard Schema (zod 4, valibot, arktype…), typed by what it outputs. */

@@ -4,7 +4,7 @@
  * nothing of it); it is compiled and checked on a schema thread (`schema-threads.ts`), within
  * the time its call has.
  */
-import { jsonSchemaProblem, SchemaProblem, type ReadSchema } from "../tools/schema.ts";
+import { jsonSchemaProblem, type ReadSchema, SchemaProblem } from "../tools/index.ts";
 import { jsonDataProblem } from "./json-data.ts";
 import { checkInThread, prepareThread } from "./schema-threads.ts";
 

@@ -6,7 +6,7 @@
  * while with nothing to check: they never keep the application alive.
  */
 import { Worker } from "node:worker_threads";
-import type { SchemaCheck } from "../tools/schema.ts";
+import type { SchemaCheck } from "../tools/index.ts";
 import type { SchemaJob, SchemaJobAnswer } from "./schema-worker.ts";
 
 /** Threads at most; further checks wait for one (their time running). */

@@ -5,8 +5,8 @@
  * few at a time; the compiler is replaced after many schemas.
  */
 import { parentPort } from "node:worker_threads";
-import { describeError } from "../history/json-safe.ts";
-import { JsonSchemaCompiler, SchemaProblem, type SchemaCheck } from "../tools/json-schema.ts";
+import { describeError } from "../shared/index.ts";
+import { JsonSchemaCompiler, type SchemaCheck, SchemaProblem } from "../tools/index.ts";
 
 /** A check to make: a schema as JSON text, and a value that is JSON data. */
 export interface SchemaJob {

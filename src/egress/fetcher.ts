@@ -13,7 +13,7 @@ import { BAD_HEADER_VALUE, HEADER_NAME, matchEntry, type AllowEntry, type Egress
 import type { CallTreeEgress } from "./call-tree.ts";
 import { cleanUrl } from "./provenance.ts";
 import { BodyTooLarge, readBody } from "./response-body.ts";
-import type { FetchAnswer } from "../sandbox/protocol.ts";
+import type { FetchAnswer } from "../sandbox/index.ts";
 
 /** What a program asked for, as the bridge reader checked its shape. */
 export interface EgressRequest {

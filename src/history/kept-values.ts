@@ -1,5 +1,5 @@
-import { readKeptValue } from "../sandbox/host/inbound.ts";
-import type { KeepValuesRule } from "../options.ts";
+import { readKeptValue } from "../sandbox/index.ts";
+import { describeType } from "../shared/index.ts";
 
 /**
  * The values of an agent's latest ok calls, by call id (a record's `content_ref`), kept as the
@@ -68,4 +68,33 @@ export class KeptValues {
     this.#values.delete(ref);
     this.#bytes -= text.length * 2;
   }
+}
+
+/** How many call values an agent keeps; count 0 keeps none. */
+export interface KeepValuesRule {
+  readonly count: number;
+  readonly maxBytes: number;
+}
+
+const KEEP_VALUES_SHAPE = 'Option "keepValues" must be false or { count?, maxBytes? } with whole numbers ≥ 0.';
+
+/** The option as given. */
+export type KeepValuesOption = false | { readonly count?: number; readonly maxBytes?: number };
+
+/** The values an agent keeps unless told otherwise. */
+export const DEFAULT_KEEP_VALUES: KeepValuesRule = { count: 100, maxBytes: 16 * 2 ** 20 };
+
+/** The `keepValues` option read: `base` when not given, the defaults for the fields it leaves out. */
+export function readKeepValues(value: KeepValuesOption | undefined, base: KeepValuesRule): KeepValuesRule {
+  if (value === undefined) return base;
+  if (value === false) return { count: 0, maxBytes: 0 };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${KEEP_VALUES_SHAPE} Got ${describeType(value)}.`);
+  for (const key of Object.keys(value)) if (key !== "count" && key !== "maxBytes") throw new TypeError(`${KEEP_VALUES_SHAPE} "${key}" is not one of them.`);
+  const field = (name: "count" | "maxBytes", fallback: number) => {
+    const given = value[name];
+    if (given === undefined) return fallback;
+    if (!Number.isSafeInteger(given) || given < 0) throw new TypeError(`${KEEP_VALUES_SHAPE} Got ${name}: ${JSON.stringify(given)}.`);
+    return given;
+  };
+  return { count: field("count", DEFAULT_KEEP_VALUES.count), maxBytes: field("maxBytes", DEFAULT_KEEP_VALUES.maxBytes) };
 }

@@ -1,5 +1,4 @@
-import { ERROR_TYPES } from "../outcome.ts";
-import { asJsonSafe } from "./json-safe.ts";
+import { asJsonSafe, ERROR_TYPES } from "../shared/index.ts";
 import type { HistoryRecord } from "./record.ts";
 
 const SPEAKERS = new Set(["user", "tool", "agent"]);

@@ -1,7 +1,6 @@
 import { configure } from "safe-stable-stringify";
-import type { ErrorType, OutcomeStatus } from "../outcome.ts";
-import { asJsonSafe, truncateString, valueClass, type JsonValue } from "./json-safe.ts";
-import { boundedInput, type ToolCallRecord } from "../tools/tool-calls.ts";
+import { asJsonSafe, type ErrorType, type JsonValue, type OutcomeStatus, truncateString, valueClass } from "../shared/index.ts";
+import { boundedInput, type ToolCallRecord } from "../tools/index.ts";
 
 /** Who made a call: application code, generated code through `delegate`, or (reserved) an agent. */
 export type Speaker = "user" | "tool" | "agent";

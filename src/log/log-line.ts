@@ -1,12 +1,9 @@
 import { configure } from "safe-stable-stringify";
-import { toJsonSafe, truncateString, type JsonValue } from "../history/json-safe.ts";
-import type { HistoryRecord, ProgramSource } from "../history/record.ts";
-import type { ErrorType, OutcomeStatus } from "../outcome.ts";
-import type { ParsedProgram } from "../programs/parse.ts";
-import { scanProgram } from "../telemetry/scan.ts";
-import { scanToolUse } from "../telemetry/tool-scan.ts";
-import { redactData } from "../egress/at-rest.ts";
-import type { Redactor } from "../egress/redaction.ts";
+import { type ErrorType, type JsonValue, type OutcomeStatus, toJsonSafe, truncateString } from "../shared/index.ts";
+import type { HistoryRecord, ProgramSource } from "../history/index.ts";
+import type { ParsedProgram } from "../programs/index.ts";
+import { scanProgram, scanToolUse } from "../telemetry/index.ts";
+import { redactData, type Redactor } from "../egress/index.ts";
 
 /** The name of this runtime in log lines, so logs of several runtimes can be told apart. */
 export const RUNTIME_NAME = "improv";

@@ -3,8 +3,7 @@
  * outcome, written to stderr as calls go, for a person watching. Bounded, and never a failure
  * of the call: a stderr that cannot be written to is ignored.
  */
-import { truncateString } from "../history/json-safe.ts";
-import type { Outcome } from "../outcome.ts";
+import { type Outcome, truncateString } from "../shared/index.ts";
 import { stringify } from "safe-stable-stringify";
 
 const MAX_PROGRAM_CHARS = 4_000;

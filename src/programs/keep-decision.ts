@@ -7,7 +7,7 @@
  */
 import type { Node } from "acorn";
 import { full } from "acorn-walk";
-import type { ReuseRule } from "../options.ts";
+import { describeType } from "../shared/index.ts";
 import { writtenProse } from "./prose.ts";
 import type { PreparedProgram } from "./shape.ts";
 
@@ -153,4 +153,31 @@ function stringArguments(values: readonly unknown[]): string[] {
     }
   }
   return strings;
+}
+
+/** Which methods' programs are kept and run again. */
+export interface ReuseRule {
+  readonly enabled: boolean;
+  readonly except: ReadonlySet<string>;
+  /** When given, only these methods (free-form ones included). */
+  readonly only: ReadonlySet<string> | undefined;
+}
+
+const REUSE_SHAPE = 'Option "reuse" must be true, false, { except: [methods] } or { only: [methods] }.';
+
+/** The option as given. */
+export type ReuseOption = boolean | { readonly except?: readonly string[]; readonly only?: readonly string[] };
+
+/** The `reuse` option read; undefined when not given. */
+export function readReuse(value: ReuseOption | undefined): ReuseRule | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "boolean") return { enabled: value, except: new Set(), only: undefined };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${REUSE_SHAPE} Got ${describeType(value)}.`);
+  for (const key of Object.keys(value)) if (key !== "except" && key !== "only") throw new TypeError(`${REUSE_SHAPE} "${key}" is not one of them.`);
+  const names = (list: unknown, field: string): Set<string> | undefined => {
+    if (list === undefined) return undefined;
+    if (!Array.isArray(list) || !list.every((name) => typeof name === "string")) throw new TypeError(`${REUSE_SHAPE} "${field}" must be an array of method names.`);
+    return new Set(list as string[]);
+  };
+  return { enabled: true, except: names(value.except, "except") ?? new Set(), only: names(value.only, "only") };
 }

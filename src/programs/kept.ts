@@ -6,8 +6,7 @@
  * use the same provider object; in a store, by every agent of the role using it, across
  * processes and restarts.
  */
-import type { Provider } from "../providers/provider.ts";
-import type { KeptProgram, ProgramToKeep, Store } from "../store/store.ts";
+import type { KeptProgram, ProgramToKeep, Store } from "../store/index.ts";
 
 /** Where an agent's kept programs are: in memory, or in its store. */
 export interface ProgramShelf {
@@ -137,11 +136,11 @@ class StoreShelf implements ProgramShelf {
   }
 }
 
-const byProvider = new WeakMap<Provider, MemoryShelf>();
+const byProvider = new WeakMap<object, MemoryShelf>();
 const byStore = new WeakMap<Store, ProgramShelf>();
 
 /** The shelf of an agent with `store` (when it has one) and `provider`. */
-export function shelfFor(store: Store | undefined, provider: Provider | undefined): ProgramShelf | undefined {
+export function shelfFor(store: Store | undefined, provider: object | undefined): ProgramShelf | undefined {
   if (store !== undefined && store.program !== undefined && store.keepProgram !== undefined && store.programRan !== undefined) {
     let shelf = byStore.get(store);
     if (shelf === undefined) {

@@ -1,11 +1,11 @@
 import { createRequire } from "node:module";
 import type * as Ai from "ai";
-import { checkOptionNames, describeType } from "../option-check.ts";
-import { extractProgram } from "../programs/extract.ts";
+import { checkOptionNames, describeType } from "../shared/index.ts";
+import { extractProgram } from "../programs/index.ts";
 import { retryAfter, withoutCredentials } from "./http-failure.ts";
 import { PROGRAM_JSON_SCHEMA } from "./provider-options.ts";
 import { checkMaxConcurrentRequests, DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
-import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
+import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider, type ProviderOptions } from "./provider.ts";
 
 /** What improv reads of an AI SDK language model (`openai("gpt-4.1-mini")`, `anthropic("…")`, `ollama("…")`, …). */
 export interface AISDKLanguageModel {
@@ -15,7 +15,7 @@ export interface AISDKLanguageModel {
 }
 
 /** Options of {@link AISDKProvider}. */
-export interface AISDKProviderOptions {
+export interface AISDKProviderOptions extends ProviderOptions {
   /** Any AI SDK language model. */
   readonly model: AISDKLanguageModel;
   /**
@@ -26,8 +26,6 @@ export interface AISDKProviderOptions {
   readonly structuredOutput?: boolean | undefined;
   /** The AI SDK's own retries inside one generation attempt. Default: 2. */
   readonly maxRetries?: number | undefined;
-  /** Requests this provider sends at once, from all agents; more wait their turn in improv. Default: 16. */
-  readonly maxConcurrentRequests?: number | undefined;
   /** The name it goes by on spans, log lines and records. Default: the model's provider (`openai.chat`, `anthropic.messages`, …). */
   readonly name?: string | undefined;
 }

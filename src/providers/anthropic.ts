@@ -1,11 +1,10 @@
 import { createRequire } from "node:module";
 import type * as AnthropicSdk from "@anthropic-ai/sdk";
 import type { Message, MessageCreateParamsNonStreaming, TextBlockParam, Tool, Usage } from "@anthropic-ai/sdk/resources/messages";
-import { readEnv } from "../env.ts";
-import { checkOptionNames, describeType } from "../option-check.ts";
-import { extractProgram } from "../programs/extract.ts";
+import { checkOptionNames, describeType, readEnv } from "../shared/index.ts";
+import { extractProgram } from "../programs/index.ts";
 import { httpFailure } from "./http-failure.ts";
-import { apiKeyFrom, checkSharedOptions, PROGRAM_JSON_SCHEMA } from "./provider-options.ts";
+import { apiKeyFrom, checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
 
@@ -22,17 +21,9 @@ export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
 export type AnthropicReplyMode = "structured" | "tool" | "text";
 
 /** Options of {@link AnthropicProvider}. Anything left out is read from the environment. */
-export interface AnthropicProviderOptions {
-  /** API key. Default: `ANTHROPIC_API_KEY`. */
-  readonly apiKey?: string | undefined;
-  /** Base URL of the Messages API server. Default: `ANTHROPIC_BASE_URL`, else Anthropic's. */
-  readonly baseURL?: string | undefined;
-  /** Model name. Default: `IMPROV_MODEL`, else {@link DEFAULT_ANTHROPIC_MODEL}. */
-  readonly model?: string | undefined;
+export interface AnthropicProviderOptions extends HttpProviderOptions {
   /** `max_tokens` of each request. Default: {@link DEFAULT_ANTHROPIC_MAX_TOKENS}. */
   readonly maxTokens?: number | undefined;
-  /** HTTP retries inside one generation attempt (429, 5xx, connection errors). Default: 2. */
-  readonly maxRetries?: number | undefined;
   /**
    * How to ask for the reply first. Default: `"structured"`. A server or model that refuses it
    * (HTTP 400 naming it) is asked the next way from then on: a forced tool, then plain text.
@@ -40,8 +31,6 @@ export interface AnthropicProviderOptions {
   readonly replyMode?: AnthropicReplyMode | undefined;
   /** Put `cache_control` on the system prompt, which is the same for every call of a role. Default: true. */
   readonly promptCaching?: boolean | undefined;
-  /** Requests this provider sends at once, from all agents; more wait their turn in improv. Default: 16. */
-  readonly maxConcurrentRequests?: number | undefined;
   /** A ready `@anthropic-ai/sdk` client, for full control over the SDK. */
   readonly client?: AnthropicClient | undefined;
 }

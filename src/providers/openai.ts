@@ -1,9 +1,8 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
-import { readEnv } from "../env.ts";
-import { checkOptionNames, describeType } from "../option-check.ts";
-import { extractProgram } from "../programs/extract.ts";
+import { checkOptionNames, describeType, readEnv } from "../shared/index.ts";
+import { extractProgram } from "../programs/index.ts";
 import { httpFailure } from "./http-failure.ts";
-import { apiKeyFrom, checkSharedOptions, PROGRAM_JSON_SCHEMA } from "./provider-options.ts";
+import { apiKeyFrom, checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
 
@@ -11,25 +10,12 @@ import { ProviderError, type Generation, type GenerationRequest, type Generation
 export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
 
 /** Options of {@link OpenAIProvider}. Anything left out is read from the environment. */
-export interface OpenAIProviderOptions {
-  /** API key. Default: `OPENAI_API_KEY`. */
-  readonly apiKey?: string | undefined;
-  /** Base URL of any OpenAI-compatible server. Default: `OPENAI_BASE_URL`, else OpenAI's. */
-  readonly baseURL?: string | undefined;
-  /** Model name. Default: `IMPROV_MODEL`, else {@link DEFAULT_OPENAI_MODEL}. */
-  readonly model?: string | undefined;
-  /** HTTP retries inside one generation attempt (429, 5xx, connection errors). Default: 2. */
-  readonly maxRetries?: number | undefined;
+export interface OpenAIProviderOptions extends HttpProviderOptions {
   /**
    * Ask for structured output (`{ code }`). Default: true. A server that rejects
    * `response_format` (HTTP 400 naming it) is asked plainly from then on.
    */
   readonly structuredOutput?: boolean | undefined;
-  /**
-   * Requests this provider sends at once, from all agents; more wait their turn in improv.
-   * Default: {@link DEFAULT_MAX_CONCURRENT_REQUESTS}.
-   */
-  readonly maxConcurrentRequests?: number | undefined;
   /** A ready client, for full control over the SDK. */
   readonly client?: OpenAI | undefined;
 }

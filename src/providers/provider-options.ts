@@ -1,7 +1,19 @@
 /** The options every HTTP provider shares (key, server, model, retries, concurrency), checked the same way. */
-import { readEnv, type EnvName } from "../env.ts";
-import { describeType } from "../option-check.ts";
+import { describeType, type EnvName, readEnv } from "../shared/index.ts";
+import type { ProviderOptions } from "./provider.ts";
 import { checkMaxConcurrentRequests } from "./request-gate.ts";
+
+/** The options the HTTP providers (`OpenAIProvider`, `AnthropicProvider`) share. Anything left out is read from the environment. */
+export interface HttpProviderOptions extends ProviderOptions {
+  /** API key. Default: the provider's environment variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`). */
+  readonly apiKey?: string | undefined;
+  /** Base URL of the server. Default: the provider's environment variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`), else the vendor's. */
+  readonly baseURL?: string | undefined;
+  /** Model name. Default: `IMPROV_MODEL`, else the provider's default model. */
+  readonly model?: string | undefined;
+  /** HTTP retries inside one generation attempt (429, 5xx, connection errors). Default: 2. */
+  readonly maxRetries?: number | undefined;
+}
 
 /** Checks the shared options present in `given`: a `TypeError` / `RangeError` naming `owner` (`"OpenAIProvider"`). */
 export function checkSharedOptions(given: Readonly<Record<string, unknown>>, owner: string, exampleURL: string): void {

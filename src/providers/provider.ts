@@ -48,7 +48,34 @@ export interface Generation {
  * const echo: Provider = { generate: async () => ({ code: "return args[0]", model: "echo" }) };
  */
 export interface Provider {
+  /** How it is named on spans (`gen_ai.provider.name`), records and log lines. Default: `"custom"`. */
+  readonly name?: string | undefined;
+  /** The model it asks when a call names none (`gen_ai.request.model` on chat spans). */
+  readonly model?: string | undefined;
+  /** Requests it is sent at once, from all agents; more wait their turn in improv. Default: 16. */
+  readonly maxConcurrentRequests?: number | undefined;
   generate(request: GenerationRequest, signal: AbortSignal): Promise<Generation>;
+}
+
+/**
+ * The options every provider of improv's takes. A provider written by the application is read
+ * through {@link Provider}'s own members (`name`, `model`, `maxConcurrentRequests`).
+ */
+export interface ProviderOptions {
+  /** Requests this provider sends at once, from all agents; more wait their turn in improv. Default: 16 (`ScriptedProvider`: no cap). */
+  readonly maxConcurrentRequests?: number | undefined;
+}
+
+/** How `provider` is named on spans, log lines and records: its `name`, else `custom` (a provider of the application's may be plain JavaScript). */
+export function providerName(provider: Provider): string {
+  const { name } = provider;
+  return typeof name === "string" && name !== "" ? name : "custom";
+}
+
+/** The model `provider` says it asks when a call names none, if it says. */
+export function providerModel(provider: Provider): string | undefined {
+  const { model } = provider;
+  return typeof model === "string" ? model : undefined;
 }
 
 /** Whether `value` looks like a {@link Provider}. */

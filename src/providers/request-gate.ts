@@ -4,7 +4,7 @@
  * wait), none sent until that wait is over. 500 calls fired at once then draw a steady stream of
  * requests, not 500 requests and a wall of 429 answers.
  */
-import { describeType } from "../option-check.ts";
+import { describeType } from "../shared/index.ts";
 import type { Provider } from "./provider.ts";
 
 /** Requests a provider sends at once unless its `maxConcurrentRequests` says otherwise. */
@@ -118,7 +118,7 @@ const gates = new WeakMap<Provider, RequestGate>();
 export function gateOf(provider: Provider): RequestGate {
   let gate = gates.get(provider);
   if (gate === undefined) {
-    const given = (provider as { maxConcurrentRequests?: unknown }).maxConcurrentRequests;
+    const given: unknown = provider.maxConcurrentRequests;
     const valid = given === Number.POSITIVE_INFINITY || (typeof given === "number" && Number.isSafeInteger(given) && given >= 1);
     gate = new RequestGate(valid ? (given as number) : DEFAULT_MAX_CONCURRENT_REQUESTS);
     gates.set(provider, gate);

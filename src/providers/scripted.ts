@@ -1,5 +1,5 @@
-import { checkOptionNames, describeType } from "../option-check.ts";
-import { delay, ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider, type ProviderFailureKind } from "./provider.ts";
+import { checkOptionNames, describeType } from "../shared/index.ts";
+import { delay, ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider, type ProviderFailureKind, type ProviderOptions } from "./provider.ts";
 import { checkMaxConcurrentRequests } from "./request-gate.ts";
 
 /**
@@ -21,7 +21,7 @@ export type ScriptedEntry =
 export type ScriptedProgram = ScriptedEntry | readonly ScriptedEntry[] | ((request: GenerationRequest) => ScriptedEntry);
 
 /** Options of {@link ScriptedProvider}. */
-export interface ScriptedProviderOptions {
+export interface ScriptedProviderOptions extends ProviderOptions {
   /**
    * Programs by `method` or `role.method` (role-qualified wins), or a function that picks the
    * entry for each request.
@@ -31,8 +31,6 @@ export interface ScriptedProviderOptions {
   readonly model?: string | undefined;
   /** The name it goes by on spans, log lines and records. Default: `"improv.scripted"`. */
   readonly name?: string | undefined;
-  /** Requests it answers at once; more wait their turn in improv. Default: no cap. */
-  readonly maxConcurrentRequests?: number | undefined;
 }
 
 /** A request as {@link ScriptedProvider} recorded it. */

@@ -19,7 +19,7 @@
  * the isolate as copies. Results leave the isolate as one JSON string made by the in-isolate
  * normaliser (see `prelude/encode.ts`) and are decoded on the host (`value-codec.ts`).
  */
-import type { ErrorType } from "../outcome.ts";
+import type { ErrorType } from "../shared/index.ts";
 
 /**
  * The mirror rule. The host owns an agent's history; the agent's isolate holds a mirror of

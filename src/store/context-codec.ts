@@ -1,5 +1,5 @@
 import { deserialize, serialize } from "node:v8";
-import { ownBytes } from "../sandbox/own-bytes.ts";
+import { ownBytes } from "../sandbox/index.ts";
 import type { StoredContext } from "./store.ts";
 
 /** A new agent's context. */

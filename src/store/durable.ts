@@ -1,7 +1,4 @@
-import type { KeptValues } from "../history/kept-values.ts";
-import type { KeepValuesRule } from "../options.ts";
-import type { SerializedRecord } from "../history/record.ts";
-import type { AgentHistory } from "../history/agent-history.ts";
+import type { AgentHistory, KeepValuesRule, KeptValues, SerializedRecord } from "../history/index.ts";
 import { isSyncStore, StoreError, type AgentChanges, type AgentTurn, type AgentView, type AgentWrite, type Store, type TurnOptions, type WriteResult } from "./store.ts";
 
 /** Writes of the application's values retried after conflicts with other processes before giving up. */

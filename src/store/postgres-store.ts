@@ -1,8 +1,7 @@
 import pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
-import { closeTimeout, Drain } from "../drain.ts";
-import { checkOptionNames } from "../option-check.ts";
+import { checkOptionNames, closeTimeout, Drain } from "../shared/index.ts";
 import type { KeptProgram, ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { BYTE_CHECK_EVERY, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentTurn, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";

@@ -6,8 +6,7 @@ import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts"
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { refuseOtherUrls, type KeptProgram, type ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { closeTimeout, Drain } from "../drain.ts";
-import { checkOptionNames } from "../option-check.ts";
+import { checkOptionNames, closeTimeout, Drain } from "../shared/index.ts";
 import { checksBytes, RoleMismatchError, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type TurnOptions, type WriteResult } from "./store.ts";
 import { beginSqliteTurn, type HeldLeases, type TurnRow, type TurnStatements } from "./sqlite-turn.ts";
 

@@ -1,4 +1,4 @@
-import { parseProgram, type ParsedProgram } from "../programs/parse.ts";
+import { type ParsedProgram, parseProgram } from "../programs/index.ts";
 import { HistoryAnalysis } from "./history-analysis.ts";
 import type { HistoryScan } from "./patterns.ts";
 import type { AnyNode } from "./syntax.ts";

@@ -6,7 +6,7 @@
  * not the one it is given and is not counted.
  */
 import { analyze } from "eslint-scope";
-import { parseProgram, type ParsedProgram } from "../programs/parse.ts";
+import { type ParsedProgram, parseProgram } from "../programs/index.ts";
 
 /** What the scan says of a program's tool use. */
 export interface ToolScan {

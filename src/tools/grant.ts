@@ -5,8 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { stringify } from "safe-stable-stringify";
-import { describeError } from "../history/json-safe.ts";
-import { describeType } from "../option-check.ts";
+import { describeError, describeType } from "../shared/index.ts";
 import { readSchema, SchemaProblem, type ReadSchema } from "./schema.ts";
 import { DEFAULT_TOOL_TIMEOUT_MS, isServerTool, type Tool, type ToolAnnotations } from "./tool.ts";
 

@@ -17,7 +17,7 @@
  * A part shared by two places is copied in each, as JSON writes it.
  */
 
-import { AgentReference } from "../sandbox/agent-reference.ts";
+import { AgentReference } from "../sandbox/index.ts";
 
 /** The input as the tool is given it, or why it cannot be (the program's mistake). */
 export type ToolInputCopy = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string };

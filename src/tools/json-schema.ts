@@ -8,7 +8,7 @@ import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { RE2JS } from "re2js";
 import { stringify } from "safe-stable-stringify";
-import { describeError } from "../history/json-safe.ts";
+import { describeError } from "../shared/index.ts";
 
 /** A value checked: the value the checker gives back (a Standard Schema may transform it), or the problems found. */
 export type SchemaCheck = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problems: string };

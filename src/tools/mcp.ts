@@ -5,7 +5,7 @@
  */
 import { callTool } from "./mcp-call.ts";
 import { bounded, causeText, connectionTo, endpointFor, isMissingSdk, McpConnectionError, type Connection, type McpClient, type McpListedTool, type McpServer, type Session } from "./mcp-connection.ts";
-import { describeType } from "../option-check.ts";
+import { describeType } from "../shared/index.ts";
 import { markServerTool, type Tool, type ToolAnnotations, type ToolExecuteOptions, type ToolSet } from "./tool.ts";
 
 export { McpConnectionError } from "./mcp-connection.ts";

@@ -5,7 +5,7 @@
  * anything that is not data refused with the place it was found.
  */
 import { types } from "node:util";
-import { describeError } from "../history/json-safe.ts";
+import { describeError } from "../shared/index.ts";
 
 /** A copy of a tool's result, or why it cannot be sent to the program. */
 export type ToolResultCopy = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string };

@@ -4,7 +4,7 @@
  * plain JSON Schema (checked with ajv). Each is read once, at construction, into a checker for
  * inputs and, where the schema can say it, a JSON Schema for the prompt's declarations.
  */
-import { describeError } from "../history/json-safe.ts";
+import { describeError } from "../shared/index.ts";
 import { describeProblems, JsonSchemaCompiler, SchemaProblem, type SchemaCheck } from "./json-schema.ts";
 
 export { SchemaProblem, type SchemaCheck } from "./json-schema.ts";

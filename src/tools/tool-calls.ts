@@ -3,8 +3,7 @@
  * record, log line and effects rule: each call in order (the first {@link MAX_LISTED_TOOL_CALLS}
  * kept in full), with totals over all, and the sources each attempt fetched.
  */
-import type { ErrorType } from "../outcome.ts";
-import { toJsonSafe, truncateString, type JsonValue } from "../history/json-safe.ts";
+import { type ErrorType, type JsonValue, toJsonSafe, truncateString } from "../shared/index.ts";
 import type { ToolEffect } from "./grant.ts";
 
 /** Tool calls a record lists; `tool_call_count` has the total. */

@@ -8,7 +8,12 @@
 import { createRequire } from "node:module";
 import type * as OtelApi from "@opentelemetry/api";
 
-export type Span = OtelApi.Span;
+declare const SPAN: unique symbol;
+/** An OpenTelemetry span, opaque outside this module: improv's type declarations do not need `@opentelemetry/api`, an optional peer. */
+export interface Span {
+  readonly [SPAN]: true;
+}
+const otelSpan = (span: Span): OtelApi.Span => span as unknown as OtelApi.Span;
 
 /** The semantic-conventions version the span names and attributes follow. */
 export const GEN_AI_SEMCONV_VERSION = "1.37.0";
@@ -61,13 +66,14 @@ export function startSpan(name: string, kind: "internal" | "client", attributes:
   if (otelApi === null) return undefined;
   const active = tracer(otelApi);
   if (active === undefined) return undefined;
-  const context = parent === undefined ? otelApi.context.active() : otelApi.trace.setSpan(otelApi.context.active(), parent);
-  return active.startSpan(name, { kind: kind === "client" ? otelApi.SpanKind.CLIENT : otelApi.SpanKind.INTERNAL, attributes: clean(attributes) }, context);
+  const context = parent === undefined ? otelApi.context.active() : otelApi.trace.setSpan(otelApi.context.active(), otelSpan(parent));
+  return active.startSpan(name, { kind: kind === "client" ? otelApi.SpanKind.CLIENT : otelApi.SpanKind.INTERNAL, attributes: clean(attributes) }, context) as unknown as Span;
 }
 
 /** Ends a span with more attributes; an `errorType` marks it failed (`error.type`). */
-export function endSpan(span: Span | undefined, attributes: Attributes = {}, errorType?: string, message?: string): void {
-  if (span === undefined) return;
+export function endSpan(given: Span | undefined, attributes: Attributes = {}, errorType?: string, message?: string): void {
+  if (given === undefined) return;
+  const span = otelSpan(given);
   // With the API but no SDK (or a span sampled out) nothing is recorded: no attributes to build.
   if (!span.isRecording()) {
     span.end();
@@ -86,12 +92,12 @@ export function endSpan(span: Span | undefined, attributes: Attributes = {}, err
 export function inSpan<T>(span: Span | undefined, work: () => T): T {
   const otelApi = span === undefined ? null : otel();
   if (otelApi === null || span === undefined) return work();
-  return otelApi.context.with(otelApi.trace.setSpan(otelApi.context.active(), span), work);
+  return otelApi.context.with(otelApi.trace.setSpan(otelApi.context.active(), otelSpan(span)), work);
 }
 
 /** The ids a log line carries to join it to its span, or nothing when the span records nothing. */
 export function spanIds(span: Span | undefined): { otel_trace_id: string; otel_span_id: string } | undefined {
-  if (span === undefined || !span.isRecording()) return undefined;
-  const { traceId, spanId } = span.spanContext();
+  if (span === undefined || !otelSpan(span).isRecording()) return undefined;
+  const { traceId, spanId } = otelSpan(span).spanContext();
   return { otel_trace_id: traceId, otel_span_id: spanId };
 }

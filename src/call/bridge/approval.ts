@@ -1,7 +1,6 @@
-import type { AskingRun } from "../../sandbox/host/pending-run.ts";
+import type { AskingRun } from "../../sandbox/index.ts";
 import type { Call } from "../draft.ts";
-import { within } from "../within.ts";
-import { safeMessage } from "./safe-message.ts";
+import { safeMessage, within } from "../../shared/index.ts";
 
 /** What `toolApproval` said of a call that may change the world. */
 export type Approval = { readonly approved: true } | { readonly approved: false; readonly ended: true } | { readonly approved: false; readonly ended: false; readonly why: string };

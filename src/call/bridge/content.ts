@@ -1,7 +1,5 @@
-import type { AgentState } from "../../agent-state.ts";
-import { readKeptValue } from "../../sandbox/host/inbound.ts";
-import { replaceAgentReferences } from "../../sandbox/agent-reference.ts";
-import { bridgeFailure, type BridgeAnswer, type ContentRequest } from "../../sandbox/protocol.ts";
+import type { AgentState } from "../../state/index.ts";
+import { type BridgeAnswer, bridgeFailure, type ContentRequest, readKeptValue, replaceAgentReferences } from "../../sandbox/index.ts";
 import type { Call } from "../draft.ts";
 
 /**

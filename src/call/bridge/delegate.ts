@@ -1,15 +1,10 @@
-import type { AgentState } from "../../agent-state.ts";
-import type { AgentOptions } from "../../options.ts";
-import type { Outcome } from "../../outcome.ts";
-import { MAX_NAME_LENGTH, RESERVED_NAMES } from "../../reserved-names.ts";
-import { readDelegateInput, readHandedBackOptions } from "../../sandbox/host/inbound.ts";
-import { bridgeFailure, type BridgeAnswer, type BridgeOutcome, type DelegateRequest } from "../../sandbox/protocol.ts";
-import type { AskingRun } from "../../sandbox/host/pending-run.ts";
+import type { AgentOptions, AgentState } from "../../state/index.ts";
+import { MAX_NAME_LENGTH, type Outcome, RESERVED_NAMES } from "../../shared/index.ts";
+import { type AgentReference, type AskingRun, type BridgeAnswer, bridgeFailure, type BridgeOutcome, type DelegateRequest, readDelegateInput, readHandedBackOptions } from "../../sandbox/index.ts";
 import type { Call } from "../draft.ts";
 import { kw } from "../arguments.ts";
-import type { AgentReference } from "../../sandbox/agent-reference.ts";
-import { withAgents } from "../../tools/reentry.ts";
-import { markProgramMethods } from "../../contracts/contract.ts";
+import { withAgents } from "../../tools/index.ts";
+import { markProgramMethods } from "../../contracts/index.ts";
 
 /** Options generated code may pass to `delegate(role, options)`; limits can only be lowered. */
 const PROGRAM_OPTION_NAMES = new Set(["model", "debug", "historyPreviewLimit", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "memoryLimitMb", "purpose", "methods"]);

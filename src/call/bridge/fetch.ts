@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { mayWrite, prepareRequest, sendRequest, sentUrl, type EgressOutcome, type PreparedRequest, type SendContext } from "../../egress/fetcher.ts";
-import { cleanUrl } from "../../egress/provenance.ts";
-import { bridgeFailure, type BridgeAnswer, type FetchRequest } from "../../sandbox/protocol.ts";
-import type { AskingRun } from "../../sandbox/host/pending-run.ts";
-import { endSpan, inSpan, startSpan } from "../../tracing/tracing.ts";
-import type { ToolEffect } from "../../tools/grant.ts";
+import { cleanUrl, type EgressOutcome, mayWrite, type PreparedRequest, prepareRequest, type SendContext, sendRequest, sentUrl } from "../../egress/index.ts";
+import { type AskingRun, type BridgeAnswer, bridgeFailure, type FetchRequest } from "../../sandbox/index.ts";
+import { endSpan, inSpan, startSpan } from "../../tracing/index.ts";
+import type { ToolEffect } from "../../tools/index.ts";
 import type { Call } from "../draft.ts";
 import { askApproval } from "./approval.ts";
 

@@ -3,9 +3,7 @@
  * `BridgeKinds`), each in a module of its own. The table is typed by the kinds, so the compiler
  * names a kind without a handler.
  */
-import { SANDBOX_LIMITS } from "../../sandbox/limits.ts";
-import { bridgeFailure, type BridgeAnswer, type BridgeKind, type BridgeRequest } from "../../sandbox/protocol.ts";
-import type { AskingRun } from "../../sandbox/host/pending-run.ts";
+import { type AskingRun, type BridgeAnswer, bridgeFailure, type BridgeKind, type BridgeRequest, SANDBOX_LIMITS } from "../../sandbox/index.ts";
 import type { Call } from "../draft.ts";
 import { answerContent } from "./content.ts";
 import { answerDelegate } from "./delegate.ts";

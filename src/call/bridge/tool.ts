@@ -1,21 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { readToolInput } from "../../sandbox/host/inbound.ts";
-import { SANDBOX_LIMITS } from "../../sandbox/limits.ts";
-import { bridgeFailure, type BridgeAnswer, type ToolRequest } from "../../sandbox/protocol.ts";
-import type { AskingRun } from "../../sandbox/host/pending-run.ts";
-import { endSpan, inSpan, startSpan, type Span } from "../../tracing/tracing.ts";
-import type { GrantedTool } from "../../tools/grant.ts";
-import type { SchemaCheck } from "../../tools/schema.ts";
-import type { Tool } from "../../tools/tool.ts";
-import { runWhileWaiting, withAgents } from "../../tools/reentry.ts";
-import { copyToolInput } from "../../tools/input.ts";
-import { copyToolResult } from "../../tools/result.ts";
-import type { ToolCallEntry } from "../../tools/tool-calls.ts";
-import type { ErrorType } from "../../outcome.ts";
+import { type AskingRun, type BridgeAnswer, bridgeFailure, readToolInput, SANDBOX_LIMITS, type ToolRequest } from "../../sandbox/index.ts";
+import { endSpan, inSpan, type Span, startSpan } from "../../tracing/index.ts";
+import { copyToolInput, copyToolResult, type GrantedTool, runWhileWaiting, type SchemaCheck, type Tool, type ToolCallEntry, withAgents } from "../../tools/index.ts";
+import { type ErrorType, safeMessage, within } from "../../shared/index.ts";
 import type { Call } from "../draft.ts";
-import { within } from "../within.ts";
 import { askApproval } from "./approval.ts";
-import { safeMessage } from "./safe-message.ts";
 
 /**
  * A program's `tools.name(input)`: the input read, copied as JSON data and checked against the

@@ -1,5 +1,5 @@
 /** Sections on the programs: how they use the history, where they came from (reuse, repair), and what they cost in tokens. */
-import { PATTERN_TAGS } from "../../telemetry/patterns.ts";
+import { PATTERN_TAGS } from "../../telemetry/index.ts";
 import type { TelemetryReport } from "../telemetry-report.ts";
 import { rowChart } from "./charts.ts";
 import { asPercent, busiest, section, share } from "./markup.ts";

@@ -6,7 +6,7 @@
  * (console lines, error names and messages) are bounded again, and types checked: the
  * sandbox's own runtime bounds them too, but the host trusts nothing that crossed.
  */
-import type { ErrorType } from "../../outcome.ts";
+import type { ErrorType } from "../../shared/index.ts";
 import { SANDBOX_LIMITS } from "../limits.ts";
 import type { DelegateRequest, IsolateResult, RunReport, ToolRequest } from "../protocol.ts";
 import { decodeValue, MalformedValueError } from "../value-codec.ts";

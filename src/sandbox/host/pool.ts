@@ -1,5 +1,5 @@
 import { availableParallelism, totalmem } from "node:os";
-import { readEnv } from "../../env.ts";
+import { readEnv } from "../../shared/index.ts";
 import { nextRunId, type RunReport, type RunRequestMessage, type SandboxStats, type SyncRequestMessage } from "../protocol.ts";
 import { PendingRun, type RunHooks } from "./pending-run.ts";
 import { SandboxProcess } from "./sandbox-process.ts";

@@ -20,7 +20,7 @@
  * `take(callId)`. Either way a result is read from the runtime's own answer, so a stray
  * rejection can never be mistaken for one.
  */
-import type { ErrorType } from "../../outcome.ts";
+import type { ErrorType } from "../../shared/index.ts";
 import type { IsolateResult, MirrorChunk, RunAnswer, RunPayload, StartAnswer } from "../protocol.ts";
 import type { SandboxLimits } from "../limits.ts";
 import type { ConsoleParts, ConsoleState, ProgramText } from "./console.ts";

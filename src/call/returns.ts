@@ -6,10 +6,9 @@
  * JSON data only, so what the caller gets is what it passed; a program's JSON Schema is checked
  * on a schema thread, within the call's time.
  */
-import type { Call } from "../call/draft.ts";
-import { within } from "../call/within.ts";
-import { safeMessage } from "../call/bridge/safe-message.ts";
-import { JSON_DATA_HINT, jsonDataProblem } from "./json-data.ts";
+import type { Call } from "./draft.ts";
+import { safeMessage, within } from "../shared/index.ts";
+import { JSON_DATA_HINT, jsonDataProblem } from "../contracts/index.ts";
 
 /** How long a `returns` schema may take to check one value. @unit ms */
 export const RETURNS_CHECK_LIMIT_MS = 10_000;

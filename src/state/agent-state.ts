@@ -1,18 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { stringify } from "safe-stable-stringify";
-import { findUncloneable } from "./call/arguments.ts";
-import { normalizeHistory } from "./history/normalize.ts";
-import { AgentHistory } from "./history/agent-history.ts";
+import { findUncloneable, sandboxPool } from "../sandbox/index.ts";
+import { AgentHistory, KeptValues, normalizeHistory } from "../history/index.ts";
 import { resolveOptions, type AgentOptions, type ResolvedOptions } from "./options.ts";
-import { AnthropicProvider } from "./providers/anthropic.ts";
-import { OpenAIProvider } from "./providers/openai.ts";
-import type { Provider } from "./providers/provider.ts";
-import { readEnv } from "./env.ts";
-import { sandboxPool } from "./sandbox/host/pool.ts";
-import { KeptValues } from "./history/kept-values.ts";
-import { Drain } from "./drain.ts";
-import { DurableLink, forgetOpened, openedAgent, rememberOpened, type ValueChange } from "./store/durable.ts";
-import { childId, isSyncStore, RoleMismatchError, type Store, type StoredContext } from "./store/store.ts";
+import { AnthropicProvider, OpenAIProvider, type Provider } from "../providers/index.ts";
+import { Drain, readEnv } from "../shared/index.ts";
+import { childId, DurableLink, forgetOpened, isSyncStore, openedAgent, rememberOpened, RoleMismatchError, type Store, type StoredContext, type ValueChange } from "../store/index.ts";
 
 /** Runs tasks one after another, in the order they were queued; one queued when none is waiting starts at once. */
 export class SerialQueue {

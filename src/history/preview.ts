@@ -1,6 +1,6 @@
-import type { AgentHistory } from "../history/agent-history.ts";
-import type { HistoryRecord } from "../history/record.ts";
-import type { HistoryPreviewRule } from "../options.ts";
+import type { AgentHistory } from "./agent-history.ts";
+import type { HistoryRecord } from "./record.ts";
+import { describeType } from "../shared/index.ts";
 
 /** How many of the latest records "relevant" looks through for shared arguments: a fixed window, whatever the history's size. */
 const ARGUMENT_WINDOW = 50;
@@ -53,4 +53,34 @@ export function wordsOf(values: unknown, found = new Set<string>(), budget = { l
     for (const value of Array.isArray(values) ? values : Object.values(values)) wordsOf(value, found, budget);
   }
   return found;
+}
+
+/** How the prompt's history block is chosen. */
+export interface HistoryPreviewRule {
+  readonly limit: number;
+  readonly strategy: "latest" | "relevant";
+  readonly maxChars: number;
+}
+
+const PREVIEW_SHAPE = 'Option "historyPreview" must be { limit?, strategy?: "latest" | "relevant", maxChars? }.';
+
+/** The option as given. */
+export type HistoryPreviewOption = { readonly limit?: number; readonly strategy?: "latest" | "relevant"; readonly maxChars?: number };
+
+/** The `historyPreview` option read over `base`, with `shorthand` (`historyPreviewLimit`) for its limit (`historyPreview.limit` wins). */
+export function readHistoryPreview(value: HistoryPreviewOption | undefined, shorthand: number | undefined, base: HistoryPreviewRule): HistoryPreviewRule {
+  if (value === undefined) return shorthand === undefined ? base : { ...base, limit: shorthand };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${PREVIEW_SHAPE} Got ${describeType(value)}.`);
+  for (const key of Object.keys(value)) if (!["limit", "strategy", "maxChars"].includes(key)) throw new TypeError(`${PREVIEW_SHAPE} "${key}" is not one of them.`);
+  if (value.strategy !== undefined && value.strategy !== "latest" && value.strategy !== "relevant") throw new TypeError(`${PREVIEW_SHAPE} Got strategy: ${JSON.stringify(value.strategy)}.`);
+  const count = (name: "limit" | "maxChars", minimum: number) => {
+    const field = value[name];
+    if (field !== undefined && !(Number.isSafeInteger(field) && field >= minimum)) throw new TypeError(`${PREVIEW_SHAPE} ${name} must be a whole number ≥ ${minimum}; got ${JSON.stringify(field)}.`);
+    return field;
+  };
+  return {
+    limit: count("limit", 0) ?? shorthand ?? base.limit,
+    strategy: value.strategy ?? base.strategy,
+    maxChars: count("maxChars", 100) ?? base.maxChars,
+  };
 }

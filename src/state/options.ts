@@ -1,14 +1,12 @@
+import { DEFAULT_KEEP_VALUES, type HistoryPreviewOption, type HistoryPreviewRule, type KeepValuesOption, type KeepValuesRule, readHistoryPreview, readKeepValues } from "../history/index.ts";
+import { readReuse, type ReuseOption, type ReuseRule } from "../programs/index.ts";
 import type { Logger } from "pino";
-import { readEnv, readEnvFlag } from "./env.ts";
-import { checkOptionNames, describeType } from "./option-check.ts";
-import { isProvider, type Provider } from "./providers/provider.ts";
-import { TokenBudget } from "./token-budget.ts";
-import { openStore } from "./store/open.ts";
-import { isStore, type Store } from "./store/store.ts";
-import { NO_CONTRACT, readContract, type Contract, type MethodContract } from "./contracts/contract.ts";
-import { readEgress, type EgressOptions, type EgressPolicy } from "./egress/policy.ts";
-import { grantTools, NO_TOOLS, type GrantedTools } from "./tools/grant.ts";
-import type { Tools } from "./tools/tool.ts";
+import { checkOptionNames, describeType, readEnv, readEnvFlag } from "../shared/index.ts";
+import { isProvider, type Provider, TokenBudget } from "../providers/index.ts";
+import { isStore, openStore, type Store } from "../store/index.ts";
+import { type Contract, type MethodContract, NO_CONTRACT, readContract } from "../contracts/index.ts";
+import { type EgressOptions, type EgressPolicy, readEgress } from "../egress/index.ts";
+import { type GrantedTools, grantTools, NO_TOOLS, type Tools } from "../tools/index.ts";
 
 /** Longest durable id. */
 const MAX_ID_LENGTH = 200;
@@ -74,7 +72,7 @@ export interface AgentOptions {
    * Methods that take free-form requests (`ask`, `chat`, `discuss`, `answer`, `respond`) are
    * kept only when named in `only`.
    */
-  reuse?: boolean | { readonly except?: readonly string[]; readonly only?: readonly string[] } | undefined;
+  reuse?: ReuseOption | undefined;
   /** Calls in a row a kept program may fail by its own mistake before it is dropped. Default: 2. */
   maxReuseFailures?: number | undefined;
   /**
@@ -82,12 +80,12 @@ export interface AgentOptions {
    * `false`, or the latest `count` values within `maxBytes` of encoded text. Default:
    * `{ count: 100, maxBytes: 16 MiB }`.
    */
-  keepValues?: false | { readonly count?: number; readonly maxBytes?: number } | undefined;
+  keepValues?: KeepValuesOption | undefined;
   /**
    * The prompt's history block: at most `limit` records (default `historyPreviewLimit`), chosen
    * by `strategy` (`"latest"`, the default, or `"relevant"`), within `maxChars` (default 2000).
    */
-  historyPreview?: { readonly limit?: number; readonly strategy?: "latest" | "relevant"; readonly maxChars?: number } | undefined;
+  historyPreview?: HistoryPreviewOption | undefined;
   /**
    * Functions the agent's programs may call, as `await tools.name(input)`: tools shaped like the
    * AI SDK's `tool()`, and tool sets (such as what `mcpTools()` returns) one level down.
@@ -123,27 +121,6 @@ export interface ToolApprovalRequest {
   readonly role: string;
   readonly agentId: string;
   readonly callId: string;
-}
-
-/** How the prompt's history block is chosen. */
-export interface HistoryPreviewRule {
-  readonly limit: number;
-  readonly strategy: "latest" | "relevant";
-  readonly maxChars: number;
-}
-
-/** How many call values an agent keeps; count 0 keeps none. */
-export interface KeepValuesRule {
-  readonly count: number;
-  readonly maxBytes: number;
-}
-
-/** Which methods' programs are kept and run again. */
-export interface ReuseRule {
-  readonly enabled: boolean;
-  readonly except: ReadonlySet<string>;
-  /** When given, only these methods (free-form ones included). */
-  readonly only: ReadonlySet<string> | undefined;
 }
 
 /** Options after defaults and environment variables are applied. */
@@ -188,7 +165,7 @@ export const DEFAULT_OPTIONS = {
   maxDelegationDepth: 8,
   historyPreviewLimit: 3,
   maxReuseFailures: 2,
-  keepValues: { count: 100, maxBytes: 16 * 2 ** 20 },
+  keepValues: DEFAULT_KEEP_VALUES,
   historyPreview: { limit: 3, strategy: "latest", maxChars: 2_000 },
 } as const;
 
@@ -256,7 +233,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   }
   const id = optionalString(given, "id");
   if (id !== undefined && id.length > MAX_ID_LENGTH) throw new RangeError(`Option "id" must be at most ${MAX_ID_LENGTH} characters, got ${id.length}.`);
-  const historyPreview = historyPreviewRule(given, base);
+  const historyPreview = readHistoryPreview(given.historyPreview, integer(given, "historyPreviewLimit", 0), base.historyPreview);
   const toolApproval = pick("toolApproval");
   if (toolApproval !== undefined && typeof toolApproval !== "function") throw new TypeError('Option "toolApproval" must be a function (request) => boolean | Promise<boolean>.');
   return {
@@ -277,68 +254,15 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     signal: signal ?? base.signal,
     store: store === undefined ? base.store : typeof store === "string" ? openStore(store) : store,
     id,
-    reuse: reuseRule(given.reuse) ?? base.reuse,
+    reuse: readReuse(given.reuse) ?? base.reuse,
     maxReuseFailures: integer(given, "maxReuseFailures", 1) ?? base.maxReuseFailures,
-    keepValues: keepValuesRule(given.keepValues, base.keepValues),
+    keepValues: readKeepValues(given.keepValues, base.keepValues),
     historyPreview,
     tools: given.tools === undefined ? base.tools : grantTools(given.tools),
     toolApproval: toolApproval ?? base.toolApproval,
     egress: given.egress === undefined ? base.egress : readEgress(given.egress),
     contract: readContract(given.purpose, given.methods),
   };
-}
-
-const PREVIEW_SHAPE = 'Option "historyPreview" must be { limit?, strategy?: "latest" | "relevant", maxChars? }.';
-
-/** `historyPreview`, with `historyPreviewLimit` as the shorthand for its limit (`historyPreview.limit` wins). */
-function historyPreviewRule(given: AgentOptions, base: ResolvedOptions): HistoryPreviewRule {
-  const value = given.historyPreview;
-  const shorthand = integer(given, "historyPreviewLimit", 0);
-  if (value === undefined) return shorthand === undefined ? base.historyPreview : { ...base.historyPreview, limit: shorthand };
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${PREVIEW_SHAPE} Got ${describeType(value)}.`);
-  for (const key of Object.keys(value)) if (!["limit", "strategy", "maxChars"].includes(key)) throw new TypeError(`${PREVIEW_SHAPE} "${key}" is not one of them.`);
-  if (value.strategy !== undefined && value.strategy !== "latest" && value.strategy !== "relevant") throw new TypeError(`${PREVIEW_SHAPE} Got strategy: ${JSON.stringify(value.strategy)}.`);
-  const count = (name: "limit" | "maxChars", minimum: number) => {
-    const field = value[name];
-    if (field !== undefined && !(Number.isSafeInteger(field) && field >= minimum)) throw new TypeError(`${PREVIEW_SHAPE} ${name} must be a whole number ≥ ${minimum}; got ${JSON.stringify(field)}.`);
-    return field;
-  };
-  return {
-    limit: count("limit", 0) ?? shorthand ?? base.historyPreview.limit,
-    strategy: value.strategy ?? base.historyPreview.strategy,
-    maxChars: count("maxChars", 100) ?? base.historyPreview.maxChars,
-  };
-}
-
-const KEEP_VALUES_SHAPE = 'Option "keepValues" must be false or { count?, maxBytes? } with whole numbers ≥ 0.';
-
-function keepValuesRule(value: AgentOptions["keepValues"], base: KeepValuesRule): KeepValuesRule {
-  if (value === undefined) return base;
-  if (value === false) return { count: 0, maxBytes: 0 };
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${KEEP_VALUES_SHAPE} Got ${describeType(value)}.`);
-  for (const key of Object.keys(value)) if (key !== "count" && key !== "maxBytes") throw new TypeError(`${KEEP_VALUES_SHAPE} "${key}" is not one of them.`);
-  const field = (name: "count" | "maxBytes", fallback: number) => {
-    const given = value[name];
-    if (given === undefined) return fallback;
-    if (!Number.isSafeInteger(given) || given < 0) throw new TypeError(`${KEEP_VALUES_SHAPE} Got ${name}: ${JSON.stringify(given)}.`);
-    return given;
-  };
-  return { count: field("count", DEFAULT_OPTIONS.keepValues.count), maxBytes: field("maxBytes", DEFAULT_OPTIONS.keepValues.maxBytes) };
-}
-
-const REUSE_SHAPE = 'Option "reuse" must be true, false, { except: [methods] } or { only: [methods] }.';
-
-function reuseRule(value: AgentOptions["reuse"]): ReuseRule | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value === "boolean") return { enabled: value, except: new Set(), only: undefined };
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${REUSE_SHAPE} Got ${describeType(value)}.`);
-  for (const key of Object.keys(value)) if (key !== "except" && key !== "only") throw new TypeError(`${REUSE_SHAPE} "${key}" is not one of them.`);
-  const names = (list: unknown, field: string): Set<string> | undefined => {
-    if (list === undefined) return undefined;
-    if (!Array.isArray(list) || !list.every((name) => typeof name === "string")) throw new TypeError(`${REUSE_SHAPE} "${field}" must be an array of method names.`);
-    return new Set(list as string[]);
-  };
-  return { enabled: true, except: names(value.except, "except") ?? new Set(), only: names(value.only, "only") };
 }
 
 const PROVIDER_SHAPE = 'Option "provider" must be an object with a generate(request, signal) method (an OpenAIProvider, AnthropicProvider, AISDKProvider, ScriptedProvider or your own), or a non-empty list of them';

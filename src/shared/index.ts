@@ -1,0 +1,12 @@
+/** What other folders may use of shared/: they import it from here, never from its files. */
+export { Drain, closeTimeout } from "./drain.ts";
+export { ENV_VARIABLES, readEnv, readEnvFlag } from "./env.ts";
+export type { EnvName } from "./env.ts";
+export { asJsonSafe, describeError, toJsonSafe, truncateString, valueClass } from "./json-safe.ts";
+export type { JsonValue } from "./json-safe.ts";
+export { checkOptionNames, describeType } from "./option-check.ts";
+export { ERROR_TYPES, ImprovError, Outcome, isRetriable } from "./outcome.ts";
+export type { ErrorType, FailedOutcome, OkOutcome, OutcomeFields, OutcomeStatus } from "./outcome.ts";
+export { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
+export { safeMessage } from "./safe-message.ts";
+export { within } from "./within.ts";
