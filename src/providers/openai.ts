@@ -1,4 +1,4 @@
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import type OpenAI from "openai";
 import { checkOptionNames, describeType, readEnv } from "../shared/index.ts";
 import { extractProgram } from "../programs/index.ts";
 import { httpFailure } from "./http-failure.ts";
@@ -63,7 +63,8 @@ export class OpenAIProvider implements Provider {
   readonly name = "openai";
   readonly model: string;
   readonly maxConcurrentRequests: number;
-  readonly #client: OpenAI;
+  /** The client: the application's, or one made on the first request. */
+  #client: OpenAI | Promise<OpenAI>;
   /** Turned off for good once the server rejects `response_format` (many compatible servers do). */
   #structuredOutput: boolean;
 
@@ -78,41 +79,42 @@ export class OpenAIProvider implements Provider {
     }
     const apiKey = apiKeyFrom(options.apiKey, "OPENAI_API_KEY", "OpenAIProvider");
     const baseURL = options.baseURL ?? readEnv("OPENAI_BASE_URL");
-    this.#client = new OpenAI({
-      apiKey,
-      ...(baseURL === undefined ? {} : { baseURL }),
-      maxRetries: options.maxRetries ?? 2,
-    });
+    const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }), maxRetries: options.maxRetries ?? 2 };
+    this.#client = loadSdk().then(({ default: Client }) => (this.#client = new Client(settings)));
+    // A failure to load the SDK is the first request's to report.
+    this.#client.catch(() => undefined);
   }
 
   /** One chat completion; falls back to a plain request once if the server rejects structured output. */
-  async #complete(request: GenerationRequest, model: string, signal: AbortSignal): Promise<OpenAI.Chat.Completions.ChatCompletion> {
+  async #complete(client: OpenAI, request: GenerationRequest, model: string, signal: AbortSignal): Promise<OpenAI.Chat.Completions.ChatCompletion> {
     const messages = [
       { role: "system" as const, content: request.system },
       { role: "user" as const, content: request.user },
     ];
     if (this.#structuredOutput) {
       try {
-        return await this.#client.chat.completions.create(
+        return await client.chat.completions.create(
           { model, messages, response_format: { type: "json_schema", json_schema: PROGRAM_SCHEMA } },
           { signal },
         );
       } catch (error) {
-        if (!rejectsResponseFormat(error)) throw error;
+        if (!rejectsResponseFormat(error, (await loadSdk()).APIError)) throw error;
         this.#structuredOutput = false;
       }
     }
-    return this.#client.chat.completions.create({ model, messages }, { signal });
+    return client.chat.completions.create({ model, messages }, { signal });
   }
 
   async generate(request: GenerationRequest, signal: AbortSignal): Promise<Generation> {
     const model = request.model ?? this.model;
+    const client = await this.#client;
     let completion: OpenAI.Chat.Completions.ChatCompletion;
     try {
-      completion = await this.#complete(request, model, signal);
+      completion = await this.#complete(client, request, model, signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw httpFailure(error, SDK_ERRORS, { baseURL: this.#client.baseURL, keySetting: "apiKey / OPENAI_API_KEY", urlSetting: "baseURL / OPENAI_BASE_URL" });
+      const { APIError, APIConnectionError, APIConnectionTimeoutError } = await loadSdk();
+      throw httpFailure(error, { APIError, APIConnectionError, APIConnectionTimeoutError }, { baseURL: client.baseURL, keySetting: "apiKey / OPENAI_API_KEY", urlSetting: "baseURL / OPENAI_BASE_URL" });
     }
     if (!completion || !Array.isArray(completion.choices)) {
       throw new ProviderError("The server's reply has no choices; it does not look like an OpenAI chat completion.", { kind: "reply" });
@@ -123,7 +125,12 @@ export class OpenAIProvider implements Provider {
   }
 }
 
-const SDK_ERRORS = { APIError, APIConnectionError, APIConnectionTimeoutError };
+let sdk: Promise<typeof import("openai")> | undefined;
+
+/** The `openai` SDK, loaded when an OpenAIProvider is first made: importing improv does not load it for an application that uses another provider. */
+function loadSdk(): Promise<typeof import("openai")> {
+  return (sdk ??= import("openai"));
+}
 
 /** Token counts from a completion's `usage`; cached tokens from `prompt_tokens_details`. */
 function readUsage(usage: OpenAI.CompletionUsage | undefined): GenerationUsage | undefined {
@@ -138,6 +145,6 @@ function readUsage(usage: OpenAI.CompletionUsage | undefined): GenerationUsage |
 }
 
 /** A 400 that says the server does not support structured output. */
-function rejectsResponseFormat(error: unknown): boolean {
+function rejectsResponseFormat(error: unknown, APIError: typeof import("openai").APIError): boolean {
   return error instanceof APIError && error.status === 400 && /response_format|json_schema|structured output/i.test(error.message);
 }

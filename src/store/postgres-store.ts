@@ -1,4 +1,4 @@
-import pg from "pg";
+import type pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { checkOptionNames, closeTimeout, Drain } from "../shared/index.ts";
@@ -44,7 +44,8 @@ interface AgentRow {
  */
 export class PostgresStore implements Store {
   readonly label: string;
-  readonly #pool: pg.Pool;
+  /** The connection pool, made once `pg` is loaded. */
+  readonly #pool: Promise<pg.Pool>;
   readonly #url: string;
   #ready: Promise<void> | undefined;
   #closed = false;
@@ -65,13 +66,18 @@ export class PostgresStore implements Store {
     this.#url = url;
     this.#turnConnections = Array.from({ length: Math.min(MAX_TURN_CONNECTIONS, maxConnections) }, () => undefined);
     // Idle connections do not keep the process alive: an application that is done can exit.
-    this.#pool = new pg.Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true, ...CONNECTION_LIMITS });
-    // A connection that drops while idle must not crash the process; the next query reconnects.
-    this.#pool.on("error", () => undefined);
-    // Nor one that drops as it is handed out: the pool stops listening to it before its borrower
-    // can, and the server's message may arrive in the same read. Every connection always has a
-    // listener of ours; a borrower also hears the error (see `#checkout`).
-    this.#pool.on("connect", (client) => client.on("error", () => undefined));
+    this.#pool = loadPg().then(({ Pool }) => {
+      const pool = new Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true, ...CONNECTION_LIMITS });
+      // A connection that drops while idle must not crash the process; the next query reconnects.
+      pool.on("error", () => undefined);
+      // Nor one that drops as it is handed out: the pool stops listening to it before its borrower
+      // can, and the server's message may arrive in the same read. Every connection always has a
+      // listener of ours; a borrower also hears the error (see `#checkout`).
+      pool.on("connect", (client) => client.on("error", () => undefined));
+      return pool;
+    });
+    // A failure to load `pg` is the first query's to report.
+    this.#pool.catch(() => undefined);
   }
 
   async open(id: string, role: string): Promise<AgentChanges> {
@@ -273,7 +279,7 @@ export class PostgresStore implements Store {
         await client?.end().catch(() => undefined);
       }),
     );
-    await this.#pool.end();
+    await (await this.#pool).end();
   }
 
   /**
@@ -343,19 +349,19 @@ export class PostgresStore implements Store {
     const index = turnIndex(id, this.#turnConnections.length);
     let connection = this.#turnConnections[index];
     if (connection === undefined || connection.broken) {
-      const client = new pg.Client({ connectionString: this.#url, ...CONNECTION_LIMITS });
       const made: TurnConnection = {
         broken: false,
         client: (async () => {
+          const client = new (await loadPg()).Client({ connectionString: this.#url, ...CONNECTION_LIMITS });
+          // The server released every lock of a connection that failed; the next turn makes a new one.
+          client.on("error", () => {
+            made.broken = true;
+          });
           await client.connect();
           (client as Referable).unref();
           return client;
         })(),
       };
-      // The server released every lock of a connection that failed; the next turn makes a new one.
-      client.on("error", () => {
-        made.broken = true;
-      });
       made.client.catch(() => {
         made.broken = true;
       });
@@ -411,7 +417,7 @@ export class PostgresStore implements Store {
    * query in flight fails with it, and the connection is discarded rather than returned.
    */
   async #checkout<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
+    const client = await (await this.#pool).connect();
     let broken: Error | undefined;
     const onError = (error: Error) => {
       broken = error;
@@ -669,4 +675,11 @@ function wireValue(value: unknown): unknown {
   if (Buffer.isBuffer(value)) return value;
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   return String(value);
+}
+
+let pgModule: Promise<typeof pg> | undefined;
+
+/** `pg`, loaded when a PostgresStore is first made: importing improv does not load it for an application without one. */
+function loadPg(): Promise<typeof pg> {
+  return (pgModule ??= import("pg").then((loaded) => loaded.default));
 }

@@ -1,1 +1,0 @@
-export { syntheticRecord } from "../../bench/records.ts";
