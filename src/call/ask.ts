@@ -44,15 +44,15 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
     previewMaxChars: state.options.historyPreview.maxChars,
   };
   const prompts = renderPrompts(input);
-  draft.system = prompts.system;
-  draft.user = prompts.user;
+  draft.asked.system = prompts.system;
+  draft.asked.user = prompts.user;
   return {
     request(attempt) {
       // The latest failure that had a program to show (a provider failure after it has none).
-      const latest = draft.failures.findLast((failure) => failure.code !== undefined);
+      const latest = draft.asked.failures.findLast((failure) => failure.code !== undefined);
       const feedback = latest === undefined ? "" : feedbackBlock(latest);
       const user = feedback === "" ? prompts.user : renderPrompts({ ...input, feedback }).user;
-      draft.user = user;
+      draft.asked.user = user;
       return {
         role: state.role,
         method,
@@ -108,7 +108,7 @@ export async function askProvider(providers: readonly Provider[], request: Gener
         waits += 1;
         const began = performance.now();
         const waited = await delay(waitMs, draft.signal ?? NEVER_ABORTED).then(() => true, () => false);
-        draft.providerMs += performance.now() - began;
+        draft.time.providerMs += performance.now() - began;
         if (!waited) return failed(draft, "cancelled", "The call was cancelled while waiting out the provider's rate limit.");
         continue;
       }
@@ -167,7 +167,7 @@ async function askOnce(provider: Provider, request: GenerationRequest, state: Ag
   if (release === undefined) {
     const turn = await within(callTimeLeftMs(draft), draft.signal, () => undefined, (signal) => gate.acquire(signal));
     if (!turn.ok) {
-      draft.providerMs += performance.now() - began;
+      draft.time.providerMs += performance.now() - began;
       return turn.why === "aborted" ? fail(draft, "cancelled", "The call was cancelled while waiting its turn at the provider.") : fail(draft, "timeout", callTimeoutMessage(draft));
     }
     release = turn.value;
@@ -181,7 +181,7 @@ async function askOnce(provider: Provider, request: GenerationRequest, state: Ag
   } finally {
     release();
   }
-  draft.providerMs += performance.now() - began;
+  draft.time.providerMs += performance.now() - began;
   if (!answer.ok) {
     if (answer.why === "timeout") return fail(draft, "timeout", limitMs < providerTimeoutMs ? callTimeoutMessage(draft) : timeoutMessage);
     if (answer.why === "aborted") return fail(draft, "cancelled", "The call was cancelled while waiting for the provider.");
@@ -226,8 +226,8 @@ function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentS
   if (prompt === undefined && completion === undefined) return;
   const cached = count(usage.cachedTokens);
   const cacheWrite = count(usage.cacheWriteTokens);
-  const before = draft.tokens;
-  draft.tokens = {
+  const before = draft.asked.tokens;
+  draft.asked.tokens = {
     prompt: (before?.prompt ?? 0) + (prompt ?? 0),
     completion: (before?.completion ?? 0) + (completion ?? 0),
     cached: cached === undefined ? (before?.cached ?? null) : (before?.cached ?? 0) + cached,

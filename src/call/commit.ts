@@ -40,7 +40,7 @@ export async function runAttempt(call: Call, code: string, attempt: number, kept
 export async function runAttempt(call: Call, code: string, attempt: number, keptKey?: string): Promise<AttemptEnd | typeof STALE> {
   const { state, draft } = call;
   const prepared = prepareProgram(code, draft.method);
-  draft.parsed = prepared.parsed;
+  draft.program.parsed = prepared.parsed;
   if (!prepared.ok) {
     return { outcome: failed(draft, "invalid_code", prepared.message), mistake: { attempt, errorType: "invalid_code", message: prepared.message, code } };
   }
@@ -51,7 +51,7 @@ export async function runAttempt(call: Call, code: string, attempt: number, kept
     // Past the call's time the run would not start anyway (it ends timeout): no longer wait for the lock than that.
     const waitBegan = performance.now();
     const turn = await link.turn({ waitMs: Math.min(lockWaitMs(state), callTimeLeftMs(draft)), programKey: keptKey, leaseMs: leaseMs(state) });
-    draft.turnWaitMs += performance.now() - waitBegan;
+    draft.time.turnWaitMs += performance.now() - waitBegan;
     try {
       if (keptKey !== undefined && turn.program !== undefined && turn.program !== code) return STALE;
       draft.turn = turn;
@@ -127,7 +127,7 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     const { outcome, failure, context } = await runInSandbox(call, prepared.source);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(draft, prepared, code, attempt, outcome, failure);
     // Decided before the record is written, so the record and the log line can say it; once, as a re-run after a conflict runs the same program.
-    if (outcome.ok && draft.programSource !== "reused") draft.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs);
+    if (outcome.ok && draft.program.programSource !== "reused") draft.reuse.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs);
     const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
     state.link?.conflicted();
@@ -144,7 +144,7 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
       // Another process committed first: run again on its context, holding the agent's lease.
       const waitBegan = performance.now();
       const taken = await turn.take(callTimeLeftMs(draft));
-      draft.turnWaitMs += performance.now() - waitBegan;
+      draft.time.turnWaitMs += performance.now() - waitBegan;
       if (taken) continue;
       if (callTimeLeftMs(draft) <= 0) {
         const message = `The call took longer than callTimeoutMs (${draft.callTimeoutMs} ms) waiting for this agent's turn: another process committed to the agent while its program ran (${run} ${run === 1 ? "run" : "runs"}), and the process holding the agent's turn did not end it in time, so the program's changes were not kept${timeSpent(draft)}. Call again, or give the call more time.`;
@@ -178,7 +178,7 @@ function describeMistake(draft: CallDraft, prepared: Prepared, code: string, att
     const message = parsed.ok ? (outcome.errorMessage ?? "") : `SyntaxError: ${parsed.message}`;
     const where = position === undefined ? "" : ` (line ${position.line}, column ${position.column})`;
     const unparsed = failed(draft, "invalid_code", `The program does not parse (attempt ${attempt}): ${message}${where}`);
-    if (draft.runOutcome === outcome) draft.runOutcome = unparsed;
+    if (draft.program.runOutcome === outcome) draft.program.runOutcome = unparsed;
     return {
       outcome: unparsed,
       mistake: { attempt, errorType: "invalid_code", message, code, ...(position ? { position } : {}) },

@@ -60,7 +60,11 @@ export interface Call {
   readonly perform: PerformCall;
 }
 
-/** Everything a call learned along the way, for its record and log line. */
+/**
+ * Everything a call learns along the way, for its record and log line: its identity and limits,
+ * and a ledger per step, written by that step alone (`finalize.ts` maps them to the record and
+ * the log line).
+ */
 export interface CallDraft {
   readonly callId: string;
   readonly role: string;
@@ -80,57 +84,81 @@ export interface CallDraft {
   readonly signal: AbortSignal | undefined;
   args: readonly unknown[];
   kwargs: Readonly<Record<string, unknown>>;
-  code: string | null;
-  /** Where `code` came from. */
-  programSource: ProgramSource;
-  /** The outcome of the latest program run, whatever the program (see {@link endedByKeptProgram}). */
-  runOutcome: Outcome | undefined;
-  /** Whether the kept program's run ended the call: set once, by `finalize`, from {@link endedByKeptProgram}. */
-  artifactHit: boolean;
-  /** Whether the program that worked was kept for reuse, and why; undefined when no new program worked. */
-  reuseDecision: ReuseDecision | undefined;
-  /** Whether the kept program that ran failed by its own mistake once too often in a row, and was dropped. */
-  keptProgramDropped: boolean;
-  /** The last program, parsed once and reused by the history scan. */
-  parsed: ParsedProgram | undefined;
-  model: string | undefined;
-  /** The name of the provider that wrote the call's program. */
-  provider: string | undefined;
-  /** A durable agent's turn in its store while a program of this call runs and commits (see `AgentTurn`). */
-  turn: AgentTurn | undefined;
-  /** The kept program this call runs, under its key; `counted` once its commit counted the use. */
-  keptRun: { readonly key: string; readonly code: string; counted: boolean } | undefined;
-  attempts: number;
-  system: string | undefined;
-  user: string | undefined;
-  console: readonly string[];
-  /** The call's `invoke_agent` span, and the span of its latest program run (delegated calls nest under it); undefined when tracing is off. */
-  span: Span | undefined;
-  runSpan: Span | undefined;
-  /** Tokens the providers reported over the call's attempts; null while none was reported. */
-  tokens: CallTokens | null;
-  /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
-  valueText: string | undefined;
+  /** What asking the provider learned (`ask.ts`, `repair.ts`). */
+  readonly asked: AskLedger;
+  /** The call's program and its latest run (`commit.ts`, `run.ts`). */
+  readonly program: ProgramLedger;
+  /** The kept program the call ran, and whether a new one is kept (`reuse.ts`, `commit.ts`, `finalize.ts`). */
+  readonly reuse: ReuseLedger;
+  /** Where the call's time went, for its time-out messages and its log line. */
+  readonly time: TimeLedger;
   /** The tool calls (and fetches) the call's programs made. */
   readonly tools: ToolCallLog;
   /** What the call tree this call is part of shares: its programs' request budget, the fetches' count and barrier. */
   readonly tree: CallTree;
-  /** The value the call ends with may hold agents its program handed back (see `AgentReference`). */
-  agentsInValue: boolean;
-  /** Where the call's time went, for its time-out messages: waiting for the provider, in runs, and waiting for delegated calls within runs. @unit ms */
-  providerMs: number;
-  runMs: number;
-  delegatedMs: number;
-  /** Time a durable agent's call waited for other processes' turns on the agent (their lock). @unit ms */
-  turnWaitMs: number;
+  /** A durable agent's turn in its store while a program of this call runs and commits (see `AgentTurn`). */
+  turn: AgentTurn | undefined;
+  /** The call's `invoke_agent` span (delegated calls nest under its runs' spans); undefined when tracing is off. */
+  span: Span | undefined;
   /** The agents whose programs wait for this call (through delegate chains and tools): a call of one of them would wait for itself. */
   readonly waitingAgents: ReadonlySet<string>;
   /** Runs application code of this call (a tool, its approval) in the async context the call was made in, not the bridge's. */
   readonly inCaller: InCaller;
+  finalized: boolean;
+}
+
+/** What asking the provider learned. */
+export interface AskLedger {
+  attempts: number;
+  system: string | undefined;
+  user: string | undefined;
+  model: string | undefined;
+  /** The name of the provider that wrote the call's program. */
+  provider: string | undefined;
+  /** Tokens the providers reported over the call's attempts; null while none was reported. */
+  tokens: CallTokens | null;
   /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
   readonly failures: AttemptFailure[];
-  finalized: boolean;
-  /** When its caller was answered, for a call whose record is written after that (see `performOpenCall`). @unit ms, on `performance.now()`'s clock */
+}
+
+/** The call's program and its latest run. */
+export interface ProgramLedger {
+  code: string | null;
+  /** Where `code` came from. */
+  programSource: ProgramSource;
+  /** The last program, parsed once and reused by the history scan. */
+  parsed: ParsedProgram | undefined;
+  /** The outcome of the latest program run, whatever the program (see {@link endedByKeptProgram}). */
+  runOutcome: Outcome | undefined;
+  console: readonly string[];
+  /** The value of the program's last successful run, as the sandbox encoded it: kept for follow-ups. */
+  valueText: string | undefined;
+  /** The value the call ends with may hold agents its program handed back (see `AgentReference`). */
+  agentsInValue: boolean;
+  /** The span of the latest run (delegated calls nest under it); undefined when tracing is off. */
+  runSpan: Span | undefined;
+}
+
+/** The kept program the call ran, and whether a new one is kept. */
+export interface ReuseLedger {
+  /** The kept program this call runs, under its key; `counted` once its commit counted the use. */
+  keptRun: { readonly key: string; readonly code: string; counted: boolean } | undefined;
+  /** Whether the program that worked was kept for reuse, and why; undefined when no new program worked. */
+  reuseDecision: ReuseDecision | undefined;
+  /** Whether the kept program that ran failed by its own mistake once too often in a row, and was dropped. */
+  keptProgramDropped: boolean;
+  /** Whether the kept program's run ended the call: set once, by `finalize`, from {@link endedByKeptProgram}. */
+  artifactHit: boolean;
+}
+
+/** Where the call's time went: waiting for the provider, in runs, waiting for delegated calls within runs, and for other processes' turns. @unit ms */
+export interface TimeLedger {
+  providerMs: number;
+  runMs: number;
+  delegatedMs: number;
+  /** Time a durable agent's call waited for other processes' turns on the agent (their lock). */
+  turnWaitMs: number;
+  /** When its caller was answered, for a call whose record is written after that (see `performOpenCall`); on `performance.now()`'s clock. */
   answeredMs?: number;
 }
 
@@ -161,37 +189,18 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     signal: origin.signal === undefined ? state.options.signal : state.options.signal === undefined ? origin.signal : AbortSignal.any([state.options.signal, origin.signal]),
     args: rawArgs,
     kwargs: {},
-    code: null,
-    programSource: "generated",
-    runOutcome: undefined,
-    artifactHit: false,
-    reuseDecision: undefined,
-    keptProgramDropped: false,
-    parsed: undefined,
-    model: undefined,
-    provider: undefined,
-    turn: undefined,
-    keptRun: undefined,
-    attempts: 0,
-    system: undefined,
-    user: undefined,
-    console: [],
-    valueText: undefined,
-    tokens: null,
+    asked: { attempts: 0, system: undefined, user: undefined, model: undefined, provider: undefined, tokens: null, failures: [] },
+    program: { code: null, programSource: "generated", parsed: undefined, runOutcome: undefined, console: [], valueText: undefined, agentsInValue: false, runSpan: undefined },
+    reuse: { keptRun: undefined, reuseDecision: undefined, keptProgramDropped: false, artifactHit: false },
+    time: { providerMs: 0, runMs: 0, delegatedMs: 0, turnWaitMs: 0 },
     tools: new ToolCallLog(origin.parentTools),
     tree: origin.tree ?? new CallTree(),
-    agentsInValue: false,
-    providerMs: 0,
-    runMs: 0,
-    delegatedMs: 0,
-    turnWaitMs: 0,
+    turn: undefined,
+    span: undefined,
     // Taken only where a tool may run: its code sees the stores the application's call set.
     inCaller: origin.inCaller ?? (state.options.tools.names.length > 0 || state.options.egress !== undefined ? (AsyncLocalStorage.snapshot() as InCaller) : runHere),
     waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
-    failures: [],
     finalized: false,
-    span: undefined,
-    runSpan: undefined,
   };
 }
 
@@ -211,11 +220,12 @@ export function callTimeoutMessage(draft: CallDraft): string {
 
 /** Where a call's time went, for a time-out message: `: 1200 ms waiting for the provider, …`. */
 export function timeSpent(draft: CallDraft): string {
-  const waits = draft.tools.logFields().tool_ms + draft.delegatedMs;
-  const parts = [`${Math.round(draft.providerMs)} ms waiting for the provider`, `${Math.round(draft.runMs)} ms in its programs' runs`];
+  const { time } = draft;
+  const waits = draft.tools.logFields().tool_ms + time.delegatedMs;
+  const parts = [`${Math.round(time.providerMs)} ms waiting for the provider`, `${Math.round(time.runMs)} ms in its programs' runs`];
   if (waits > 0) parts.push(`${Math.round(waits)} ms of them waiting for tools, fetches and delegated calls`);
   // Rounded, a wait for an uncontended lock says nothing.
-  if (draft.turnWaitMs >= 1) parts.push(`${Math.round(draft.turnWaitMs)} ms waiting for other processes' turns on this agent`);
+  if (time.turnWaitMs >= 1) parts.push(`${Math.round(time.turnWaitMs)} ms waiting for other processes' turns on this agent`);
   return `: ${parts.join(", ")}`;
 }
 
@@ -243,5 +253,5 @@ export function failed(draft: CallDraft, errorType: ErrorType, message: string, 
  * the provider (the outcome is then the provider's, or a new program's), nor when nothing ran.
  */
 export function endedByKeptProgram(draft: CallDraft, outcome: Outcome): boolean {
-  return draft.programSource === "reused" && draft.runOutcome === outcome;
+  return draft.program.programSource === "reused" && draft.program.runOutcome === outcome;
 }

@@ -31,35 +31,35 @@ export async function finalize(
   changed?: { readonly context: Record<string, unknown>; readonly baseVersion: number },
 ): Promise<Outcome | typeof CONFLICT> {
   if (draft.finalized) return outcome;
-  draft.artifactHit = endedByKeptProgram(draft, outcome);
+  draft.reuse.artifactHit = endedByKeptProgram(draft, outcome);
   // One duration for both, so the record and the log line agree.
-  const durationMs = (draft.answeredMs ?? performance.now()) - draft.startedMs;
+  const durationMs = (draft.time.answeredMs ?? performance.now()) - draft.startedMs;
   // Once the call's tree sent credentials, nothing of it is written with a recognizable copy (the run's value and context were cleaned as it ended).
   const redactor = draft.tree.egress.redactor;
   let final = redactor === undefined ? outcome : redactOutcome(outcome, redactor);
-  const keepValue = final.ok && draft.valueText !== undefined && KeptValues.fits(target.options.keepValues, draft.valueText);
+  const keepValue = final.ok && draft.program.valueText !== undefined && KeptValues.fits(target.options.keepValues, draft.program.valueText);
   let serialized = buildRecord(draft, final, durationMs, keepValue, redactor);
   let appended = true;
   const { link } = target;
   if (link === undefined) {
     target.history.append(serialized);
     if (changed !== undefined) target.commitContext(changed.context);
-    if (keepValue) target.values.keep(target.options.keepValues, draft.callId, draft.valueText as string);
+    if (keepValue) target.values.keep(target.options.keepValues, draft.callId, draft.program.valueText as string);
   } else {
     let result: WriteResult | undefined;
     try {
       // The version check is against the context the program ran on, not whatever the copy holds now.
       const { keepValues } = target.options;
       // A kept program's use is counted in the same transaction, when its run served the call.
-      const counted = draft.keptRun !== undefined && servedByKept(draft, final) ? { key: draft.keptRun.key, code: draft.keptRun.code } : undefined;
+      const counted = draft.reuse.keptRun !== undefined && servedByKept(draft, final) ? { key: draft.reuse.keptRun.key, code: draft.reuse.keptRun.code } : undefined;
       const write: AgentWrite = {
         record: serialized.json,
-        ...(keepValue ? { value: { ref: draft.callId, text: draft.valueText as string, count: keepValues.count, maxBytes: keepValues.maxBytes } } : {}),
+        ...(keepValue ? { value: { ref: draft.callId, text: draft.program.valueText as string, count: keepValues.count, maxBytes: keepValues.maxBytes } } : {}),
         ...(changed === undefined ? {} : { context: target.storedContext(changed.context), baseVersion: changed.baseVersion }),
         ...(counted === undefined ? {} : { ranProgram: counted }),
       };
       result = await (draft.turn === undefined ? link.write(write) : draft.turn.commit(write));
-      if (result.ok && counted !== undefined) draft.keptRun!.counted = true;
+      if (result.ok && counted !== undefined) draft.reuse.keptRun!.counted = true;
     } catch (error) {
       final = Outcome.failure(draft.callId, "store", storeFailure(error));
       serialized = buildRecord(draft, final, durationMs, false, redactor);
@@ -68,7 +68,7 @@ export async function finalize(
     if (result !== undefined) {
       if (!result.ok) return CONFLICT;
       await link.committed(serialized, changed?.context, result);
-      if (keepValue) target.values.keep(target.options.keepValues, draft.callId, draft.valueText as string);
+      if (keepValue) target.values.keep(target.options.keepValues, draft.callId, draft.program.valueText as string);
     }
   }
   draft.finalized = true;
@@ -79,7 +79,7 @@ export async function finalize(
 
 /** Whether the call's outcome is a run of its kept program that served it: ok, or the program's own thrown error (a mistake is not committed). */
 export function servedByKept(draft: CallDraft, outcome: Outcome): boolean {
-  return draft.programSource === "reused" && draft.runOutcome === outcome && (outcome.ok || outcome.errorType === "execution");
+  return draft.program.programSource === "reused" && draft.program.runOutcome === outcome && (outcome.ok || outcome.errorType === "execution");
 }
 
 /** A store's failure, as a call's outcome says it. */
@@ -102,12 +102,12 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, kee
     parentCallId: draft.parentCallId,
     depth: draft.depth,
     durationMs,
-    program: draft.code === null ? null : { code: draft.code, source: draft.programSource },
-    writer: draft.provider === undefined || draft.model === undefined || draft.programSource === "reused" ? undefined : { provider: draft.provider, model: draft.model },
-    artifactHit: draft.artifactHit,
+    program: draft.program.code === null ? null : { code: draft.program.code, source: draft.program.programSource },
+    writer: draft.asked.provider === undefined || draft.asked.model === undefined || draft.program.programSource === "reused" ? undefined : { provider: draft.asked.provider, model: draft.asked.model },
+    artifactHit: draft.reuse.artifactHit,
     reuseDecision: decisionOf(draft, outcome),
     toolCalls: draft.tools.recordFields(),
-    sources: draft.tools.sourcesOf(draft.attempts),
+    sources: draft.tools.sourcesOf(draft.asked.attempts),
   };
   return createRecord(redactor === undefined ? input : redactRecordInput(input, redactor));
 }
@@ -140,28 +140,28 @@ function redactOutcome(outcome: Outcome, redactor: Redactor): Outcome {
 
 /** The reuse decision of a call that ends ok (a store failure at commit undoes the keeping too). */
 function decisionOf(draft: CallDraft, outcome: Outcome): ReuseDecision | undefined {
-  return outcome.ok ? draft.reuseDecision : undefined;
+  return outcome.ok ? draft.reuse.reuseDecision : undefined;
 }
 
 function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, durationMs: number, appended: boolean, redactor: Redactor | undefined): Record<string, unknown> {
   const { options, history } = target;
   return buildLogLine({
     role: target.role,
-    model: draft.model ?? options.model ?? null,
-    provider: draft.provider ?? null,
+    model: draft.asked.model ?? options.model ?? null,
+    provider: draft.asked.provider ?? null,
     method: draft.method,
     args: draft.args,
     kwargs: draft.kwargs,
-    code: draft.code,
-    parsed: draft.parsed,
+    code: draft.program.code,
+    parsed: draft.program.parsed,
     durationMs,
-    attempts: draft.attempts,
-    tokens: draft.tokens ?? (draft.attempts === 0 ? { prompt: 0, completion: 0, cached: null, cacheWrite: null } : null),
-    programSource: draft.code === null ? null : draft.programSource,
-    artifactHit: draft.artifactHit,
+    attempts: draft.asked.attempts,
+    tokens: draft.asked.tokens ?? (draft.asked.attempts === 0 ? { prompt: 0, completion: 0, cached: null, cacheWrite: null } : null),
+    programSource: draft.program.code === null ? null : draft.program.programSource,
+    artifactHit: draft.reuse.artifactHit,
     reuseDecision: decisionOf(draft, outcome),
-    keptProgramDropped: draft.keptProgramDropped,
-    attemptErrors: attemptErrors(draft.failures),
+    keptProgramDropped: draft.reuse.keptProgramDropped,
+    attemptErrors: attemptErrors(draft.asked.failures),
     status: outcome.status,
     errorType: outcome.errorType ?? null,
     errorMessage: outcome.ok ? null : (outcome.errorMessage ?? ""),
@@ -177,9 +177,9 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     ...(options.debug
       ? {
           debug: {
-            system: draft.system,
-            user: draft.user,
-            console: draft.console,
+            system: draft.asked.system,
+            user: draft.asked.user,
+            console: draft.program.console,
             context: target.context,
             historyPreview: history.latest(options.historyPreview.limit),
           },

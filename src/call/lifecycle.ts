@@ -72,24 +72,24 @@ async function performOpenCall(state: AgentState, method: string, rawArgs: reado
     if (state.link === undefined) outcome = (await finalize(state, draft, outcome)) as Outcome;
     else if (answersBeforeWriting(state, draft, outcome)) {
       // The record is committed after the program that holds the queue, and the caller is answered now.
-      draft.answeredMs = performance.now();
+      draft.time.answeredMs = performance.now();
       const write = state.queue.run(() => finalize(state, draft, outcome)).catch(() => undefined);
       writtenLater?.(write);
     } else outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
   }
   // Agents the program handed back: live ones for the application, their text for a program.
-  if (outcome.ok && draft.agentsInValue) {
+  if (outcome.ok && draft.program.agentsInValue) {
     const handOut = origin.handOutAgent ?? ((reference: AgentReference) => reference.text);
     outcome = Outcome.success(outcome.callId, replaceAgentReferences(outcome.value, handOut));
   }
   endSpan(
     draft.span,
     {
-      "improv.artifact_hit": draft.artifactHit,
-      "improv.program_source": draft.code === null ? undefined : draft.programSource,
+      "improv.artifact_hit": draft.reuse.artifactHit,
+      "improv.program_source": draft.program.code === null ? undefined : draft.program.programSource,
       "improv.outcome.status": outcome.status,
       "improv.error_type": outcome.errorType,
-      "improv.attempts": draft.attempts,
+      "improv.attempts": draft.asked.attempts,
     },
     outcome.errorType,
     outcome.errorMessage,
@@ -144,26 +144,26 @@ async function tellCall(call: Call): Promise<Outcome> {
   for (let attempt = 1; attempt <= state.options.maxGenerationAttempts; attempt += 1) {
     const overdue = callOverdue(state, draft);
     if (overdue !== undefined) return overdue;
-    draft.attempts = attempt;
+    draft.asked.attempts = attempt;
     const written = await askProvider(asked, prompts.request(attempt), state, draft);
     if (written instanceof Outcome) {
       // Cancelled, a spent token budget, or a failure the provider says asking again cannot help with.
       if (written.errorType === "cancelled" || written.errorType === "budget_exceeded" || (written.errorType === "provider" && !written.retriable)) return written;
-      draft.failures.push({ attempt, errorType: written.errorType ?? "provider", message: written.errorMessage ?? "" });
+      draft.asked.failures.push({ attempt, errorType: written.errorType ?? "provider", message: written.errorMessage ?? "" });
       last = written;
       continue;
     }
-    draft.code = written.code;
-    draft.model = written.model;
-    draft.provider = written.provider;
+    draft.program.code = written.code;
+    draft.asked.model = written.model;
+    draft.asked.provider = written.provider;
     // Written after a failure's feedback, it is a repair of what failed.
-    draft.programSource = draft.failures.some((failure) => failure.code !== undefined) ? "repaired" : "generated";
+    draft.program.programSource = draft.asked.failures.some((failure) => failure.code !== undefined) ? "repaired" : "generated";
     const { outcome, mistake } = await runAttempt(call, written.code, attempt);
     if (mistake === undefined) {
       if (outcome.ok && reuse !== undefined) await keepIfDecided(reuse, draft, written.code);
       return outcome;
     }
-    draft.failures.push(mistake);
+    draft.asked.failures.push(mistake);
     // Its tool calls may have changed the world: no other program runs on its own after it.
     if (draft.tools.wrote) return outcome;
     last = outcome;

@@ -52,34 +52,34 @@ export async function runKept(call: Call, reuse: Reuse): Promise<AttemptEnd | un
       return undefined;
     }
     if (kept === undefined) return undefined;
-    draft.code = kept.code;
-    draft.programSource = "reused";
-    draft.keptRun = { key: reuse.key, code: kept.code, counted: false };
+    draft.program.code = kept.code;
+    draft.program.programSource = "reused";
+    draft.reuse.keptRun = { key: reuse.key, code: kept.code, counted: false };
     end = await runAttempt(call, kept.code, 0, reuse.key);
   }
   if (end === STALE || kept === undefined) {
-    draft.code = null;
-    draft.programSource = "generated";
-    draft.keptRun = undefined;
+    draft.program.code = null;
+    draft.program.programSource = "generated";
+    draft.reuse.keptRun = undefined;
     return undefined;
   }
   const charged = end.mistake !== undefined ? "mistake" : end.outcome.ok || end.outcome.errorType === "execution" ? "ok" : undefined;
-  if (charged !== undefined && !draft.keptRun?.counted) {
+  if (charged !== undefined && !draft.reuse.keptRun?.counted) {
     try {
       const counted = reuse.shelf.ran(reuse.key, kept.code, charged, state.options.maxReuseFailures);
-      draft.keptProgramDropped = isPending(counted) ? await counted : counted;
+      draft.reuse.keptProgramDropped = isPending(counted) ? await counted : counted;
     } catch {
       // Counts are kept on a best-effort basis: a store that cannot count does not fail the call.
     }
   }
-  if (end.mistake !== undefined) draft.failures.push(end.mistake);
+  if (end.mistake !== undefined) draft.asked.failures.push(end.mistake);
   return end;
 }
 
 /** Keeps a program that worked, when the call's decision (made before its record was written) says so. */
 export async function keepIfDecided(reuse: Reuse, draft: CallDraft, code: string): Promise<void> {
-  if (draft.reuseDecision?.kept !== true) return;
-  await Promise.resolve(reuse.shelf.keep({ key: reuse.key, role: draft.role, method: draft.method, code, why: draft.reuseDecision.reason })).catch(() => undefined);
+  if (draft.reuse.reuseDecision?.kept !== true) return;
+  await Promise.resolve(reuse.shelf.keep({ key: reuse.key, role: draft.role, method: draft.method, code, why: draft.reuse.reuseDecision.reason })).catch(() => undefined);
 }
 
 /** Whether a shelf's answer is still to come: an in-memory shelf answers at once, and is not awaited (an await costs the call a turn). */

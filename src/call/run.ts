@@ -29,9 +29,9 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   if (contextProblem !== undefined) {
     return { outcome: failed(draft, "invalid_input", `The agent's ${contextProblem} and cannot enter the sandbox. Keep plain data in context.`) };
   }
-  if (state.options.verbose) showProgram(state.role, draft.method, draft.callId, draft.attempts, draft.programSource, code);
+  if (state.options.verbose) showProgram(state.role, draft.method, draft.callId, draft.asked.attempts, draft.program.programSource, code);
   // Named for what it is: `execute_tool` is the conventions' name for tool calls, which are its children.
-  draft.runSpan = startSpan(`run_program ${draft.method}`, "internal", { "improv.operation": "run_program", "improv.method": draft.method, "improv.call_id": draft.callId, "improv.program_source": draft.programSource }, draft.span);
+  draft.program.runSpan = startSpan(`run_program ${draft.method}`, "internal", { "improv.operation": "run_program", "improv.method": draft.method, "improv.call_id": draft.callId, "improv.program_source": draft.program.programSource }, draft.span);
   const runBegan = performance.now();
   const ran = await runProgram({
     agentId: state.id,
@@ -51,12 +51,12 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     onBridge: (request, run) => answerBridge(request, call, run),
     signal,
   });
-  draft.runMs += performance.now() - runBegan;
+  draft.time.runMs += performance.now() - runBegan;
   // Only a call whose tree sent credentials has a redactor: the others pay nothing here.
   const redactor = draft.tree.egress.redactor;
   const result = redactor === undefined ? ran : withoutCredentials(ran, redactor);
-  draft.console = result.console;
-  endSpan(draft.runSpan, {}, result.status === "error" ? result.errorType : undefined, result.status === "error" ? result.message : undefined);
+  draft.program.console = result.console;
+  endSpan(draft.program.runSpan, {}, result.status === "error" ? result.errorType : undefined, result.status === "error" ? result.message : undefined);
   let end: RunEnd;
   // An outcome reached past the call's time is not the call's: the call ends timeout, and what the program left is not kept.
   const endedLate = result.status === "error" && result.errorType === "timeout" ? undefined : callOverdue(state, draft);
@@ -72,7 +72,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     const unkept = findUncloneable(result.context, "context");
     end = unkept === undefined ? await checkedEnd(call, result.value, result.valueText, result.context) : { outcome: failed(draft, "execution", `The program left context the agent cannot keep: ${unkept}. Keep context to plain data, less deeply nested.`) };
   }
-  draft.runOutcome = end.outcome;
+  draft.program.runOutcome = end.outcome;
   return end;
 }
 
@@ -95,8 +95,8 @@ async function checkedEnd(call: Call, value: unknown, valueText: string, context
   const { draft } = call;
   const checked = await checkReturns(call, value);
   if (checked === undefined || checked.ok) {
-    draft.valueText = valueText;
-    draft.agentsInValue = mayHoldAgents(valueText);
+    draft.program.valueText = valueText;
+    draft.program.agentsInValue = mayHoldAgents(valueText);
     return { outcome: Outcome.success(draft.callId, checked === undefined ? value : checked.value), context };
   }
   if (checked.mismatch) {

@@ -44,7 +44,7 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
     speaker: "tool",
     parentCallId: draft.callId,
     traceId: draft.traceId,
-    parentSpan: draft.runSpan,
+    parentSpan: draft.program.runSpan,
     signal: run.signal,
     endsAtMs: draft.endsAtMs,
     waitingAgents: withAgents(draft.waitingAgents, state.id),
@@ -54,7 +54,7 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
   } as const;
   const began = performance.now();
   const outcome = await call.perform(child, method, input.kwargs === undefined ? input.args : [...input.args, kw(input.kwargs)], origin);
-  draft.delegatedMs += performance.now() - began;
+  draft.time.delegatedMs += performance.now() - began;
   // Its value was decoded from the child's run against the result limit: measured already.
   return { ok: true, value: toBridgeOutcome(outcome), measured: true };
 }

@@ -22,12 +22,12 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
   const method = request.method.toUpperCase().slice(0, 20);
   const effect: ToolEffect = mayWrite(method) ? "write" : "read";
   const asked = cleanUrl(request.url, policy.redactor);
-  const entry = draft.tools.start("fetch", { method, url: asked }, effect, draft.attempts);
+  const entry = draft.tools.start("fetch", { method, url: asked }, effect, draft.asked.attempts);
   const span = startSpan(
     "execute_tool fetch",
     "client",
     { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "fetch", "gen_ai.tool.call.id": randomUUID(), "improv.call_id": draft.callId, "improv.tool.effect": effect, "http.request.method": method, "url.full": asked },
-    draft.runSpan,
+    draft.program.runSpan,
   );
   const fail = (message: string, retriable: boolean, errorType: "tool" | "cancelled" = "tool") => {
     const shown = policy.redactor.redact(message);

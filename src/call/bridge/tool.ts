@@ -20,13 +20,13 @@ export async function answerTool(request: ToolRequest, call: Call, run: AskingRu
   const decoded = readToolInput(request);
   const input = decoded.ok ? asJson(granted, decoded.value) : decoded;
   // The record shows what the tool is given; an input refused shows as decoded, with stand-ins for what JSON cannot hold.
-  const entry = draft.tools.start(granted.path, input.ok ? input.value : decoded.ok ? decoded.value : null, granted.effect, draft.attempts);
+  const entry = draft.tools.start(granted.path, input.ok ? input.value : decoded.ok ? decoded.value : null, granted.effect, draft.asked.attempts);
   const toolCallId = randomUUID();
   const span = startSpan(
     `execute_tool ${granted.path}`,
     "internal",
     { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": granted.path, "gen_ai.tool.call.id": toolCallId, "improv.call_id": draft.callId, "improv.tool.effect": granted.effect },
-    draft.runSpan,
+    draft.program.runSpan,
   );
   const answer = await runTool(call, run, granted, entry, input, toolCallId, span);
   // A tool's message may quote its input: once the tree sent credentials, the span's is cleaned of them (DESIGN 14 (3)).
