@@ -11,6 +11,7 @@ import { endSpan, startSpan } from "../tracing/index.ts";
 import { splitArguments } from "./arguments.ts";
 import { askProvider, renderCallPrompts } from "./ask.ts";
 import { pullFailure, runAttempt } from "./commit.ts";
+import { beginStoreCall, endStoreCall } from "../store/index.ts";
 import { callOverdue, failed, newDraft, waitsForItself, type Call, type CallDraft, type CallOrigin } from "./draft.ts";
 import { finalize } from "./finalize.ts";
 import { keepIfDecided, reuseFor, runKept } from "./reuse.ts";
@@ -28,7 +29,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
   if (origin.speaker !== "user") return performOpenCall(state, method, rawArgs, origin);
   const store = state.link?.store;
   if (!state.calls.enter()) return closedOutcome("cancelled", "This agent was closed (Agent.close()): it takes no more calls. Make a new one with Agent.for() or Agent.open().");
-  if (store?.beginCall?.() === false) {
+  if (store !== undefined && !beginStoreCall(store)) {
     state.calls.leave();
     return closedOutcome("store", `The store ${store.label} was closed (store.close()): its agents take no more calls. Open the store and the agent again (Agent.open()) to go on.`);
   }
@@ -38,7 +39,7 @@ export async function performCall(state: AgentState, method: string, rawArgs: re
     return await performOpenCall(state, method, rawArgs, origin, (write) => (written = write));
   } finally {
     const leave = () => {
-      store?.endCall?.();
+      endStoreCall(store);
       state.calls.leave();
     };
     if (written === undefined) leave();

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { Command } from "commander";
 import type { HistoryRecord } from "../history/index.ts";
-import { openStore, sqlitePath, SqliteStore, type Store } from "../store/index.ts";
+import { keepsPrograms, openStore, sqlitePath, SqliteStore, type Store } from "../store/index.ts";
 import { ENV_VARIABLES } from "../shared/index.ts";
 import { runDemo } from "./demo.ts";
 import { refusedPrograms } from "./refused.ts";
@@ -121,7 +121,7 @@ program
   .option("--json", "print the list as JSON")
   .action(async (location: string, options: { role?: string; show?: string; forget?: string; refused?: boolean; last: string; json?: boolean }) => {
     await withStore(location, async (store) => {
-      if (store.programs === undefined || store.program === undefined || store.forgetProgram === undefined) throw new UsageError(`${store.label} keeps no programs.`);
+      if (!keepsPrograms(store)) throw new UsageError(`${store.label} keeps no programs.`);
       if ([options.show, options.forget, options.refused].filter((given) => given !== undefined).length > 1) throw new UsageError("Give one of --show, --forget and --refused.");
       if (options.refused) {
         const last = Number(options.last);

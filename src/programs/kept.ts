@@ -6,7 +6,7 @@
  * use the same provider object; in a store, by every agent of the role using it, across
  * processes and restarts.
  */
-import type { KeptProgram, ProgramToKeep, Store } from "../store/index.ts";
+import { keepsPrograms, type KeptProgram, type ProgramStore, type ProgramToKeep, type Store } from "../store/index.ts";
 
 /** Where an agent's kept programs are: in memory, or in its store. */
 export interface ProgramShelf {
@@ -100,10 +100,10 @@ const MAX_REMEMBERED = 1_000;
  * or replaced is not run from memory.
  */
 class StoreShelf implements ProgramShelf {
-  readonly #store: Store & Required<Pick<Store, "program" | "keepProgram" | "programRan">>;
+  readonly #store: ProgramStore;
   readonly #remembered = new Map<string, KeptProgram>();
 
-  constructor(store: Store & Required<Pick<Store, "program" | "keepProgram" | "programRan">>) {
+  constructor(store: ProgramStore) {
     this.#store = store;
   }
 
@@ -141,10 +141,10 @@ const byStore = new WeakMap<Store, ProgramShelf>();
 
 /** The shelf of an agent with `store` (when it has one) and `provider`. */
 export function shelfFor(store: Store | undefined, provider: object | undefined): ProgramShelf | undefined {
-  if (store !== undefined && store.program !== undefined && store.keepProgram !== undefined && store.programRan !== undefined) {
+  if (store !== undefined && keepsPrograms(store)) {
     let shelf = byStore.get(store);
     if (shelf === undefined) {
-      shelf = new StoreShelf(store as Store & Required<Pick<Store, "program" | "keepProgram" | "programRan">>);
+      shelf = new StoreShelf(store);
       byStore.set(store, shelf);
     }
     return shelf;

@@ -226,9 +226,29 @@ export interface SyncStore extends Store {
   writeSync(id: string, write: AgentWrite): WriteResult;
 }
 
+/** A store that keeps programs: every member of the contract for them. */
+export type ProgramStore = Store & Required<Pick<Store, "program" | "keepProgram" | "programRan" | "programs" | "forgetProgram">>;
+
+// What a store can do beyond the contract's required members is read here, and nowhere else.
+
 /** Whether `store` can work synchronously. */
 export function isSyncStore(store: Store): store is SyncStore {
   return typeof (store as Partial<SyncStore>).openSync === "function";
+}
+
+/** Whether `store` keeps programs (all of the contract's members for them; a store with some is taken to keep none). */
+export function keepsPrograms(store: Store): store is ProgramStore {
+  return [store.program, store.keepProgram, store.programRan, store.programs, store.forgetProgram].every((member) => typeof member === "function");
+}
+
+/** Tells `store` a call of one of its agents begins: false when it is closing and refuses it (a store that does not count calls takes every one). */
+export function beginStoreCall(store: Store): boolean {
+  return store.beginCall?.() !== false;
+}
+
+/** Tells `store` a call that {@link beginStoreCall} let in has ended. */
+export function endStoreCall(store: Store | undefined): void {
+  store?.endCall?.();
 }
 
 /** Opening an id that is stored (or open) with another role. */
