@@ -11,6 +11,6 @@ export default defineConfig({
     // One file per core (vitest's default leaves one core free): most files wait on sandbox and
     // server processes more than they compute. At most 4, since each starts processes of its own.
     maxWorkers: Math.min(4, availableParallelism()),
-    reporters: ["default", "./spec/helpers/summary-reporter.ts"],
+    reporters: ["default", "./test-support/summary-reporter.ts"],
   },
 });

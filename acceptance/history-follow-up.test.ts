@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider } from "../src/index.ts";
-import { OpenAITestServer } from "../spec/helpers/openai-server.ts";
+import { OpenAITestServer } from "../test-support/openai-server.ts";
 
 let server: OpenAITestServer | undefined;
 afterEach(async () => {

@@ -4,12 +4,11 @@
  * ANTHROPIC_BASE_URL). They assert only what a live model can be held to: typed outcomes, one
  * record per call, valid records and log lines.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, test } from "vitest";
 import { Agent, AnthropicProvider, ERROR_TYPES, OpenAIProvider, kw, type Provider } from "../src/index.ts";
+import { readLogLines, tempLogPath } from "../test-support/logs.ts";
 
 const keySet = (name: string) => (process.env[name] ?? "").trim() !== "";
 const providers: { name: string; live: boolean; make: () => Provider }[] = [
@@ -22,7 +21,7 @@ const validateRecord = new Ajv2020({ strict: true }).compile(
 
 describe.each(providers)("acceptance against a live model through $name", ({ live, make }) => {
   test.skipIf(!live)("calls, a follow-up from history, and a delegation give typed outcomes, one record each, and valid logs", async () => {
-    const log = join(mkdtempSync(join(tmpdir(), "improv-live-")), "calls.jsonl");
+    const log = tempLogPath("improv-live-");
     const calc = Agent.for<{ value: number }>("calculator", { provider: make(), log, providerTimeoutMs: 60_000, maxGenerationAttempts: 3 });
     calc.value = 5;
     const outcomes = [
@@ -39,7 +38,7 @@ describe.each(providers)("acceptance against a live model through $name", ({ liv
     const records = Agent.history(calc);
     expect(records.map((r) => r.call_id)).toEqual(outcomes.map((o) => o.callId));
     for (const record of records) expect(validateRecord(record), JSON.stringify(validateRecord.errors)).toBe(true);
-    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = readLogLines(log);
     const own = lines.filter((line) => line.role === "calculator");
     expect(own.map((line) => line.call_id)).toEqual(outcomes.map((o) => o.callId));
     for (const line of lines) {

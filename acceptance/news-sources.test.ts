@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider, type HistoryRecord } from "../src/index.ts";
-import { OpenAITestServer } from "../spec/helpers/openai-server.ts";
-import { json, startWebServer, type WebServer } from "../spec/helpers/web-server.ts";
+import { OpenAITestServer } from "../test-support/openai-server.ts";
+import { json, startWebServer, type WebServer } from "../test-support/web-server.ts";
 
 let model: OpenAITestServer | undefined;
 let news: WebServer | undefined;

@@ -2,13 +2,12 @@
  * End to end: OpenAIProvider and the official SDK over HTTP to a local OpenAI-compatible
  * server with scripted completions; every outcome path, its history record and its log line.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider, type AgentOptions, type AgentProxy } from "../src/index.ts";
-import { OpenAITestServer, type RoutedReplies } from "../spec/helpers/openai-server.ts";
+import { OpenAITestServer, type RoutedReplies } from "../test-support/openai-server.ts";
+import { readLogLines, tempLogPath } from "../test-support/logs.ts";
 
 const validateRecord = new Ajv2020({ strict: true }).compile(
   JSON.parse(readFileSync(new URL("../schema/history-record.schema.json", import.meta.url), "utf8")) as object,
@@ -22,10 +21,10 @@ afterEach(async () => {
 
 async function scenario(replies: RoutedReplies, role: string, options: AgentOptions = {}) {
   server = await OpenAITestServer.start(replies);
-  const log = join(mkdtempSync(join(tmpdir(), "improv-acceptance-")), "calls.jsonl");
+  const log = tempLogPath("improv-acceptance-");
   const provider = new OpenAIProvider({ apiKey: "test", baseURL: server.baseURL, model: "scripted-model", maxRetries: 0 });
   const agent = Agent.for(role, { provider, log, ...options });
-  const lines = () => readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+  const lines = () => readLogLines(log);
   return { agent, lines };
 }
 

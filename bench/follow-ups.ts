@@ -4,7 +4,7 @@ import { choosePreview } from "../src/history/preview.ts";
 import { renderPrompts } from "../src/call/prompt.ts";
 import { AgentHistory } from "../src/history/agent-history.ts";
 import { DEFAULT_OPTIONS } from "../src/state/options.ts";
-import { syntheticRecord } from "./records.ts";
+import { syntheticRecord } from "../test-support/records.ts";
 import { measure, type Summary } from "./stats.ts";
 
 export interface FollowUpFigures {

@@ -5,21 +5,22 @@
  * Every figure is a median (with its repetition count); warm-up runs are excluded.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, ScriptedProvider } from "../src/index.ts";
+import { tempLogPath } from "../test-support/logs.ts";
 import { bareIsolatedVm, childRoundTrip, nodeVm } from "./baselines.ts";
 import type { RecordMemory } from "./memory.ts";
-import { syntheticRecord } from "./records.ts";
+import { syntheticRecord } from "../test-support/records.ts";
 import { measure, measureEach, measureInterleaved, type Subject, type Summary } from "./stats.ts";
 import { followUpFigures } from "./follow-ups.ts";
 import { tracingFigures } from "./tracing.ts";
 import { poolFigures } from "./pool.ts";
 import { reuseFigures } from "./reuse.ts";
 import { ONE_AGENT_PROCESSES, storeFigures } from "./stores.ts";
-import type { FleetRun } from "../spec/helpers/fleet.ts";
+import type { FleetRun } from "../test-support/fleet.ts";
 import { scanTime, telemetryThroughput } from "./telemetry.ts";
 import { toolFigures } from "./tools.ts";
 import { egressFigures } from "./egress.ts";
@@ -108,7 +109,7 @@ async function agentCreation(): Promise<Summary> {
 }
 
 const started = performance.now();
-const log = join(mkdtempSync(join(tmpdir(), "improv-bench-")), "calls.jsonl");
+const log = tempLogPath("improv-bench-");
 const { logOff, logOn, ...baselines } = await callAndBaselines(log);
 const results = {
   machine: { node: process.version, platform: `${process.platform}-${process.arch}`, cpus: cpus().length, cpu: cpus()[0]?.model ?? "unknown" },

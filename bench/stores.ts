@@ -5,13 +5,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, PostgresStore, ScriptedProvider, SqliteStore, type Store } from "../src/index.ts";
-import { postgresUnavailable, startPostgres, type PostgresServer } from "../spec/helpers/postgres.ts";
+import { postgresUnavailable, startPostgres, type PostgresServer } from "../test-support/postgres.ts";
 import pg from "pg";
-import { checkFleet, runFleet, runOnOneAgent, type FleetRun } from "../spec/helpers/fleet.ts";
-import { syntheticRecord } from "./records.ts";
+import { checkFleet, runFleet, runOnOneAgent, type FleetRun } from "../test-support/fleet.ts";
+import { syntheticRecord } from "../test-support/records.ts";
 import { measureInterleaved, type Subject, type Summary } from "./stats.ts";
 
-const COUNTER = fileURLToPath(new URL("../spec/store/fixtures/counter.ts", import.meta.url));
+const COUNTER = fileURLToPath(new URL("../test-support/fixtures/counter.ts", import.meta.url));
 const freshFile = () => join(mkdtempSync(join(tmpdir(), "improv-bench-store-")), "improv.db");
 const provider = () => new ScriptedProvider({ programs: { add: "return args[0] + args[1]", inc: "context.n = (context.n ?? 0) + 1; return context.n" } });
 

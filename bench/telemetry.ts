@@ -7,7 +7,7 @@ import { buildLogLine } from "../src/log/log-line.ts";
 import { parseProgram } from "../src/programs/parse.ts";
 import { scanProgram } from "../src/telemetry/scan.ts";
 import { runTelemetry } from "../src/cli/telemetry-command.ts";
-import { LABELED_PROGRAMS } from "../spec/telemetry/labeled-programs.ts";
+import { LABELED_PROGRAMS } from "../test-support/labeled-programs.ts";
 import { measure, type Summary } from "./stats.ts";
 
 /** p50 time of the static history scan per program (parse included), over the labeled set. */

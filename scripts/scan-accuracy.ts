@@ -1,12 +1,12 @@
 /**
  * `npm run scan-accuracy`: precision and recall of the history scan on the labeled set in
- * spec/telemetry/labeled-programs.ts, and the share of programs whose access and tags are both
+ * test-support/labeled-programs.ts, and the share of programs whose access and tags are both
  * exactly right ("tags exact"), next to the textual fallback and a plain regex.
  */
 import { scanProgram } from "../src/telemetry/scan.ts";
 import { scanText } from "../src/telemetry/text-scan.ts";
 import { PATTERN_TAGS, type PatternTag } from "../src/telemetry/patterns.ts";
-import { LABELED_PROGRAMS } from "../spec/telemetry/labeled-programs.ts";
+import { LABELED_PROGRAMS } from "../test-support/labeled-programs.ts";
 
 type Scanner = (code: string) => { historyAccessDetected: boolean; patterns: readonly PatternTag[] };
 

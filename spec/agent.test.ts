@@ -1,7 +1,7 @@
 import { inspect } from "node:util";
 import { describe, expect, test } from "vitest";
 import { Agent, AGENT_OPTION_NAMES, kw, Outcome, ScriptedProvider } from "../src/index.ts";
-import { scriptedAgent } from "./helpers/agents.ts";
+import { scriptedAgent } from "../test-support/agents.ts";
 
 describe("Agent.for", () => {
   test("returns an agent that is an instance of Agent and knows its role", () => {

@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { OpenAITestServer } from "./helpers/openai-server.ts";
+import { OpenAITestServer } from "../test-support/openai-server.ts";
 
 const root = new URL("..", import.meta.url).pathname;
 const readme = readFileSync(join(root, "README.md"), "utf8");

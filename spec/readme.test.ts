@@ -3,10 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
 import { Agent, kw, ScriptedProvider, SqliteStore } from "../src/index.ts";
+import { tempLogPath } from "../test-support/logs.ts";
 
 test("the README quick start does what it says", async () => {
   const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-  const log = join(mkdtempSync(join(tmpdir(), "improv-readme-")), "calls.jsonl");
+  const log = tempLogPath("improv-readme-");
   // The same programs as the README's example.
   const provider = new ScriptedProvider({
     programs: {

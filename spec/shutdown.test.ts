@@ -6,7 +6,7 @@ import { describe, expect, test, vi } from "vitest";
 import { Agent, PostgresStore, ScriptedProvider, SqliteStore, configureSandbox } from "../src/index.ts";
 import { sandboxPool } from "../src/sandbox/host/pool.ts";
 import { poolTimings } from "../src/sandbox/host/timings.ts";
-import { waitFor } from "./helpers/wait-for.ts";
+import { waitFor } from "../test-support/wait-for.ts";
 
 const provider = () =>
   new ScriptedProvider({ programs: { slow: [{ delayMs: 300, code: "context.n = (context.n ?? 0) + 1; return context.n" }], quick: "return 'quick'", long: [{ delayMs: 2_000, code: "return 1" }] } });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider, ScriptedProvider, TokenBudget } from "../src/index.ts";
-import { OpenAITestServer } from "./helpers/openai-server.ts";
+import { OpenAITestServer } from "../test-support/openai-server.ts";
 
 let server: OpenAITestServer | undefined;
 afterEach(async () => {

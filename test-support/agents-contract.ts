@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider, type Store } from "../../src/index.ts";
-import { checkFleet, runFleet } from "../helpers/fleet.ts";
-import { checkCounter, turnsProcess } from "../helpers/turns.ts";
+import { Agent, ScriptedProvider, type Store } from "../src/index.ts";
+import { checkFleet, runFleet } from "./fleet.ts";
+import { checkCounter, turnsProcess } from "./turns.ts";
 
 const COUNTER = new URL("./fixtures/counter.ts", import.meta.url).pathname;
 const MIXED = new URL("./fixtures/mixed.ts", import.meta.url).pathname;

@@ -1,5 +1,5 @@
-import type { AgentOptions, AgentProxy, Outcome } from "../../src/index.ts";
-import type { ScriptedProgram } from "../../src/providers/scripted.ts";
+import type { AgentOptions, AgentProxy, Outcome } from "../src/index.ts";
+import type { ScriptedProgram } from "../src/index.ts";
 
 /** A way for a call to end, with the programs and options that lead there. */
 export interface CallPath {

@@ -1,15 +1,15 @@
 /**
  * Many durable agents over many processes sharing one store: `runFleet` starts the processes
- * (spec/store/fixtures/fleet.ts), each calling its own share of the agents, and gathers their
+ * (test-support/fixtures/fleet.ts), each calling its own share of the agents, and gathers their
  * calls; `runOnOneAgent` has every process call the same agent; `checkFleet` reads the store
  * afterwards and says what is wrong with it (lost or duplicated records, a count the agents'
  * context does not match), if anything.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { Store } from "../../src/index.ts";
+import type { Store } from "../src/index.ts";
 
-const FLEET = fileURLToPath(new URL("../store/fixtures/fleet.ts", import.meta.url));
+const FLEET = fileURLToPath(new URL("./fixtures/fleet.ts", import.meta.url));
 
 export interface FleetRun {
   readonly processes: number;

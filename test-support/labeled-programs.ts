@@ -1,4 +1,4 @@
-import type { PatternTag } from "../../src/telemetry/patterns.ts";
+import type { PatternTag } from "../src/telemetry/patterns.ts";
 
 /** A generated program with the history usage a careful reader would assign it. */
 export interface LabeledProgram {

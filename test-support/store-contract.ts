@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { KeptValues } from "../../src/history/kept-values.ts";
-import { StoreError, type Store } from "../../src/store/store.ts";
+import { KeptValues } from "../src/history/kept-values.ts";
+import { StoreError, type Store } from "../src/store/store.ts";
 
 /** A JSON record text with a recognisable call id. */
 export const record = (n: number) => JSON.stringify({ call_id: `c${n}` });

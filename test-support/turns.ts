@@ -1,12 +1,12 @@
 /**
  * Processes calling one durable agent at once, for the tests of processes taking turns:
- * `turnsProcess` runs spec/store/fixtures/turns.ts and gathers its outcomes; `checkCounter`
+ * `turnsProcess` runs test-support/fixtures/turns.ts and gathers its outcomes; `checkCounter`
  * reads the store afterwards and says what is wrong with the counter agent there, if anything.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import type { Store } from "../../src/index.ts";
+import type { Store } from "../src/index.ts";
 
-const TURNS = new URL("../store/fixtures/turns.ts", import.meta.url).pathname;
+const TURNS = new URL("./fixtures/turns.ts", import.meta.url).pathname;
 
 export interface CallLine {
   readonly ok: boolean;

@@ -1,13 +1,11 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
-import { CALL_PATHS } from "../helpers/call-paths.ts";
+import { CALL_PATHS } from "../../test-support/call-paths.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 describe("finalize runs exactly once per call", () => {
   test.each(CALL_PATHS)("$expected: one history record and one log line", async ({ expected, programs, options, call }) => {
-    const log = join(mkdtempSync(join(tmpdir(), "improv-finalize-")), "calls.jsonl");
+    const log = tempLogPath("improv-finalize-");
     const agent = Agent.for("finalizer", { provider: new ScriptedProvider({ programs }), log, ...options });
     const outcome = await call(agent);
     expect(outcome.errorType ?? "ok").toBe(expected);
@@ -15,9 +13,9 @@ describe("finalize runs exactly once per call", () => {
     expect(history).toHaveLength(1);
     expect(history[0]?.call_id).toBe(outcome.callId);
     expect(history[0]?.outcome_summary.error_type ?? "ok").toBe(expected);
-    const lines = readFileSync(log, "utf8").trim().split("\n");
+    const lines = readLogLines(log);
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0] as string)).toMatchObject({ call_id: outcome.callId, outcome_status: outcome.status, history_record_appended: true });
+    expect(lines[0]).toMatchObject({ call_id: outcome.callId, outcome_status: outcome.status, history_record_appended: true });
   });
 
   test("cancelled: one record", async () => {

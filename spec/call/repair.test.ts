@@ -1,14 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider } from "../../src/index.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
-import { OpenAITestServer } from "../helpers/openai-server.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
+import { OpenAITestServer } from "../../test-support/openai-server.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
-const logPath = () => join(mkdtempSync(join(tmpdir(), "improv-repair-")), "calls.jsonl");
-const logLines = (path: string) => readFileSync(path, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
 
 let server: OpenAITestServer | undefined;
 afterEach(async () => {
@@ -79,10 +75,10 @@ describe("repair with feedback", () => {
   });
 
   test("the log line says how many attempts ran and why each failed", async () => {
-    const log = logPath();
+    const log = tempLogPath("improv-repair-");
     const { agent } = scriptedAgent("calculator", { add: [null, "return nope", "return 3"] }, { log, maxGenerationAttempts: 3 });
     expect((await agent.add()).value).toBe(3);
-    const [line] = logLines(log);
+    const [line] = readLogLines(log);
     expect(line).toMatchObject({
       generation_attempt: 3,
       attempt_errors: [

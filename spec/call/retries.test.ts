@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { Agent } from "../../src/index.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
 
 describe("generation attempts", () => {
   test("a null payload is retried and the next program runs", async () => {

@@ -3,9 +3,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, PostgresStore, ScriptedProvider, SqliteStore, type Provider } from "../../src/index.ts";
-import { postgresUnavailable, startPostgres } from "../helpers/postgres.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
-import { waitFor } from "../helpers/wait-for.ts";
+import { postgresUnavailable, startPostgres } from "../../test-support/postgres.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
+import { waitFor } from "../../test-support/wait-for.ts";
 
 /** A program line that keeps the isolate busy for `ms`. */
 const spin = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {}`;

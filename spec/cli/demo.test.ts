@@ -1,11 +1,12 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, test } from "vitest";
-import { OpenAITestServer } from "../helpers/openai-server.ts";
+import { OpenAITestServer } from "../../test-support/openai-server.ts";
 import { ENV_NAMES } from "../../src/shared/env.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
@@ -34,7 +35,7 @@ afterEach(async () => {
 
 describe("improv demo", () => {
   test("runs offline, labelled as scripted, tells the whole story, writes a log and ends with the telemetry summary", async () => {
-    const log = join(mkdtempSync(join(tmpdir(), "improv-demo-")), "demo.jsonl");
+    const log = tempLogPath("improv-demo-", "demo.jsonl");
     const { code, stdout } = await runCli(["demo", "--log", log], offlineEnv());
     expect(code).toBe(0);
     expect(stdout).toContain("Mode: OFFLINE — scripted completions stand in for the model (no network, no API key).");
@@ -59,7 +60,7 @@ describe("improv demo", () => {
     expect(stdout).toContain(`$ improv telemetry ${log}`);
     expect(stdout).toContain("  calls                 17");
     expect(stdout).toContain("  code reads history    4  (23.5% of calls)");
-    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = readLogLines(log);
     expect(lines).toHaveLength(17);
     expect(lines.find((line) => line.method === "headlines")).toMatchObject({ tool_call_count: 1, tool_names: ["fetch"], tool_error_count: 0, tools_referenced: ["fetch"] });
     expect(lines.find((line) => line.method === "price")).toMatchObject({ tool_call_count: 2, tool_names: ["catalogue.search", "convert"], tool_error_count: 0, tools_referenced: ["catalogue.search", "convert"] });
@@ -117,7 +118,7 @@ describe("improv demo", () => {
 
   test("runs live through AnthropicProvider when only ANTHROPIC_API_KEY is set", async () => {
     server = await OpenAITestServer.start([{ kind: "structured", code: "return 42" }]);
-    const log = join(mkdtempSync(join(tmpdir(), "improv-demo-")), "demo.jsonl");
+    const log = tempLogPath("improv-demo-", "demo.jsonl");
     const { code, stdout } = await runCli(["demo", "--log", log], { ...offlineEnv(), ANTHROPIC_API_KEY: "test", ANTHROPIC_BASE_URL: server.origin, IMPROV_MODEL: "claude-served" });
     expect(code).toBe(0);
     expect(stdout).toContain("Mode: LIVE model (claude-served) from ANTHROPIC_API_KEY.");
@@ -133,7 +134,7 @@ describe("improv demo", () => {
 
   test("says it runs against a live model when OPENAI_API_KEY is set", async () => {
     server = await OpenAITestServer.start([{ kind: "structured", code: "return 42" }]);
-    const log = join(mkdtempSync(join(tmpdir(), "improv-demo-")), "demo.jsonl");
+    const log = tempLogPath("improv-demo-", "demo.jsonl");
     const { code, stdout } = await runCli(["demo", "--log", log], { ...offlineEnv(), OPENAI_API_KEY: "test", OPENAI_BASE_URL: server.baseURL, IMPROV_MODEL: "served-model" });
     expect(code).toBe(0);
     expect(stdout).toContain("Mode: LIVE model (served-model) from OPENAI_API_KEY.");

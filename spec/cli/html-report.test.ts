@@ -8,7 +8,8 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { runTelemetry } from "../../src/cli/telemetry-command.ts";
 import { Agent, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
-import { OpenAITestServer } from "../helpers/openai-server.ts";
+import { OpenAITestServer } from "../../test-support/openai-server.ts";
+import { readLogLines } from "../../test-support/logs.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
@@ -76,7 +77,6 @@ async function realLog(directory: string): Promise<string> {
 }
 
 type Line = Record<string, unknown>;
-const readLines = (path: string): Line[] => readFileSync(path, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Line);
 
 describe.skipIf(!available)("improv telemetry --html", () => {
   let browser: Browser;
@@ -87,7 +87,7 @@ describe.skipIf(!available)("improv telemetry --html", () => {
   beforeAll(async () => {
     directory = mkdtempSync(join(tmpdir(), "improv-html-"));
     log = await realLog(directory);
-    lines = readLines(log);
+    lines = readLogLines<Line>(log);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-background-networking"] });
   }, 60_000);
 

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,8 +7,9 @@ import { PassThrough, Readable, Writable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
-import { OpenAITestServer } from "../helpers/openai-server.ts";
+import { OpenAITestServer } from "../../test-support/openai-server.ts";
 import { runTelemetry, UsageError, type TelemetryCommandOptions } from "../../src/cli/telemetry-command.ts";
+import { readLogLines } from "../../test-support/logs.ts";
 
 const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const improv = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: "utf8", timeout: 60_000 });
@@ -102,7 +103,7 @@ describe("improv telemetry", () => {
       await agent.double(3); // reused: no request
       await agent.next(1); // a blank reply, then a program: two requests
       await new Promise((resolve) => setTimeout(resolve, 200));
-      const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+      const lines = readLogLines(log);
       expect(lines.map((line) => [line.method, line.generation_attempt, line.prompt_tokens, line.completion_tokens, line.cached_tokens])).toEqual([
         ["double", 1, 10, 5, 6],
         ["double", 0, 0, 0, null],
@@ -185,7 +186,7 @@ describe("improv telemetry", () => {
   test("failed calls are listed with their messages and call ids, newest first, in the JSON and the text", async () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
     const log = await realLog(directory);
-    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = readLogLines(log);
     const failed = lines.filter((line) => line.outcome_status !== "ok");
     const report = await run({ inputs: [log], json: true }).promise;
     expect(report.failingCalls.map((call) => [call.callId, call.role, call.method, call.errorType])).toEqual([...failed].reverse().map((line) => [line.call_id, line.role, line.method, line.error_type]));

@@ -2,18 +2,14 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { z } from "zod";
-import { Agent, ScriptedProvider, type AgentOptions, type HistoryRecord } from "../../src/index.ts";
+import { Agent, type AgentOptions } from "../../src/index.ts";
+import { agentWith, type ScriptedAgent, type ScriptedPrograms } from "../../test-support/agents.ts";
 
 const schema = JSON.parse(readFileSync(new URL("../../schema/history-record.schema.json", import.meta.url), "utf8")) as object;
 const validateRecord = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
 
 /** An agent of `role` whose methods are scripted programs. */
-function scripted(role: string, programs: ConstructorParameters<typeof ScriptedProvider>[0]["programs"], options: AgentOptions = {}) {
-  const provider = new ScriptedProvider({ programs });
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const agent = Agent.for(role, { provider, ...options }) as any;
-  return { agent, provider, history: () => Agent.history(agent) as readonly HistoryRecord[] };
-}
+const scripted = (role: string, programs: ScriptedPrograms, options: AgentOptions = {}): ScriptedAgent => agentWith(programs, { role, ...options });
 
 describe("purpose and method contracts", () => {
   test("are shown to the model: the purpose in the system prompt, the method's description and return type in its user prompt", async () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { Agent, type AgentOptions } from "../../src/index.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
 
 const DRAFTS = [
   { draft: "07", $schema: undefined },

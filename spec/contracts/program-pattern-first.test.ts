@@ -3,7 +3,7 @@
  * permissive pattern must not decide what any later schema, of any agent, accepts.
  */
 import { expect, test } from "vitest";
-import { scriptedAgent } from "../helpers/agents.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
 
 test("a program's contract holding [\\s\\S]*, compiled first in a process, does not decide what a mail tool of an agent made later accepts", async () => {
   const contract = JSON.stringify({ methods: { write: { returns: { type: "string", pattern: "[\\s\\S]*" } } } });

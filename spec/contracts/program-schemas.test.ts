@@ -5,8 +5,8 @@
 import { describe, expect, test } from "vitest";
 import { schemaChecks } from "../../src/contracts/schema-threads.ts";
 import { Agent } from "../../src/index.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
-import { waitFor } from "../helpers/wait-for.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
+import { waitFor } from "../../test-support/wait-for.ts";
 
 /** A boss program that delegates `work` with `options` (a JS expression) and returns what the helper's call came to. */
 const delegating = (options: string, args = "") =>

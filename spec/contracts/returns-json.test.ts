@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { z } from "zod";
-import { scriptedAgent } from "../helpers/agents.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
 
 const NOT_JSON = "Return JSON data: plain objects, arrays, strings, finite numbers, booleans and null.";
 

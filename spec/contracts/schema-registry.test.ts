@@ -4,7 +4,7 @@
  */
 import { expect, test } from "vitest";
 import { Agent } from "../../src/index.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
 
 test.each([
   { draft: "07", $schema: undefined, metaId: "http://json-schema.org/draft-07/schema#" },

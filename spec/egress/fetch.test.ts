@@ -1,53 +1,23 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { once } from "node:events";
 import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompressSync } from "node:zlib";
-import { afterEach, describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider, type AgentOptions, type HistoryRecord } from "../../src/index.ts";
-import { json, redirect, startWebServer, type Route, type WebServer } from "../helpers/web-server.ts";
+import { describe, expect, test } from "vitest";
+import { Agent } from "../../src/index.ts";
+import { json, redirect, type Route } from "../../test-support/web-server.ts";
+import { egressAgent, serve } from "./harness.ts";
 
 const schema = JSON.parse(readFileSync(new URL("../../schema/history-record.schema.json", import.meta.url), "utf8")) as object;
 const validateRecord = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
-
-const servers: WebServer[] = [];
-afterEach(async () => {
-  for (const server of servers.splice(0)) await server.close();
-});
-
-async function serve(routes: Record<string, Route>): Promise<WebServer> {
-  const server = await startWebServer(routes);
-  servers.push(server);
-  return server;
-}
-
-function logFile(): string {
-  return join(mkdtempSync(join(tmpdir(), "improv-egress-")), "calls.jsonl");
-}
-
-/** An agent whose methods are scripted programs, with `egress` (and any other options). */
-function agentWith(programs: Record<string, string | string[]>, options: AgentOptions) {
-  const provider = new ScriptedProvider({ programs });
-  const log = logFile();
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const agent = Agent.for("reader", { provider, log, ...options }) as any;
-  const logLines = () =>
-    readFileSync(log, "utf8")
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { agent, provider, log, logLines, history: () => Agent.history(agent) as readonly HistoryRecord[] };
-}
 
 /** A program that returns what a fetch threw: its name, message, and whether it is an EgressError. */
 const caught = (call: string) => `try { const r = await ${call}; return { status: r.status }; } catch (e) { return { name: e.name, message: e.message, egress: e instanceof EgressError } }`;
 
 describe("fetch in programs", () => {
   test("without an egress policy there is no fetch at all, and the prompt says there is no network", async () => {
-    const { agent, provider } = agentWith({ probe: "return [typeof fetch, typeof EgressError]" }, {});
+    const { agent, provider } = egressAgent({ probe: "return [typeof fetch, typeof EgressError]" }, {});
     const outcome = await agent.probe();
     expect(outcome.value).toEqual(["undefined", "function"]);
     expect(provider.calls[0]?.system).toContain("There is no `fetch`: this object has no network access.");
@@ -55,7 +25,7 @@ describe("fetch in programs", () => {
 
   test("a fetch from an allowed origin: a plain response, the fetch in the record and the log line, its URL a source", async () => {
     const news = await serve({ "/feed": json({ headline: "Rain tomorrow" }) });
-    const { agent, provider, history, logLines } = agentWith(
+    const { agent, provider, history, logLines } = egressAgent(
       {
         headline: `const r = await fetch("${news.origin}/feed?page=1&api_key=hunter22"); const body = await r.json();
                    return { ok: r.ok, status: r.status, type: r.headers.get("Content-Type"), has: r.headers.has("content-type"), url: r.url, headline: body.headline, text: (await r.text()).length }`,
@@ -81,13 +51,13 @@ describe("fetch in programs", () => {
 
   test("waiting for a slow server is not the program's own time", async () => {
     const slow = await serve({ "/slow": (_request, response) => void setTimeout(() => response.end("late"), 400) });
-    const { agent } = agentWith({ wait: `return await (await fetch("${slow.origin}/slow")).text()` }, { egress: { allow: [slow.origin] }, executionTimeoutMs: 150 });
+    const { agent } = egressAgent({ wait: `return await (await fetch("${slow.origin}/slow")).text()` }, { egress: { allow: [slow.origin] }, executionTimeoutMs: 150 });
     expect((await agent.wait()).value).toBe("late");
   });
 
   test("only the attempt that produced the outcome gives sources, and only 2xx answers; every fetch is listed", async () => {
     const site = await serve({ "/a": json("a"), "/b": json("b"), "/missing": json("no", 404) });
-    const { agent, history } = agentWith(
+    const { agent, history } = egressAgent(
       { read: [`await fetch("${site.origin}/a"); undefinedName.x;`, `await fetch("${site.origin}/missing"); return (await fetch("${site.origin}/b")).json()`] },
       { egress: { allow: [site.origin] } },
     );
@@ -109,7 +79,7 @@ describe("the policy: refused before any server is contacted", () => {
     const site = await serve({ "/": json("ok") });
     const other = await serve({ "/": json("other") });
     const port = site.port;
-    const { agent, history } = agentWith(
+    const { agent, history } = egressAgent(
       {
         otherPort: caught(`fetch("${other.origin}/")`),
         metadata: caught(`fetch("http://169.254.169.254/latest/meta-data/")`),
@@ -164,7 +134,7 @@ describe("the policy: refused before any server is contacted", () => {
       "nat64.example.test": ["64:ff9b::7f00:1"],
     };
     const resolved: string[] = [];
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       { get: `try { await fetch("http://" + args[0] + ":${site.port}/"); return "fetched" } catch (e) { return e.message }` },
       {
         egress: {
@@ -188,7 +158,7 @@ describe("the policy: refused before any server is contacted", () => {
   test("a name that resolves to a public address first and a loopback one next is refused the second time: each connection's own lookup is checked", async () => {
     const site = await serve({ "/": json("reached") });
     let lookups = 0;
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       { get: `try { await fetch("http://rebind.example.test:${site.port}/"); return "fetched" } catch (e) { return e.message }` },
       { egress: { allow: [`http://*.example.test:${site.port}`], timeoutMs: 300, resolve: () => (lookups++ === 0 ? ["93.184.216.34"] : ["127.0.0.1"]) } },
     );
@@ -202,7 +172,7 @@ describe("the policy: refused before any server is contacted", () => {
   test("localhost named with its port opens that port: other ports and other names for it do not", async () => {
     const site = await serve({ "/": json("local") });
     const other = await serve({ "/": json("other") });
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       { get: `try { return await (await fetch(args[0])).json() } catch (e) { return e.message }` },
       { egress: { allow: [`http://localhost:${site.port}`], resolve: () => ["127.0.0.1"] } },
     );
@@ -224,7 +194,7 @@ describe("https", () => {
     await once(server, "listening");
     const { port } = server.address() as AddressInfo;
     try {
-      const { agent } = agentWith({ get: `await fetch("https://localhost:${port}/")` }, { egress: { allow: [`https://localhost:${port}`], resolve: () => ["127.0.0.1"] } });
+      const { agent } = egressAgent({ get: `await fetch("https://localhost:${port}/")` }, { egress: { allow: [`https://localhost:${port}`], resolve: () => ["127.0.0.1"] } });
       const outcome = await agent.get();
       expect(outcome).toMatchObject({ ok: false, errorType: "tool", retriable: true });
       expect(outcome.errorMessage).toMatch(/EgressError: fetch https:\/\/localhost:\d+\/: .*(self-signed|certificate)/);
@@ -247,7 +217,7 @@ describe("redirects: followed by the host, each hop checked again", () => {
       "/hop": redirect("/end", 307),
       "/end": json("arrived"),
     });
-    const reader = agentWith(
+    const reader = egressAgent(
       { get: `try { const r = await fetch(args[0]); return { status: r.status, url: r.url, redirected: r.redirected, body: await r.json() } } catch (e) { return { name: e.name, message: e.message } }` },
       { egress: { allow: [site.origin] } },
     );
@@ -287,7 +257,7 @@ describe("what comes back is bounded", () => {
       },
       "/small": json("fine"),
     });
-    const { agent } = agentWith({ get: caught(`fetch("${site.origin}" + args[0])`) }, { egress: { allow: [site.origin], maxResponseBytes: 100_000 } });
+    const { agent } = egressAgent({ get: caught(`fetch("${site.origin}" + args[0])`) }, { egress: { allow: [site.origin], maxResponseBytes: 100_000 } });
     expect(bomb.length).toBeLessThan(1_000_000);
     for (const path of ["/endless", "/huge", "/bomb"]) {
       const outcome = await agent.get(path);
@@ -313,7 +283,7 @@ describe("what comes back is bounded", () => {
       "/unknown": encoded("compress-9000", Buffer.from("opaque bytes")),
       "/corrupt": encoded("gzip", Buffer.from("not gzip at all")),
     });
-    const { agent } = agentWith({ get: `const r = await fetch("${site.origin}" + args[0]); const t = await r.text(); try { return JSON.parse(t).headline } catch { return t }` }, { egress: { allow: [site.origin] } });
+    const { agent } = egressAgent({ get: `const r = await fetch("${site.origin}" + args[0]); const t = await r.text(); try { return JSON.parse(t).headline } catch { return t }` }, { egress: { allow: [site.origin] } });
     for (const path of ["/gzip", "/deflate", "/raw-deflate", "/br", "/zstd", "/stacked"]) expect((await agent.get(path)).value, path).toBe("Rain tomorrow");
     expect((await agent.get("/unknown")).value).toBe("opaque bytes");
     const corrupt = await agent.get("/corrupt");
@@ -339,7 +309,7 @@ describe("what comes back is bounded", () => {
         response.end("hello");
       },
     });
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       {
         post: `const r = await fetch("${site.origin}/echo", { method: "POST", body: "hi" }); return { status: r.status, statusText: r.statusText, tag: r.headers.get("x-tag"), names: [...r.headers.entries()].map(([name]) => name), echoed: await r.json() }`,
         own: `const r = await fetch("${site.origin}/echo", { headers: { "user-agent": "my-agent/1", accept: "application/json" } }); return r.status`,
@@ -365,7 +335,7 @@ describe("what comes back is bounded", () => {
       "/slow-headers": (_request, response) => void setTimeout(() => response.end("late"), 2_000),
       "/never": () => undefined,
     });
-    const { agent } = agentWith({ get: `await fetch("${site.origin}" + args[0])` }, { egress: { allow: [site.origin], timeoutMs: 200 } });
+    const { agent } = egressAgent({ get: `await fetch("${site.origin}" + args[0])` }, { egress: { allow: [site.origin], timeoutMs: 200 } });
     for (const path of ["/slow-headers", "/never"]) {
       const started = performance.now();
       const outcome = await agent.get(path);
@@ -377,7 +347,7 @@ describe("what comes back is bounded", () => {
 
   test("1,000 fetches in one call: maxRequests reach the server, the rest are refused, and the per-call budget ends the program", async () => {
     const site = await serve({ "/": json(1) });
-    const { agent, history } = agentWith(
+    const { agent, history } = egressAgent(
       { many: `let fetched = 0, refused = 0; for (let i = 0; i < 1000; i++) { try { await fetch("${site.origin}/"); fetched++ } catch (e) { if (!(e instanceof EgressError)) throw e; refused++ } } return { fetched, refused }` },
       { egress: { allow: [site.origin], maxRequests: 5 } },
     );
@@ -417,7 +387,7 @@ describe("secrets the host adds", () => {
       fail: `const r = await fetch("${api.origin}/fail"); throw new Error(await r.text())`,
       other: `const r = await fetch("${elsewhere.origin}/echo", { headers: { authorization: "mine" } }); return (await r.json()).seen.authorization`,
     };
-    const { agent, history, log } = agentWith(programs, { debug: true, egress: { allow: [api.origin, elsewhere.origin], headers: { [api.origin]: { authorization: `Bearer ${secret}` } } } });
+    const { agent, history, logText } = egressAgent(programs, { debug: true, egress: { allow: [api.origin, elsewhere.origin], headers: { [api.origin]: { authorization: `Bearer ${secret}` } } } });
     const stolen = await agent.steal();
     expect(stolen.ok).toBe(true);
     // The server got the host's value, not the program's; the program's other headers went along.
@@ -430,7 +400,7 @@ describe("secrets the host adds", () => {
     expect(failed.errorMessage).toContain("bad token [redacted]");
     // Another origin gets no secret, and the program's own header goes there as written.
     expect((await agent.other()).value).toBe("mine");
-    const seen = JSON.stringify([stolen, failed, history()]) + readFileSync(log, "utf8");
+    const seen = JSON.stringify([stolen, failed, history()]) + logText();
     expect(seen).not.toContain(secret);
     expect(seen).toContain("[redacted]");
   });
@@ -440,7 +410,7 @@ describe("effects", () => {
   test("a method that may change the world is asked of toolApproval, and a program that used it is never run again on its own", async () => {
     const site = await serve({ "/orders": json({ id: 7 }, 201) });
     const approvals: unknown[] = [];
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       {
         order: `const r = await fetch("${site.origin}/orders", { method: "POST", body: JSON.stringify({ item: "tea" }) }); notDefined.x; return r.status`,
         denied: caught(`fetch("${site.origin}/orders", { method: "DELETE" })`),
@@ -494,7 +464,7 @@ describe("the egress option", () => {
 describe("hostile programs", () => {
   test("bad arguments are the program's mistakes; a fetch left running after the program returned is never sent", async () => {
     const site = await serve({ "/": json("ok"), "/late": json("late") });
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       {
         getter: `const init = {}; Object.defineProperty(init, "headers", { get() { throw new Error("trap") } }); try { await fetch("${site.origin}/", init) } catch (e) { return [e.name, e.message] }`,
         longUrl: `try { await fetch("${site.origin}/?" + "a".repeat(100000)) } catch (e) { return [e.name, e.message] }`,

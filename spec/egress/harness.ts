@@ -2,12 +2,11 @@
  * Shared parts of the egress tests: local web servers closed after each test, and an agent whose
  * methods are scripted programs (the hostile code) under an egress policy.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach } from "vitest";
-import { Agent, ScriptedProvider, type AgentOptions, type HistoryRecord } from "../../src/index.ts";
-import { startWebServer, type Route, type WebServer } from "../helpers/web-server.ts";
+import type { AgentOptions } from "../../src/index.ts";
+import { agentWith, type ScriptedAgent, type ScriptedPrograms } from "../../test-support/agents.ts";
+import { tempLogPath } from "../../test-support/logs.ts";
+import { startWebServer, type Route, type WebServer } from "../../test-support/web-server.ts";
 
 const servers: WebServer[] = [];
 afterEach(async () => {
@@ -21,13 +20,9 @@ export async function serve(routes: Record<string, Route>): Promise<WebServer> {
   return server;
 }
 
-/** An agent whose methods are scripted programs, with `egress` (and any other options); its log file and history to read back. */
-export function agentWith(programs: Record<string, string | string[]>, options: AgentOptions, role = "reader") {
-  const provider = new ScriptedProvider({ programs });
-  const log = join(mkdtempSync(join(tmpdir(), "improv-egress-")), "calls.jsonl");
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const agent = Agent.for(role, { provider, log, ...options }) as any;
-  return { agent, provider, log, logText: () => readFileSync(log, "utf8"), history: () => Agent.history(agent) as readonly HistoryRecord[] };
+/** An agent whose methods are scripted programs, with `egress` (and any other options), logging to a temporary file; its log and history to read back. */
+export function egressAgent(programs: ScriptedPrograms, options: AgentOptions, role = "reader"): ScriptedAgent {
+  return agentWith(programs, { role, log: tempLogPath("improv-egress-"), ...options });
 }
 
 /** A program that returns what a fetch gave (status, body text) or threw (name, message). */

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import type { ToolApprovalRequest } from "../../src/index.ts";
-import { json, type Route } from "../helpers/web-server.ts";
-import { agentWith, serve, tried } from "./harness.ts";
+import { json, type Route } from "../../test-support/web-server.ts";
+import { egressAgent, serve, tried } from "./harness.ts";
 
 const WRITE_METHODS = ["POST", "PUT", "PATCH", "DELETE"] as const;
 const STATUSES = [301, 302, 303, 307, 308] as const;
@@ -27,7 +27,7 @@ describe("a write request's redirects: every hop that still writes is approved, 
       const other = await serve({ "/landing": json("landed") });
       const site = await serve({ "/write": redirectAsAsked(`${other.origin}/landing?from=site`) });
       const approvals: ToolApprovalRequest[] = [];
-      const { agent } = agentWith(
+      const { agent } = egressAgent(
         { write: tried(`fetch("${site.origin}/write?status=${status}", { method: "${method}", body: "order: tea" })`) },
         {
           egress: { allow: [site.origin, other.origin], methods: ["GET", "HEAD", ...WRITE_METHODS] },
@@ -62,7 +62,7 @@ describe("a write request's redirects: every hop that still writes is approved, 
     const other = await serve({ "/landing": json("landed"), "/loop": (_request, response) => void response.writeHead(307, { location: "/loop" }).end() });
     const site = await serve({ "/write": redirectAsAsked(`${other.origin}/landing`), "/loop": redirectAsAsked(`${other.origin}/loop`) });
     const approvals: unknown[] = [];
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       {
         write: tried(`fetch("${site.origin}/write?status=308", { method: "PUT", body: "v=1" })`),
         loop: tried(`fetch("${site.origin}/loop?status=307", { method: "POST", body: "again" })`),
@@ -83,7 +83,7 @@ describe("a write request's redirects: every hop that still writes is approved, 
     const site = await serve({ "/orders": json("ok", 201) });
     const url = `${site.origin}/orders?api_key=kept-as-written&pad=${"p".repeat(3_000)}#part`;
     const asked: string[] = [];
-    const { agent, history } = agentWith(
+    const { agent, history } = egressAgent(
       { order: tried(`fetch(${JSON.stringify(url)}, { method: "POST", body: "x" })`) },
       { egress: { allow: [site.origin], methods: ["GET", "POST"] }, toolApproval: (request) => asked.push((request.input as { url: string }).url) > 0 },
     );

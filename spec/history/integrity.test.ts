@@ -1,21 +1,14 @@
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { agentWith, type AnyAgent } from "../../test-support/agents.ts";
 
-function agentWith(programs: Record<string, string>) {
-  return Agent.for("historian", {
-    provider: new ScriptedProvider({
-      programs: {
-        add: "context.total = (context.total ?? 0) + args[0]; return context.total",
-        fail: "throw new Error('nope')",
-        ...programs,
-      },
-    }),
-    executionTimeoutMs: 1_000,
-    memoryLimitMb: 16,
-  });
+/** An agent running `programs`, with `add` and `fail` to seed its history with. */
+function historian(programs: Record<string, string>): AnyAgent {
+  const seeds = { add: "context.total = (context.total ?? 0) + args[0]; return context.total", fail: "throw new Error('nope')" };
+  return agentWith({ ...seeds, ...programs }, { role: "historian", executionTimeoutMs: 1_000, memoryLimitMb: 16 }).agent;
 }
 
-async function seed(agent: ReturnType<typeof agentWith>): Promise<void> {
+async function seed(agent: AnyAgent): Promise<void> {
   await agent.add(1);
   await agent.add(2);
   await agent.fail();
@@ -38,7 +31,7 @@ describe("generated code reads history as plain data", () => {
   ];
 
   test.each(queries)("%s", async (_name, program, expected) => {
-    const agent = agentWith({ query: program });
+    const agent = historian({ query: program });
     await seed(agent);
     const r = await agent.query();
     expect(r.errorMessage).toBeUndefined();
@@ -66,7 +59,7 @@ describe("generated code cannot damage the history", () => {
   ];
 
   test.each(attacks)("%s", async (_name, attack) => {
-    const agent = agentWith({ attack: `${attack}; return 'done'`, count: "return context.conversation_history.map((r) => r.method_name + ':' + r.outcome_summary.ok)" });
+    const agent = historian({ attack: `${attack}; return 'done'`, count: "return context.conversation_history.map((r) => r.method_name + ':' + r.outcome_summary.ok)" });
     await seed(agent);
     const before = JSON.stringify(Agent.history(agent));
     const contextBefore = { ...agent.runtimeContext };
@@ -80,7 +73,7 @@ describe("generated code cannot damage the history", () => {
   });
 
   test("a program changing its copy of a record does not change what the next program reads", async () => {
-    const agent = agentWith({
+    const agent = historian({
       tamper: "const r = { ...context.conversation_history[0] }; r.method_name = 'changed'; return r.method_name",
       read: "return context.conversation_history[0].method_name",
     });
@@ -105,7 +98,7 @@ describe("generated code cannot damage the history", () => {
       }
       dive(0);
       return context.conversation_history.length;`;
-    const agent = agentWith({ attack, names: "return context.conversation_history.map((r) => r.method_name)" });
+    const agent = historian({ attack, names: "return context.conversation_history.map((r) => r.method_name)" });
     await seed(agent);
     for (let call = 0; call < 4; call += 1) await agent.attack();
     const names = await agent.names();
@@ -133,7 +126,7 @@ describe("application-supplied history", () => {
   }
 
   test("valid records are kept, replace the history, and generated code reads them", async () => {
-    const agent = agentWith({ previous: "return context.conversation_history.map((r) => r.call_id)" });
+    const agent = historian({ previous: "return context.conversation_history.map((r) => r.call_id)" });
     await agent.add(1);
     agent.remember({ conversation_history: [valid] });
     expect(Agent.history(agent)).toEqual([valid]);
@@ -142,7 +135,7 @@ describe("application-supplied history", () => {
 
   test("malformed entries are dropped with a warning; valid ones are kept", async () => {
     const warnings = collectWarnings();
-    const agent = agentWith({});
+    const agent = historian({});
     agent.remember({ conversation_history: [valid, { call_id: "no-fields" }, 42, { ...valid, speaker: "robot" }] });
     await new Promise((resolve) => setImmediate(resolve));
     warnings.stop();
@@ -156,7 +149,7 @@ describe("application-supplied history", () => {
 
   test("a non-array becomes an empty history, with a warning in debug mode only", async () => {
     const warnings = collectWarnings();
-    const quiet = agentWith({});
+    const quiet = historian({});
     quiet.remember({ conversation_history: "not an array" });
     const loud = Agent.for<{ conversation_history: unknown }>("historian", { provider: new ScriptedProvider({ programs: {} }), debug: true });
     loud.conversation_history = { nope: true };
@@ -168,7 +161,7 @@ describe("application-supplied history", () => {
   });
 
   test("non-JSON values inside otherwise valid records become stand-ins", () => {
-    const agent = agentWith({});
+    const agent = historian({});
     agent.remember({ conversation_history: [{ ...valid, args: [10n, Number.NaN] }] });
     expect(Agent.history(agent)[0]?.args).toEqual(["[BigInt 10]", "[NaN]"]);
   });

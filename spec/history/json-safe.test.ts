@@ -1,13 +1,9 @@
 import { describe, expect, test } from "vitest";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
 import { MAX_RECORD_BYTES } from "../../src/history/record.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
-
-const logPath = () => join(mkdtempSync(join(tmpdir(), "improv-json-safe-")), "calls.jsonl");
 import { asJsonSafe, isPlainJson, MAX_JSON_SAFE_CHARS, MAX_STRING_CHARS, toJsonSafe } from "../../src/shared/json-safe.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
+import { tempLogPath } from "../../test-support/logs.ts";
 
 class Point {
   x = 1;
@@ -113,7 +109,7 @@ describe("history records stay valid JSON whatever the arguments", () => {
   test("arguments that share one object a billion times are recorded, logged and prompted within bounds", async () => {
     let laughs: unknown = ["lol".repeat(33)];
     for (let i = 0; i < 30; i += 1) laughs = [laughs, laughs];
-    const { provider, agent } = scriptedAgent("sharer", { count: "return args.length" }, { debug: true, log: logPath() });
+    const { provider, agent } = scriptedAgent("sharer", { count: "return args.length" }, { debug: true, log: tempLogPath("improv-json-safe-") });
     const r = await agent.count(laughs);
     expect(r.value).toBe(1);
     expect(provider.calls[0]?.user.length).toBeLessThan(10_000);

@@ -3,7 +3,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
 import { createRecord, MAX_RECORD_BYTES, recordBytes } from "../../src/history/record.ts";
-import { CALL_PATHS } from "../helpers/call-paths.ts";
+import { CALL_PATHS } from "../../test-support/call-paths.ts";
 
 const schema = JSON.parse(readFileSync(new URL("../../schema/history-record.schema.json", import.meta.url), "utf8")) as object;
 const validate = new Ajv2020({ allErrors: true, strict: true }).compile(schema);

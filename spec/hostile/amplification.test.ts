@@ -1,7 +1,5 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { tempLogPath } from "../../test-support/logs.ts";
 import { runHostile, watchHost, type HostileCase } from "./harness.ts";
 
 watchHost();
@@ -24,7 +22,7 @@ const refusedArguments = (levels: number): HostileCase => ({
     }),
 });
 
-const debugLog = join(mkdtempSync(join(tmpdir(), "improv-amplification-")), "calls.jsonl");
+const debugLog = tempLogPath("improv-amplification-");
 
 /**
  * Family 5: values whose JSON expansion is enormous although the program built them cheaply

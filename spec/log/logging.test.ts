@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 const LOG_FIELDS = [
   "timestamp", "runtime", "role", "model", "method", "args", "kwargs", "code", "duration_ms", "generation_attempt", "outcome_status",
@@ -11,13 +12,8 @@ const LOG_FIELDS = [
   "history_access_detected", "history_query_patterns", "history_scan", "error_message", "kept_program_dropped",
 ];
 
-function tempLog(name = "calls.jsonl"): string {
-  return join(mkdtempSync(join(tmpdir(), "improv-log-")), "nested", "deeper", name);
-}
-
-function readLines(path: string): Record<string, unknown>[] {
-  return readFileSync(path, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
-}
+/** A log path in folders not made yet, which the log makes. */
+const tempLog = () => tempLogPath("improv-log-", join("nested", "deeper", "calls.jsonl"));
 
 const programs = {
   add: "context.total = (context.total ?? 0) + args[0]; return context.total",
@@ -37,7 +33,7 @@ describe("log lines", () => {
     await agent.add(2);
     await agent.bad();
     await agent.failures();
-    const lines = readLines(log);
+    const lines = readLogLines(log);
     expect(lines).toHaveLength(3);
     for (const line of lines) for (const field of LOG_FIELDS) expect(line).toHaveProperty(field);
     expect(lines[0]).toMatchObject({
@@ -57,7 +53,7 @@ describe("log lines", () => {
     await agent.add(1);
     await agent.bad();
     const records = Agent.history(agent);
-    readLines(log).forEach((line, index) => {
+    readLogLines(log).forEach((line, index) => {
       const record = records[index]!;
       expect(line.call_id).toBe(record.call_id);
       expect(line.outcome_status).toBe(record.outcome_summary.status);
@@ -71,7 +67,7 @@ describe("log lines", () => {
     const log = tempLog();
     const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { m: "return context.conversation_history.map((r) => r.call_id" } }), log, maxGenerationAttempts: 1 });
     expect((await agent.m()).errorType).toBe("invalid_code");
-    expect(readLines(log)[0]).toMatchObject({ history_scan: "text", history_access_detected: true, history_query_patterns: ["map"], outcome_status: "error" });
+    expect(readLogLines(log)[0]).toMatchObject({ history_scan: "text", history_access_detected: true, history_query_patterns: ["map"], outcome_status: "error" });
   });
 
   test("a pino logger can be passed", async () => {
@@ -87,7 +83,7 @@ describe("log lines", () => {
     vi.stubEnv("IMPROV_LOG", log);
     await Agent.for("calculator", { provider: new ScriptedProvider({ programs }) }).add(1);
     await Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log: false }).add(1);
-    expect(readLines(log)).toHaveLength(1);
+    expect(readLogLines(log)).toHaveLength(1);
   });
 
   test("debug mode (IMPROV_DEBUG) adds the prompts and a bounded context snapshot", async () => {
@@ -97,7 +93,7 @@ describe("log lines", () => {
     const agent = Agent.for<{ big: string }>("calculator", { provider: new ScriptedProvider({ programs }), log, historyPreviewLimit: 2, reuse: false });
     agent.big = "x".repeat(20_000);
     for (let i = 0; i < 4; i += 1) await agent.add(i);
-    const line = readLines(log).at(-1)!;
+    const line = readLogLines(log).at(-1)!;
     expect(line.system_prompt).toContain("context.conversation_history");
     expect(line.user_prompt).toContain("Method: add");
     const context = line.context as { values: Record<string, unknown>; conversation_history: { count: number; preview: unknown[] } };
@@ -112,7 +108,7 @@ describe("log lines", () => {
     const log = tempLog();
     const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log, debug: true });
     await agent.add(5);
-    expect((readLines(log)[0]!.context as { values: unknown }).values).toEqual({ total: 5 });
+    expect((readLogLines(log)[0]!.context as { values: unknown }).values).toEqual({ total: 5 });
   });
 });
 
@@ -130,7 +126,7 @@ describe("delegated calls in the log", () => {
       log,
     });
     expect((await agent.build()).value).toEqual([2, 4]);
-    const lines = readLines(log);
+    const lines = readLogLines(log);
     expect(lines).toHaveLength(5);
     expect(new Set(lines.map((l) => l.trace_id)).size).toBe(1);
     const root = lines.find((l) => l.parent_call_id === null)!;

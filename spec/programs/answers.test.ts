@@ -1,9 +1,6 @@
-import { readFileSync } from "node:fs";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Agent, kw, ScriptedProvider, type Outcome } from "../../src/index.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 import { ANSWERS, METHODS, type ReplyCase } from "./fixtures/answers-and-methods.ts";
 
 /** Calls the case's method once per input, on one agent; returns the outcomes and the provider. */
@@ -42,11 +39,11 @@ describe("prose a program wrote is an answer, not a method", () => {
   });
 
   test("the log line says whether the program was kept and why; a reused call decides nothing", async () => {
-    const log = join(mkdtempSync(join(tmpdir(), "improv-answers-")), "calls.jsonl");
+    const log = tempLogPath("improv-answers-");
     const argue = ANSWERS.find((reply) => reply.method === "argue") as ReplyCase;
     await callTwice(argue, { log });
     await callTwice(METHODS.find((reply) => reply.method === "add") as ReplyCase, { log });
-    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = readLogLines(log);
     expect(lines.map((line) => [line.method, (line.reuse_decision as { kept: boolean } | null)?.kept ?? null])).toEqual([
       ["argue", false],
       ["argue", false],

@@ -1,18 +1,18 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Agent, kw, ScriptedProvider, SqliteStore } from "../../src/index.ts";
 import { MemoryShelf } from "../../src/programs/kept.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
-const logPath = () => join(mkdtempSync(join(tmpdir(), "improv-reuse-")), "calls.jsonl");
 const requests = (provider: ScriptedProvider) => provider.calls.map((call) => call.method);
 
 describe("program reuse", () => {
   test("a program that worked runs again for a call of the same shape, with no provider request, and the record says so", async () => {
-    const log = logPath();
+    const log = tempLogPath("improv-reuse-");
     const { agent, provider } = scriptedAgent("calculator", { add: "return args[0] + args[1]" }, { log });
     expect((await agent.add(2, 3)).value).toBe(5);
     expect((await agent.add(10, 20)).value).toBe(30);
@@ -23,7 +23,7 @@ describe("program reuse", () => {
       ["reused", true, "return args[0] + args[1]"],
       ["reused", true, "return args[0] + args[1]"],
     ]);
-    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = readLogLines(log);
     expect(lines.map((line) => [line.program_source, line.artifact_hit])).toEqual([["generated", false], ["reused", true], ["reused", true]]);
   });
 
@@ -102,7 +102,7 @@ describe("program reuse", () => {
   });
 
   test("a kept program that failed and whose repair the provider could not give: the record and log line show no artifact hit", async () => {
-    const log = logPath();
+    const log = tempLogPath("improv-reuse-");
     const { agent, provider } = scriptedAgent("formatter", { format: ["return args[0].toFixed(2)", { error: "model unavailable" }] }, { log, maxGenerationAttempts: 1 });
     await agent.format(1.5);
     const failed = await agent.format("text");
@@ -112,7 +112,7 @@ describe("program reuse", () => {
       ["generated", false],
       ["reused", false],
     ]);
-    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = readLogLines(log);
     expect(lines.map((line) => [line.program_source, line.artifact_hit])).toEqual([["generated", false], ["reused", false]]);
   });
 
@@ -161,14 +161,14 @@ describe("program reuse", () => {
   });
 
   test("a kept program that fails by its own mistake maxReuseFailures calls in a row is dropped, and the log line says so", async () => {
-    const log = logPath();
+    const log = tempLogPath("improv-reuse-");
     const { agent, provider } = scriptedAgent("shouter", { shout: ["return args[0].toUpperCase()", "return args[0].nope()"] }, { maxGenerationAttempts: 1, maxReuseFailures: 2, log });
     await agent.shout("hi");
     await agent.shout(42); // the kept program fails (1), and so does its repair
     await agent.shout(42); // fails again (2): dropped
     await agent.shout("again"); // nothing kept: the provider is asked
     expect(provider.calls.map((call) => call.user.includes("The program kept from an earlier call"))).toEqual([false, true, true, false]);
-    const lines = readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = readLogLines(log);
     expect(lines.map((line) => [line.kept_program_dropped, (line.attempt_errors as { attempt: number }[]).map((error) => error.attempt), line.error_message])).toEqual([
       [false, [], null],
       [false, [0, 1], "TypeError: args[0].nope is not a function"],

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { kw } from "../../src/index.ts";
-import { scriptedAgent } from "../helpers/agents.ts";
+import { scriptedAgent } from "../../test-support/agents.ts";
 
 /** Shapes a model writes instead of a body, run in the real sandbox as `add(10, 20)`. */
 const SHAPES: [string, string, unknown][] = [

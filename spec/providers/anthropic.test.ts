@@ -1,9 +1,7 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { Agent, AnthropicProvider, DEFAULT_ANTHROPIC_MAX_TOKENS, DEFAULT_ANTHROPIC_MODEL } from "../../src/index.ts";
-import { OpenAITestServer, type ScriptedReply } from "../helpers/openai-server.ts";
+import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 let server: OpenAITestServer | undefined;
 
@@ -18,8 +16,6 @@ async function providerAgainst(replies: ScriptedReply[], options: Record<string,
   return new AnthropicProvider({ apiKey: "test-key", baseURL: server.origin, model: "claude-test", maxRetries: 0, ...options });
 }
 
-const logFile = () => join(mkdtempSync(join(tmpdir(), "improv-anthropic-")), "calls.jsonl");
-const readLines = (path: string) => readFileSync(path, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
 
 describe("AnthropicProvider over HTTP", () => {
   test("asks for a structured { code } reply, with max_tokens and the system prompt marked for the prompt cache", async () => {
@@ -69,10 +65,10 @@ describe("AnthropicProvider over HTTP", () => {
 
   test("cached tokens reach the log line, the record names the provider and the model", async () => {
     const provider = await providerAgainst([{ kind: "structured", code: "return 1", usage: { prompt: 2000, completion: 40, cached: 1500, cacheWrite: 200 } }]);
-    const log = logFile();
+    const log = tempLogPath("improv-anthropic-");
     const agent = Agent.for("calculator", { provider, log });
     await agent.one();
-    const [line] = readLines(log);
+    const [line] = readLogLines(log);
     expect(line).toMatchObject({ provider: "anthropic", model: "claude-test", prompt_tokens: 2000, completion_tokens: 40, cached_tokens: 1500, cache_write_tokens: 200 });
     expect(Agent.history(agent)[0]).toMatchObject({ provider: "anthropic", model: "claude-test" });
   });

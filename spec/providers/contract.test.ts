@@ -3,7 +3,7 @@ import { APICallError } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterEach, describe, expect, test } from "vitest";
 import { AISDKProvider, AnthropicProvider, OpenAIProvider, ProviderError, ScriptedProvider, type GenerationRequest, type Provider, type ScriptedEntry } from "../../src/index.ts";
-import { OpenAITestServer, type ScriptedReply } from "../helpers/openai-server.ts";
+import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
 
 /**
  * One contract every Provider keeps, run against each implementation. Each is given the same

@@ -1,9 +1,7 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, AnthropicProvider, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
-import { OpenAITestServer, type ScriptedReply } from "../helpers/openai-server.ts";
+import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 const servers: OpenAITestServer[] = [];
 afterEach(async () => {
@@ -22,14 +20,13 @@ async function anthropic(replies: ScriptedReply[]): Promise<{ server: OpenAITest
   return { server, provider: new AnthropicProvider({ apiKey: "k", baseURL: server.origin, model: "backup-model", maxRetries: 0 }) };
 }
 
-const logFile = () => join(mkdtempSync(join(tmpdir(), "improv-fallback-")), "calls.jsonl");
-const lastLine = (path: string) => JSON.parse(readFileSync(path, "utf8").trim().split("\n").at(-1)!) as Record<string, unknown>;
+const lastLine = (path: string) => readLogLines(path).at(-1)!;
 
 describe("a list of providers", () => {
   test("a server failure (5xx) goes to the next provider; the record and the log line name the one that answered", async () => {
     const primary = await openai([{ kind: "status", status: 503 }]);
     const backup = await anthropic([{ kind: "structured", code: "return 'from backup'" }]);
-    const log = logFile();
+    const log = tempLogPath("improv-fallback-");
     const agent = Agent.for("writer", { provider: [primary.provider, backup.provider], log });
     const r = await agent.write();
     expect(r.value).toBe("from backup");
@@ -77,7 +74,7 @@ describe("a list of providers", () => {
   test("a rate limit with a short wait is waited out at the same provider", async () => {
     const primary = await openai([{ kind: "status", status: 429, retryAfterMs: 300 }, { kind: "structured", code: "return 'after the wait'" }]);
     const backup = await anthropic([{ kind: "structured", code: "return 'never'" }]);
-    const log = logFile();
+    const log = tempLogPath("improv-fallback-");
     const started = performance.now();
     const r = await Agent.for("writer", { provider: [primary.provider, backup.provider], log }).write();
     expect(r.value).toBe("after the wait");

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Agent, kw, OpenAIProvider } from "../../src/index.ts";
-import { OpenAITestServer, type RoutedReplies } from "../helpers/openai-server.ts";
+import { OpenAITestServer, type RoutedReplies } from "../../test-support/openai-server.ts";
 import { MODEL_REPLIES } from "./fixtures/model-replies.ts";
 
 // Each case gets a role of its own, so the server can route its reply by the prompt.

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, extractProgram, OpenAIProvider } from "../../src/index.ts";
-import { OpenAITestServer, type ScriptedReply } from "../helpers/openai-server.ts";
+import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
 
 let server: OpenAITestServer | undefined;
 

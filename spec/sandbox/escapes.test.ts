@@ -1,11 +1,10 @@
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { agentWith, type AnyAgent } from "../../test-support/agents.ts";
 
-function agentWith(programs: Record<string, string>) {
-  return Agent.for<{ kept: string }>("sandboxed", {
-    provider: new ScriptedProvider({ programs: { ...programs, ping: "return 'pong:' + context.kept" } }),
-    executionTimeoutMs: 2_000,
-  });
+/** An agent running `programs`, and `ping`, which answers with the value it keeps. */
+function sandboxed(programs: Record<string, string>): AnyAgent {
+  return agentWith({ ...programs, ping: "return 'pong:' + context.kept" }, { role: "sandboxed", executionTimeoutMs: 2_000 }).agent;
 }
 
 /** Classic ways out of a JavaScript sandbox; each must end inside the isolate. */
@@ -54,7 +53,7 @@ const escapes: [string, string, (outcome: { ok: boolean; value?: unknown; errorM
 
 describe("generated code cannot reach the host", () => {
   test.each(escapes)("%s", async (_name, program, check) => {
-    const agent = agentWith({ attempt: program });
+    const agent = sandboxed({ attempt: program });
     agent.kept = "intact";
     const r = await agent.attempt();
     check(r);
@@ -63,7 +62,7 @@ describe("generated code cannot reach the host", () => {
   });
 
   test("writing to globalThis inside the sandbox does not touch the host's globalThis", async () => {
-    const agent = agentWith({ mark: "globalThis.hostMarker = 'set'; hostMarker2 = 'implicit'; return typeof hostMarker2" });
+    const agent = sandboxed({ mark: "globalThis.hostMarker = 'set'; hostMarker2 = 'implicit'; return typeof hostMarker2" });
     expect((await agent.mark()).value).toBe("string");
     expect((globalThis as Record<string, unknown>).hostMarker).toBeUndefined();
     expect((globalThis as Record<string, unknown>).hostMarker2).toBeUndefined();
@@ -72,7 +71,7 @@ describe("generated code cannot reach the host", () => {
 
 describe("intrinsics are frozen before generated code runs", () => {
   test("changes to built-ins neither stick nor reach a later program", async () => {
-    const agent = agentWith({
+    const agent = sandboxed({
       tamper: [
         "try { Array.prototype.push = function () { return 'hijacked' } } catch {}",
         "try { Object.prototype.polluted = 'yes' } catch {}",
@@ -87,13 +86,13 @@ describe("intrinsics are frozen before generated code runs", () => {
   });
 
   test("globals a program leaves behind are gone for the next program", async () => {
-    const agent = agentWith({ leave: "globalThis.leftover = 42; implicitGlobal = 7; return leftover + implicitGlobal", look: "return [typeof leftover, typeof implicitGlobal]" });
+    const agent = sandboxed({ leave: "globalThis.leftover = 42; implicitGlobal = 7; return leftover + implicitGlobal", look: "return [typeof leftover, typeof implicitGlobal]" });
     expect((await agent.leave()).value).toBe(49);
     expect((await agent.look()).value).toEqual(["undefined", "undefined"]);
   });
 
   test("globals a program's stray continuations add after it returned are gone for the next program; one that cannot be removed costs a fresh isolate, not a call", async () => {
-    const agent = agentWith({
+    const agent = sandboxed({
       stray: "Promise.resolve().then(() => null).then(() => null).then(() => { globalThis.late = 1 }); return 'returned'",
       stuck: "Promise.resolve().then(() => null).then(() => { Object.defineProperty(globalThis, 'pinned', { value: 1, configurable: false }) }); return 'returned'",
       look: "return [typeof late, typeof pinned, context.conversation_history.length]",
@@ -105,7 +104,7 @@ describe("intrinsics are frozen before generated code runs", () => {
   });
 
   test("a continuation a program left waiting on the bridge adds no globals for later programs", async () => {
-    const agent = agentWith({
+    const agent = sandboxed({
       viaDelegate: "delegate('helper').ping().then(() => { globalThis.afterDelegate = 1 }); return 'returned'",
       viaContent: "content('no-such-value').then(() => { globalThis.afterContent = 1 }); return 'returned'",
       look: "return [typeof afterDelegate, typeof afterContent]",
@@ -120,7 +119,7 @@ describe("intrinsics are frozen before generated code runs", () => {
   });
 
   test("a program run again keeps nothing on its own function object", async () => {
-    const agent = agentWith({ counted: "const self = arguments.callee; self.count = (self.count || 0) + 1; return [self.count ?? 'none', Object.isFrozen(self)]" });
+    const agent = sandboxed({ counted: "const self = arguments.callee; self.count = (self.count || 0) + 1; return [self.count ?? 'none', Object.isFrozen(self)]" });
     const first = await agent.counted();
     const second = await agent.counted();
     expect([first.value, second.value]).toEqual([["none", true], ["none", true]]);
@@ -139,7 +138,7 @@ describe("intrinsics are frozen before generated code runs", () => {
   }, 60_000);
 
   test("an Error subclass can set this.name, and objects can define their own toString (override mistake tamed)", async () => {
-    const agent = agentWith({
+    const agent = sandboxed({
       custom: "class MyError extends Error { constructor(m) { super(m); this.name = 'MyError' } } throw new MyError('custom failure')",
       own: "const o = {}; o.toString = () => 'mine'; const p = Object.create(null); return [String(o), o.hasOwnProperty('toString'), typeof p]",
       strict: "'use strict'; const o = {}; o.constructor = 'c'; o.valueOf = () => 3; return [o.constructor, o + 1]",
@@ -150,7 +149,7 @@ describe("intrinsics are frozen before generated code runs", () => {
   });
 
   test("a program runs in sloppy mode unless it says 'use strict'", async () => {
-    const agent = agentWith({ sloppy: "undeclared = 1; return typeof undeclared", strict: "'use strict'; undeclared2 = 1; return 1" });
+    const agent = sandboxed({ sloppy: "undeclared = 1; return typeof undeclared", strict: "'use strict'; undeclared2 = 1; return 1" });
     expect((await agent.sloppy()).value).toBe("number");
     expect((await agent.strict()).errorMessage).toBe("ReferenceError: undeclared2 is not defined");
   });

@@ -8,8 +8,8 @@ import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../.
 import { sandboxPool } from "../../src/sandbox/host/pool.ts";
 import { poolTimings } from "../../src/sandbox/host/timings.ts";
 import { MIRROR_CHUNK_RECORDS } from "../../src/sandbox/protocol.ts";
-import { syntheticRecord } from "../helpers/records.ts";
-import { waitFor } from "../helpers/wait-for.ts";
+import { syntheticRecord } from "../../test-support/records.ts";
+import { waitFor } from "../../test-support/wait-for.ts";
 
 const programs = {
   warm: "return 1",

@@ -1,8 +1,7 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { Agent, SANDBOX_LIMITS, ScriptedProvider } from "../../src/index.ts";
+import { tempLogPath } from "../../test-support/logs.ts";
 
 const TIMEOUT_MS = 400;
 
@@ -78,7 +77,7 @@ describe("size caps", () => {
   });
 
   test("console output is captured and bounded", async () => {
-    const log = join(mkdtempSync(join(tmpdir(), "improv-console-")), "calls.jsonl");
+    const log = tempLogPath("improv-console-");
     const agent = Agent.for("chatty", {
       provider: new ScriptedProvider({ programs: { chat: "for (let i = 0; i < 100000; i++) console.log('line', i, { i }); return 'done'" } }),
       log,

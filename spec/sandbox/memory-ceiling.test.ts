@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
 import { configureSandbox, sandboxPool } from "../../src/sandbox/host/pool.ts";
-import { waitFor } from "../helpers/wait-for.ts";
+import { waitFor } from "../../test-support/wait-for.ts";
 
 // `new Array(1e8).fill(0)` cannot be interrupted and grows the process far past the isolate's
 // limit, outside its heap accounting; only the process's memory ceiling (512 MiB here) stops it,

@@ -3,8 +3,8 @@ import { afterEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../src/index.ts";
 import { defaultSandboxConfig, sandboxPool } from "../../src/sandbox/host/pool.ts";
 import { poolTimings } from "../../src/sandbox/host/timings.ts";
-import { syntheticRecord } from "../helpers/records.ts";
-import { waitFor } from "../helpers/wait-for.ts";
+import { syntheticRecord } from "../../test-support/records.ts";
+import { waitFor } from "../../test-support/wait-for.ts";
 
 const SPIN = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return 'spun'`;
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, test } from "vitest";
 import { Agent, SqliteStore } from "../../src/index.ts";
-import { durableAgentContract, provider } from "./agents-contract.ts";
+import { durableAgentContract, provider } from "../../test-support/agents-contract.ts";
 
 const freshPath = () => join(mkdtempSync(join(tmpdir(), "improv-durable-")), "improv.db");
 

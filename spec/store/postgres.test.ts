@@ -5,9 +5,9 @@ import { Agent, PostgresStore } from "../../src/index.ts";
 import { EMPTY_CONTEXT, encodeContext } from "../../src/store/context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "../../src/store/migrations.ts";
 import { leanStatements } from "../../src/store/postgres-store.ts";
-import { postgresUnavailable, startPostgres, type PostgresServer } from "../helpers/postgres.ts";
-import { durableAgentContract, provider } from "./agents-contract.ts";
-import { expectMigratedValues, storeContract } from "./contract.ts";
+import { postgresUnavailable, startPostgres, type PostgresServer } from "../../test-support/postgres.ts";
+import { durableAgentContract, provider } from "../../test-support/agents-contract.ts";
+import { expectMigratedValues, storeContract } from "../../test-support/store-contract.ts";
 
 const unavailable = postgresUnavailable();
 if (unavailable !== undefined && process.env.CI === "true") {

@@ -1,6 +1,6 @@
 /**
  * Processes taking turns on one SQLite agent through its lease: real processes
- * (spec/store/fixtures/turns.ts) on a temporary file, killed or stalled while they hold the lease,
+ * (test-support/fixtures/turns.ts) on a temporary file, killed or stalled while they hold the lease,
  * or closed mid-call. Eight processes calling one agent at once: the durable agents' contract.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type Tool } from "../../src/index.ts";
 import { SqliteStore } from "../../src/store/sqlite-store.ts";
-import { checkCounter, turnsProcess as startTurns, type TurnsProcess } from "../helpers/turns.ts";
+import { checkCounter, turnsProcess as startTurns, type TurnsProcess } from "../../test-support/turns.ts";
 
 const freshPath = () => join(mkdtempSync(join(tmpdir(), "improv-turns-")), "improv.db");
 

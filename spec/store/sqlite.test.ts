@@ -8,7 +8,7 @@ import { EMPTY_CONTEXT, encodeContext } from "../../src/store/context-codec.ts";
 import { SQLITE_MIGRATIONS } from "../../src/store/migrations.ts";
 import { SqliteStore } from "../../src/store/sqlite-store.ts";
 import { StoreError } from "../../src/store/store.ts";
-import { expectMigratedValues, storeContract } from "./contract.ts";
+import { expectMigratedValues, storeContract } from "../../test-support/store-contract.ts";
 
 const freshPath = () => join(mkdtempSync(join(tmpdir(), "improv-sqlite-")), "improv.db");
 

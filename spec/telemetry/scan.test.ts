@@ -3,7 +3,7 @@ import { parseProgram } from "../../src/programs/parse.ts";
 import { PATTERN_TAGS } from "../../src/telemetry/patterns.ts";
 import { scanProgram } from "../../src/telemetry/scan.ts";
 import { scanText, stripCommentsAndStrings } from "../../src/telemetry/text-scan.ts";
-import { LABELED_PROGRAMS } from "./labeled-programs.ts";
+import { LABELED_PROGRAMS } from "../../test-support/labeled-programs.ts";
 
 describe("history scan (AST) on the labeled set", () => {
   test("the labeled set has programs in both directions, and of every shape, with ones that must not be tagged", () => {

@@ -4,13 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, SqliteStore, type AgentOptions, type HistoryRecord, type Tool } from "../../src/index.ts";
+import { agentWith, type AnyAgent, type ScriptedAgent, type ScriptedPrograms } from "../../test-support/agents.ts";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyAgent = any;
-
-function agentWith(programs: Record<string, string | string[]>, tools: AgentOptions["tools"], options: AgentOptions = {}): { agent: AnyAgent; provider: ScriptedProvider } {
-  const provider = new ScriptedProvider({ programs });
-  return { agent: Agent.for("hardened", { provider, tools, ...options }), provider };
+/** An agent whose methods are scripted programs, granted `tools`. */
+function hardened(programs: ScriptedPrograms, tools: AgentOptions["tools"], options: AgentOptions = {}): ScriptedAgent {
+  return agentWith(programs, { role: "hardened", tools, ...options });
 }
 
 const lastRecord = (agent: AnyAgent) => (Agent.history(agent) as readonly HistoryRecord[]).at(-1)!;
@@ -21,7 +19,7 @@ describe("tools run as the application's call, not as whatever the bridge last s
     const user = new AsyncLocalStorage<string>();
     const seen: string[] = [];
     const whoami: Tool = { description: "", inputSchema: {}, execute: () => (seen.push(`execute:${user.getStore()}`), user.getStore()) };
-    const { agent } = agentWith({ go: "return await tools.whoami({})" }, { whoami }, { toolApproval: () => (seen.push(`approval:${user.getStore()}`), true) });
+    const { agent } = hardened({ go: "return await tools.whoami({})" }, { whoami }, { toolApproval: () => (seen.push(`approval:${user.getStore()}`), true) });
     expect((await user.run("alice", () => agent.go())).value).toBe("alice");
     expect((await user.run("bob", () => agent.go())).value).toBe("bob");
     expect(seen).toEqual(["approval:alice", "execute:alice", "approval:bob", "execute:bob"]);
@@ -32,7 +30,7 @@ describe("effects are never repeated", () => {
   test("a tool that may change the world, called in a delegated call, stops the caller's repair too", async () => {
     let sends = 0;
     const send: Tool = { description: "Sends mail.", inputSchema: {}, execute: () => ++sends };
-    const { agent, provider } = agentWith({ "hardened.go": ["await delegate('mailer').send(); return undefinedName", "return 'repaired'"], "mailer.send": "return await tools.send({})" }, { send });
+    const { agent, provider } = hardened({ "hardened.go": ["await delegate('mailer').send(); return undefinedName", "return 'repaired'"], "mailer.send": "return await tools.send({})" }, { send });
     const outcome = await agent.go();
     expect(outcome.ok).toBe(false);
     expect(sends).toBe(1);
@@ -44,7 +42,7 @@ describe("effects are never repeated", () => {
     const slowSchema = { "~standard": { version: 1, vendor: "test", validate: async (value: unknown) => (await new Promise((resolve) => setTimeout(resolve, 100)), { value }) } };
     const write: Tool = { description: "", inputSchema: slowSchema, execute: () => ran.push("write") };
     let asked = 0;
-    const { agent } = agentWith({ go: "tools.write({}).catch(() => {}); return 1" }, { write }, { toolApproval: () => (asked++, true) });
+    const { agent } = hardened({ go: "tools.write({}).catch(() => {}); return 1" }, { write }, { toolApproval: () => (asked++, true) });
     expect((await agent.go()).value).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(ran).toEqual([]);
@@ -74,7 +72,7 @@ describe("budgets and bounds hold against hostile programs", () => {
       function level(n) { return n === 0 ? {} : { get x() { pending.push(tools.slow(level(n - 1)).catch((e) => e.name)); return 1; } }; }
       pending.push(tools.slow(level(600)).catch((e) => e.name));
       return (await Promise.all(pending)).length`;
-    const { agent } = agentWith({ go: program }, { slow });
+    const { agent } = hardened({ go: program }, { slow });
     await agent.go();
     expect(peak).toBeLessThanOrEqual(16);
     expect(total).toBeLessThanOrEqual(256);
@@ -87,7 +85,7 @@ describe("budgets and bounds hold against hostile programs", () => {
       annotations: readOnly,
       execute: () => "ran",
     };
-    const { agent } = agentWith(
+    const { agent } = hardened(
       {
         evil: "try { await tools.guarded({ name: 'a'.repeat(40) + 'b' }) } catch (e) { return e.name }",
         many: "const tags = Array.from({ length: 40000 }, (_, i) => ({ i })); return await tools.guarded({ tags })",
@@ -114,13 +112,13 @@ describe("budgets and bounds hold against hostile programs", () => {
         return { date };
       },
     };
-    const { agent } = agentWith({ go: "return (await tools.sly({})).date" }, { sly });
+    const { agent } = hardened({ go: "return (await tools.sly({})).date" }, { sly });
     expect((await agent.go()).value).toBe("1970-01-01T00:00:00.000Z");
   });
 
   test("a record of 50 tool calls with long non-ASCII inputs and messages stays within 64 KiB", async () => {
     const noisy: Tool = { description: "", inputSchema: {}, annotations: readOnly, execute: () => Promise.reject(new Error("é".repeat(5_000))) };
-    const { agent } = agentWith({ go: "for (let i = 0; i < 60; i++) { try { await tools.noisy({ text: '字'.repeat(2000) }) } catch {} } return 1" }, { noisy });
+    const { agent } = hardened({ go: "for (let i = 0; i < 60; i++) { try { await tools.noisy({ text: '字'.repeat(2000) }) } catch {} } return 1" }, { noisy });
     expect((await agent.go()).value).toBe(1);
     const record = lastRecord(agent);
     expect(Buffer.byteLength(JSON.stringify(record))).toBeLessThanOrEqual(64 * 1024);
@@ -147,7 +145,7 @@ describe("tools that are easy to get wrong", () => {
 
   test("a tool set may hold tools named execute and inputSchema", async () => {
     const tool = (name: string): Tool => ({ description: name, inputSchema: {}, annotations: readOnly, execute: () => name });
-    const { agent } = agentWith({ go: "return [await tools.db.execute({}), await tools.db.inputSchema({})]" }, { db: { execute: tool("execute"), inputSchema: tool("inputSchema") } });
+    const { agent } = hardened({ go: "return [await tools.db.execute({}), await tools.db.inputSchema({})]" }, { db: { execute: tool("execute"), inputSchema: tool("inputSchema") } });
     expect((await agent.go()).value).toEqual(["execute", "inputSchema"]);
   });
 
@@ -159,12 +157,12 @@ describe("tools that are easy to get wrong", () => {
   });
 
   test("a program may declare its own tools (or args) without a SyntaxError; the granted ones are then out of its reach", async () => {
-    const { agent } = agentWith({ go: "const tools = { mine: 1 }; const args = [2]; return [tools.mine, args[0]]" }, { ping: { description: "", inputSchema: {}, execute: () => 1 } });
+    const { agent } = hardened({ go: "const tools = { mine: 1 }; const args = [2]; return [tools.mine, args[0]]" }, { ping: { description: "", inputSchema: {}, execute: () => 1 } });
     expect((await agent.go()).value).toEqual([1, 2]);
   });
 
   test("a program's own ToolError subclass may name itself", async () => {
-    const { agent } = agentWith({ go: "class Mine extends ToolError { constructor() { super('m', 't'); this.name = 'Mine'; } } return [new Mine().name, new ToolError('x', 'y').name]" }, undefined);
+    const { agent } = hardened({ go: "class Mine extends ToolError { constructor() { super('m', 't'); this.name = 'Mine'; } } return [new Mine().name, new ToolError('x', 'y').name]" }, undefined);
     expect((await agent.go()).value).toEqual(["Mine", "ToolError"]);
   });
 });

@@ -7,7 +7,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
 import { McpConnectionError, mcpTools, type McpServer, type McpToolSet, type McpToolsOptions } from "../../src/tools/mcp.ts";
 import { isServerTool, type Tool, type ToolExecuteOptions } from "../../src/tools/tool.ts";
-import { waitFor } from "../helpers/wait-for.ts";
+import { waitFor } from "../../test-support/wait-for.ts";
 import { startNotesHttpServer, type NotesHttpServer } from "./fixtures/http-server.ts";
 import { createNotesServer, INJECTED_DESCRIPTION } from "./fixtures/notes.ts";
 

@@ -1,33 +1,18 @@
 import { tool } from "ai";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { z } from "zod";
 import { Agent, ScriptedProvider, type AgentOptions, type HistoryRecord, type Tool, type ToolApprovalRequest } from "../../src/index.ts";
+import { agentWith, type ScriptedAgent, type ScriptedPrograms } from "../../test-support/agents.ts";
+import { tempLogPath } from "../../test-support/logs.ts";
 
 const schema = JSON.parse(readFileSync(new URL("../../schema/history-record.schema.json", import.meta.url), "utf8")) as object;
 const validateRecord = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
 
-function logFile(): string {
-  return join(mkdtempSync(join(tmpdir(), "improv-tools-")), "calls.jsonl");
-}
-
-function logLines(path: string): Record<string, unknown>[] {
-  return readFileSync(path, "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
-/** An agent whose methods are scripted programs, granted `tools`. */
-function agentWith(programs: Record<string, string | string[]>, tools: AgentOptions["tools"], options: AgentOptions = {}) {
-  const provider = new ScriptedProvider({ programs });
-  const log = logFile();
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const agent = Agent.for("assistant", { provider, log, tools, ...options }) as any;
-  return { agent, provider, log, history: () => Agent.history(agent) as readonly HistoryRecord[] };
+/** An agent whose methods are scripted programs, granted `tools`, logging to a temporary file. */
+function assistant(programs: ScriptedPrograms, tools: AgentOptions["tools"], options: AgentOptions = {}): ScriptedAgent {
+  return agentWith(programs, { role: "assistant", log: tempLogPath("improv-tools-"), tools, ...options });
 }
 
 const weather = tool({
@@ -38,14 +23,14 @@ const weather = tool({
 
 describe("tools: calling granted functions from programs", () => {
   test("an AI SDK tool() with a zod schema: called from the program, listed in the record and the log line", async () => {
-    const { agent, log, history } = agentWith({ forecast: "const w = await tools.weather({ city: args[0] }); return `${w.city}: ${w.tempC}C`;" }, { weather: { ...weather, annotations: { readOnlyHint: true } } });
+    const { agent, logLines, history } = assistant({ forecast: "const w = await tools.weather({ city: args[0] }); return `${w.city}: ${w.tempC}C`;" }, { weather: { ...weather, annotations: { readOnlyHint: true } } });
     const outcome = await agent.forecast("Paris");
     expect(outcome.value).toBe("Paris: 21C");
     const record = history().at(-1)!;
     expect(record.tool_call_count).toBe(1);
     expect(record.tool_calls).toEqual([{ tool: "weather", input: { city: "Paris" }, ok: true, duration_ms: expect.any(Number), effect: "read", attempt: 1 }]);
     expect(validateRecord(record), JSON.stringify(validateRecord.errors)).toBe(true);
-    const line = logLines(log).at(-1)!;
+    const line = logLines().at(-1)!;
     expect(line).toMatchObject({ tool_call_count: 1, tool_names: ["weather"], tool_error_count: 0, tool_access_detected: true, tools_referenced: ["weather"] });
     expect(line.tool_ms).toBeGreaterThanOrEqual(0);
   });
@@ -62,14 +47,14 @@ describe("tools: calling granted functions from programs", () => {
         },
       },
     };
-    const { agent, history } = agentWith({ note: "return (await tools.notes.append({ text: args[0] })).count" }, { notes });
+    const { agent, history } = assistant({ note: "return (await tools.notes.append({ text: args[0] })).count" }, { notes });
     expect((await agent.note("first")).value).toBe(1);
     expect(appended).toEqual(["first"]);
     expect(history().at(-1)!.tool_calls?.[0]).toMatchObject({ tool: "notes.append", effect: "write", ok: true });
   });
 
   test("programs see a frozen tools object holding only the granted tools", async () => {
-    const { agent } = agentWith(
+    const { agent } = assistant(
       { look: "const before = Object.keys(tools).join(','); try { tools.extra = 1 } catch {} ; return [before, Object.isFrozen(tools), Object.isFrozen(tools.set), typeof tools.extra, Object.keys(tools.set).join(',')]" },
       { weather, set: { a: weather, b: weather } },
     );
@@ -77,13 +62,13 @@ describe("tools: calling granted functions from programs", () => {
   });
 
   test("with no tools granted, tools is an empty object and the prompt says there are none", async () => {
-    const { agent, provider } = agentWith({ look: "return Object.keys(tools).length" }, undefined);
+    const { agent, provider } = assistant({ look: "return Object.keys(tools).length" }, undefined);
     expect((await agent.look()).value).toBe(0);
     expect(provider.calls[0]!.system).toContain("`tools`: none are granted");
   });
 
   test("the prompt declares the granted tools as TypeScript, with their effects", async () => {
-    const { agent, provider } = agentWith({ look: "return 1" }, { weather: { ...weather, annotations: { readOnlyHint: true } }, notes: { append: { ...weather, description: "Appends." } } });
+    const { agent, provider } = assistant({ look: "return 1" }, { weather: { ...weather, annotations: { readOnlyHint: true } }, notes: { append: { ...weather, description: "Appends." } } });
     await agent.look();
     const system = provider.calls[0]!.system;
     expect(system).toContain("declare const tools");
@@ -96,7 +81,7 @@ describe("tools: calling granted functions from programs", () => {
 describe("tools: records", () => {
   test("a record of many tool calls, large inputs and failures fits its bounds and validates against the schema", async () => {
     const echo: Tool = { description: "Echo.", inputSchema: {}, annotations: { readOnlyHint: true }, execute: (input) => (typeof input === "object" && input !== null && "fail" in input ? Promise.reject(new Error("x".repeat(5_000))) : "ok") };
-    const { agent, history, log } = agentWith(
+    const { agent, history, logLines } = assistant(
       { many: "for (let i = 0; i < 60; i++) { try { await tools.echo(i % 7 === 0 ? { fail: true } : { i, text: 'y'.repeat(i * 100) }) } catch {} } return 1" },
       { echo },
     );
@@ -109,23 +94,23 @@ describe("tools: records", () => {
     expect(record.tool_calls?.[20]?.input).toMatch(/…\[truncated: input was \d+ chars as JSON\]$/);
     expect(record.tool_calls?.[7]).toMatchObject({ ok: false, error_type: "tool", error_message: expect.stringMatching(/^tools\.echo: x+…\[truncated \d+ chars\]$/) });
     expect(Buffer.byteLength(JSON.stringify(record))).toBeLessThanOrEqual(64 * 1024);
-    expect(logLines(log).at(-1)).toMatchObject({ tool_call_count: 60, tool_error_count: 9, tool_names: ["echo"] });
+    expect(logLines().at(-1)).toMatchObject({ tool_call_count: 60, tool_error_count: 9, tool_names: ["echo"] });
   });
 
   test("the log line names which tools failed, not every tool the call used", async () => {
     const ok: Tool = { description: "Answers.", inputSchema: {}, annotations: { readOnlyHint: true }, execute: () => "fine" };
     const broken: Tool = { description: "Fails.", inputSchema: {}, annotations: { readOnlyHint: true }, execute: () => Promise.reject(new Error("down")) };
-    const { agent, log } = agentWith({ mixed: "await tools.ok({}); await tools.ok({}); try { await tools.broken({}) } catch {} ; return 1", clean: "return await tools.ok({})" }, { ok, broken });
+    const { agent, logLines } = assistant({ mixed: "await tools.ok({}); await tools.ok({}); try { await tools.broken({}) } catch {} ; return 1", clean: "return await tools.ok({})" }, { ok, broken });
     expect((await agent.mixed()).value).toBe(1);
-    expect(logLines(log).at(-1)).toMatchObject({ tool_call_count: 3, tool_names: ["ok", "broken"], tool_error_count: 1, tool_failed_names: ["broken"] });
+    expect(logLines().at(-1)).toMatchObject({ tool_call_count: 3, tool_names: ["ok", "broken"], tool_error_count: 1, tool_failed_names: ["broken"] });
     expect((await agent.clean()).value).toBe("fine");
-    expect(logLines(log).at(-1)).toMatchObject({ tool_error_count: 0, tool_failed_names: [] });
+    expect(logLines().at(-1)).toMatchObject({ tool_error_count: 0, tool_failed_names: [] });
   });
 });
 
 describe("tools: failures", () => {
   test("input that fails the schema is a TypeError in the program, repaired like an engine mistake", async () => {
-    const { agent, provider, history } = agentWith({ forecast: ["return await tools.weather({ town: args[0] })", "return (await tools.weather({ city: args[0] })).tempC"] }, { weather });
+    const { agent, provider, history } = assistant({ forecast: ["return await tools.weather({ town: args[0] })", "return (await tools.weather({ city: args[0] })).tempC"] }, { weather });
     const outcome = await agent.forecast("Rome");
     expect(outcome.value).toBe(21);
     expect(provider.calls).toHaveLength(2);
@@ -139,7 +124,7 @@ describe("tools: failures", () => {
 
   test("a tool that throws is a ToolError the program may catch; its message carries no host path or stack", async () => {
     const failing = { description: "Fails.", inputSchema: { type: "object" }, execute: async () => Promise.reject(new Error("ENOENT: no such file, open '/srv/app/secrets/key.pem'")) };
-    const { agent } = agentWith({ look: "try { await tools.failing({}) } catch (e) { return { name: e.name, message: e.message, tool: e.tool, isToolError: e instanceof ToolError, stack: String(e.stack).includes('/srv') } }" }, { failing });
+    const { agent } = assistant({ look: "try { await tools.failing({}) } catch (e) { return { name: e.name, message: e.message, tool: e.tool, isToolError: e instanceof ToolError, stack: String(e.stack).includes('/srv') } }" }, { failing });
     const value = (await agent.look()).value as Record<string, unknown>;
     expect(value).toMatchObject({ name: "ToolError", tool: "failing", isToolError: true, stack: false });
     expect(value.message).toContain("tools.failing: ENOENT");
@@ -148,12 +133,12 @@ describe("tools: failures", () => {
 
   test("left uncaught, a tool's failure ends the call with outcome tool, retriable, naming the tool; not repaired", async () => {
     const failing = { description: "Fails.", inputSchema: { type: "object" }, execute: () => { throw "a string, not an Error"; } };
-    const { agent, provider, log } = agentWith({ look: "return await tools.failing({})" }, { failing: { ...failing, annotations: { readOnlyHint: true } } });
+    const { agent, provider, logLines } = assistant({ look: "return await tools.failing({})" }, { failing: { ...failing, annotations: { readOnlyHint: true } } });
     const outcome = await agent.look();
     expect(outcome).toMatchObject({ ok: false, errorType: "tool", retriable: true });
     expect(outcome.errorMessage).toContain("tools.failing");
     expect(provider.calls).toHaveLength(1);
-    expect(logLines(log).at(-1)).toMatchObject({ error_type: "tool", tool_call_count: 1, tool_error_count: 1 });
+    expect(logLines().at(-1)).toMatchObject({ error_type: "tool", tool_call_count: 1, tool_error_count: 1 });
   });
 
   test("a tool past its timeoutMs is a ToolError, and its signal aborts; one that ignores its signal does not hold the call", async () => {
@@ -168,7 +153,7 @@ describe("tools: failures", () => {
         return new Promise(() => {});
       },
     };
-    const { agent, history } = agentWith({ look: "try { await tools.slow({}) } catch (e) { return e.message }" }, { slow });
+    const { agent, history } = assistant({ look: "try { await tools.slow({}) } catch (e) { return e.message }" }, { slow });
     const started = performance.now();
     const outcome = await agent.look();
     expect(outcome.value).toContain("did not answer within its timeoutMs (100 ms)");
@@ -179,7 +164,7 @@ describe("tools: failures", () => {
 
   test("waiting for a tool does not count against executionTimeoutMs", async () => {
     const slowish = { description: "Takes 400 ms.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: () => new Promise((resolve) => setTimeout(() => resolve("done"), 400)) };
-    const { agent } = agentWith({ look: "return await tools.slowish({})" }, { slowish }, { executionTimeoutMs: 150 });
+    const { agent } = assistant({ look: "return await tools.slowish({})" }, { slowish }, { executionTimeoutMs: 150 });
     expect((await agent.look()).value).toBe("done");
   });
 
@@ -196,7 +181,7 @@ describe("tools: failures", () => {
         return new Promise((resolve) => (finish = resolve));
       },
     };
-    const { agent, history } = agentWith({ look: "return await tools.pending({})" }, { pending }, { signal: controller.signal });
+    const { agent, history } = assistant({ look: "return await tools.pending({})" }, { pending }, { signal: controller.signal });
     const call = agent.look();
     await new Promise((resolve) => setTimeout(resolve, 200));
     controller.abort();
@@ -212,7 +197,7 @@ describe("tools: failures", () => {
   test("execute is given the call's id and a tool call id of its own", async () => {
     const seen: { callId: string; toolCallId: string }[] = [];
     const echo: Tool = { description: "Echo.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: (_input, { callId, toolCallId }) => seen.push({ callId, toolCallId }) };
-    const { agent } = agentWith({ look: "await tools.echo({}); await tools.echo({}); return 1" }, { echo });
+    const { agent } = assistant({ look: "await tools.echo({}); await tools.echo({}); return 1" }, { echo });
     const outcome = await agent.look();
     expect(seen.map((entry) => entry.callId)).toEqual([outcome.callId, outcome.callId]);
     expect(new Set(seen.map((entry) => entry.toolCallId)).size).toBe(2);
@@ -228,7 +213,7 @@ describe("tools: effects and approval", () => {
 
   test("after a tool that may change the world, a program's mistake is not repaired: the provider is not asked again", async () => {
     const { state, bump } = counter();
-    const { agent, provider, history } = agentWith({ act: ["await tools.bump({}); return undefinedName", "await tools.bump({}); return 1"] }, { bump });
+    const { agent, provider, history } = assistant({ act: ["await tools.bump({}); return undefinedName", "await tools.bump({}); return 1"] }, { bump });
     const outcome = await agent.act();
     expect(outcome.ok).toBe(false);
     expect(outcome.errorMessage).toContain("ReferenceError");
@@ -238,7 +223,7 @@ describe("tools: effects and approval", () => {
   });
 
   test("a read-only tool does not stop repair", async () => {
-    const { agent, provider } = agentWith({ act: ["await tools.weather({ city: 'x' }); return undefinedName", "return (await tools.weather({ city: 'x' })).tempC"] }, { weather: { ...weather, annotations: { readOnlyHint: true } } });
+    const { agent, provider } = assistant({ act: ["await tools.weather({ city: 'x' }); return undefinedName", "return (await tools.weather({ city: 'x' })).tempC"] }, { weather: { ...weather, annotations: { readOnlyHint: true } } });
     expect((await agent.act()).value).toBe(21);
     expect(provider.calls).toHaveLength(2);
   });
@@ -246,7 +231,7 @@ describe("tools: effects and approval", () => {
   test("toolApproval is asked before each call of a tool that may change the world; false is a ToolError 'denied', not retriable", async () => {
     const { state, bump } = counter();
     const asked: ToolApprovalRequest[] = [];
-    const { agent } = agentWith(
+    const { agent } = assistant(
       { act: "return await tools.bump({ n: 1 })", look: "return (await tools.weather({ city: 'Oslo' })).city" },
       { bump, weather: { ...weather, annotations: { readOnlyHint: true } } },
       { toolApproval: (request) => (asked.push(request), false) },
@@ -262,14 +247,14 @@ describe("tools: effects and approval", () => {
 
   test("an approval that throws refuses the call", async () => {
     const { state, bump } = counter();
-    const { agent } = agentWith({ act: "try { return await tools.bump({}) } catch (e) { return e.message }" }, { bump }, { toolApproval: () => { throw new Error("approval service down"); } });
+    const { agent } = assistant({ act: "try { return await tools.bump({}) } catch (e) { return e.message }" }, { bump }, { toolApproval: () => { throw new Error("approval service down"); } });
     expect((await agent.act()).value).toContain("denied (the approval failed: approval service down)");
     expect(state.calls).toBe(0);
   });
 
   test("an approval that never answers does not hold the call past callTimeoutMs, and the tool never runs", async () => {
     const { state, bump } = counter();
-    const { agent } = agentWith({ act: "return await tools.bump({})" }, { bump }, { toolApproval: () => new Promise<boolean>(() => {}), callTimeoutMs: 300 });
+    const { agent } = assistant({ act: "return await tools.bump({})" }, { bump }, { toolApproval: () => new Promise<boolean>(() => {}), callTimeoutMs: 300 });
     const started = performance.now();
     expect((await agent.act()).errorType).toBe("timeout");
     expect(performance.now() - started).toBeLessThan(5_000);
@@ -280,7 +265,7 @@ describe("tools: effects and approval", () => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     let self: any;
     const back: Tool = { description: "Calls the agent.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: async () => (await self.other()).errorMessage };
-    const { agent } = agentWith({ act: "return await tools.back({})", other: "return 1" }, { back });
+    const { agent } = assistant({ act: "return await tools.back({})", other: "return 1" }, { back });
     self = agent;
     const started = performance.now();
     const outcome = await agent.act();
@@ -293,7 +278,7 @@ describe("tools: effects and approval", () => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     let parent: any;
     const back: Tool = { description: "Calls the parent.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: async () => (await parent.other()).errorType };
-    const { agent } = agentWith({ act: "const r = await delegate('helper').work(); return r.value", work: "return await tools.back({})", other: "return 1" }, { back });
+    const { agent } = assistant({ act: "const r = await delegate('helper').work(); return r.value", work: "return await tools.back({})", other: "return 1" }, { back });
     parent = agent;
     expect((await agent.act()).value).toBe("invalid_input");
   });

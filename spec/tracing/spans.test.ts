@@ -2,12 +2,11 @@ import { context, trace, SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
-import { json, startWebServer } from "../helpers/web-server.ts";
+import { json, startWebServer } from "../../test-support/web-server.ts";
+import { tempLogPath } from "../../test-support/logs.ts";
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -26,7 +25,7 @@ const named = (name: string) => exporter.getFinishedSpans().filter((span) => spa
 
 describe("OpenTelemetry spans", () => {
   test("an ok call: invoke_agent, then chat and run_program under it, with GenAI and improv attributes, and the log line joined to it", async () => {
-    const log = join(mkdtempSync(join(tmpdir(), "improv-spans-")), "calls.jsonl");
+    const log = tempLogPath("improv-spans-");
     const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } }), model: "m-1", log, traceId: "conversation-1" });
     const outcome = await calc.add(2, 3);
     const [invoke] = named("invoke_agent calculator");
