@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { SANDBOX_LIMITS } from "../../src/sandbox/limits.ts";
-import { measureJsonChars } from "../../src/sandbox/host/outbound.ts";
-import { PendingRun, type AskingRun, type RunHooks } from "../../src/sandbox/host/pending-run.ts";
-import { SandboxProcess } from "../../src/sandbox/host/sandbox-process.ts";
-import { BRIDGE_KINDS, MAX_RUN_ID, nextRunId, readSignal, type BridgeRequest, type RunReport, type RunRequestMessage } from "../../src/sandbox/protocol.ts";
-import { readBridgeRequest } from "../../src/sandbox/child/bridge-reader.ts";
-import { ValueTooLargeError } from "../../src/sandbox/value-size.ts";
-import { decodeValue } from "../../src/sandbox/value-codec.ts";
+import { SANDBOX_LIMITS } from "../../../src/sandbox/limits.ts";
+import { measureJsonChars } from "../../../src/sandbox/host/outbound.ts";
+import { PendingRun, type AskingRun, type RunHooks } from "../../../src/sandbox/host/pending-run.ts";
+import { SandboxProcess } from "../../../src/sandbox/host/sandbox-process.ts";
+import { BRIDGE_KINDS, MAX_RUN_ID, nextRunId, readSignal, type BridgeRequest, type RunReport, type RunRequestMessage } from "../../../src/sandbox/protocol.ts";
+import { readBridgeRequest } from "../../../src/sandbox/child/bridge-reader.ts";
+import { ValueTooLargeError } from "../../../src/sandbox/value-size.ts";
+import { decodeValue } from "../../../src/sandbox/value-codec.ts";
 
 const started: SandboxProcess[] = [];
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider } from "../../src/index.ts";
-import { agentWith, type AnyAgent } from "../../test-support/agents.ts";
+import { Agent, ScriptedProvider } from "../../../src/index.ts";
+import { agentWith, type AnyAgent } from "../../../test-support/agents.ts";
 
 /** An agent running `programs`, and `ping`, which answers with the value it keeps. */
 function sandboxed(programs: Record<string, string>): AnyAgent {

@@ -1,10 +1,10 @@
 import { totalmem } from "node:os";
 import { afterEach, describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../src/index.ts";
-import { defaultSandboxConfig, sandboxPool } from "../../src/sandbox/host/pool.ts";
-import { poolTimings } from "../../src/sandbox/host/timings.ts";
-import { syntheticRecord } from "../../test-support/records.ts";
-import { waitFor } from "../../test-support/wait-for.ts";
+import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
+import { defaultSandboxConfig, sandboxPool } from "../../../src/sandbox/host/pool.ts";
+import { poolTimings } from "../../../src/sandbox/host/timings.ts";
+import { syntheticRecord } from "../../../test-support/records.ts";
+import { waitFor } from "../../../test-support/wait-for.ts";
 
 const SPIN = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return 'spun'`;
 

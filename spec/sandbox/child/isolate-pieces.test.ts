@@ -2,7 +2,7 @@ import { parse } from "acorn";
 import { analyze } from "eslint-scope";
 import ivm from "isolated-vm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { HOLD_BACK_SOURCE, COLLECT_SOURCE, ISOLATE_PIECES } from "../../src/sandbox/child/agent-isolate.ts";
+import { HOLD_BACK_SOURCE, COLLECT_SOURCE, ISOLATE_PIECES } from "../../../src/sandbox/child/agent-isolate.ts";
 
 /** The names a piece uses that it does not define itself. */
 function freeNames(source: string): string[] {

@@ -21,7 +21,7 @@ function processesMarked(marker: string): number[] {
 test.runIf(process.platform === "linux")(
   "no sandbox process outlives its host, even after a forced stop left an isolate thread stuck",
   async () => {
-    const root = fileURLToPath(new URL("../../", import.meta.url));
+    const root = fileURLToPath(new URL("../../..", import.meta.url));
     const marker = `IMPROV_ORPHAN_CHECK=${randomUUID()}`;
     const [name, value] = marker.split("=") as [string, string];
     // The hostile exhaustion programs once left a sandbox process alive for minutes after its

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider, type Outcome } from "../../src/index.ts";
-import { syntheticRecord } from "../../test-support/records.ts";
+import { Agent, ScriptedProvider, type Outcome } from "../../../src/index.ts";
+import { syntheticRecord } from "../../../test-support/records.ts";
 
 // memoryLimitMb is what the program gets: the runtime's heap and the history mirror come on top,
 // and a program that allocates past its own limit ends memory_limit. The engine enforces the

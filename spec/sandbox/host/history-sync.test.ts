@@ -4,12 +4,12 @@
  * need meanwhile; the host starts a sync again at most once, and never past the call's time.
  */
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../src/index.ts";
-import { sandboxPool } from "../../src/sandbox/host/pool.ts";
-import { poolTimings } from "../../src/sandbox/host/timings.ts";
-import { MIRROR_CHUNK_RECORDS } from "../../src/sandbox/protocol.ts";
-import { syntheticRecord } from "../../test-support/records.ts";
-import { waitFor } from "../../test-support/wait-for.ts";
+import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
+import { sandboxPool } from "../../../src/sandbox/host/pool.ts";
+import { poolTimings } from "../../../src/sandbox/host/timings.ts";
+import { MIRROR_CHUNK_RECORDS } from "../../../src/sandbox/protocol.ts";
+import { syntheticRecord } from "../../../test-support/records.ts";
+import { waitFor } from "../../../test-support/wait-for.ts";
 
 const programs = {
   warm: "return 1",

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { ReportLines } from "../../src/sandbox/host/report-pipe.ts";
+import { ReportLines } from "../../../src/sandbox/host/report-pipe.ts";
 
 describe("the report pipe's line reader", () => {
   test("every line of a chunk longer than the line bound is read", () => {

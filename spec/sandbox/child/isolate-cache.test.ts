@@ -4,9 +4,9 @@
  * program is running; an agent whose isolate was dropped gets a new one and goes on.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../src/index.ts";
-import { sandboxPool } from "../../src/sandbox/host/pool.ts";
-import type { SandboxConfig } from "../../src/sandbox/host/pool.ts";
+import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
+import { sandboxPool } from "../../../src/sandbox/host/pool.ts";
+import type { SandboxConfig } from "../../../src/sandbox/host/pool.ts";
 
 let saved: SandboxConfig;
 

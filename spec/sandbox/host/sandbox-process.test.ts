@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from "vitest";
-import type { ChildMessage, RunReport, RunRequestMessage } from "../../src/sandbox/protocol.ts";
-import { PendingRun } from "../../src/sandbox/host/pending-run.ts";
-import { SandboxProcess } from "../../src/sandbox/host/sandbox-process.ts";
-import { waitFor } from "../../test-support/wait-for.ts";
+import type { ChildMessage, RunReport, RunRequestMessage } from "../../../src/sandbox/protocol.ts";
+import { PendingRun } from "../../../src/sandbox/host/pending-run.ts";
+import { SandboxProcess } from "../../../src/sandbox/host/sandbox-process.ts";
+import { waitFor } from "../../../test-support/wait-for.ts";
 
 const started: SandboxProcess[] = [];
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider } from "../../src/index.ts";
-import { configureSandbox, sandboxPool } from "../../src/sandbox/host/pool.ts";
-import { waitFor } from "../../test-support/wait-for.ts";
+import { Agent, ScriptedProvider } from "../../../src/index.ts";
+import { configureSandbox, sandboxPool } from "../../../src/sandbox/host/pool.ts";
+import { waitFor } from "../../../test-support/wait-for.ts";
 
 // One sandbox process, so the process these tests watch is the one every agent uses.
 configureSandbox({ processes: 1, maxProcesses: 1 });
