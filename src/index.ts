@@ -40,3 +40,5 @@ export type { PostgresStoreOptions } from "./store/index.ts";
 export type { SqliteStoreOptions } from "./store/index.ts";
 export { StoreError } from "./store/index.ts";
 export type { AgentChanges, AgentSummary, AgentView, AgentWrite, Store, StoredContext, SyncStore, WriteResult } from "./store/index.ts";
+export { fromRetrieval, fromState, literal } from "./knowledge/index.ts";
+export type { Embedder, KnowledgeCall, KnowledgeResult, KnowledgeSegment, KnowledgeSource, MetadataFilter, Passage, PassageRetriever, RetrievalOptions, Retriever, SearchOptions, SourceOptions } from "./knowledge/index.ts";

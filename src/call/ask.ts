@@ -42,6 +42,7 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
     historyCount: state.history.length,
     historyPreview: choosePreview(state.history, state.options.historyPreview, { method, args, kwargs }),
     previewMaxChars: state.options.historyPreview.maxChars,
+    knowledge: draft.knowledge?.segments,
   };
   const prompts = renderPrompts(input);
   draft.asked.system = prompts.system;

@@ -8,6 +8,7 @@ import type { AgentState } from "../state/index.ts";
 import type { ProgramSource, Speaker } from "../history/index.ts";
 import { type ErrorType, Outcome } from "../shared/index.ts";
 import type { ParsedProgram, ReuseDecision } from "../programs/index.ts";
+import type { KnowledgeAssembly } from "../knowledge/index.ts";
 import type { Span } from "../tracing/index.ts";
 import type { AgentTurn } from "../store/index.ts";
 import { agentsWaitingNow, ToolCallLog, withAgents } from "../tools/index.ts";
@@ -92,6 +93,8 @@ export interface CallDraft {
   readonly reuse: ReuseLedger;
   /** Where the call's time went, for its time-out messages and its log line. */
   readonly time: TimeLedger;
+  /** The call's knowledge, assembled once before any program ran (`knowledge.ts`); undefined when the agent has none, or before. */
+  knowledge: KnowledgeAssembly | undefined;
   /** The tool calls (and fetches) the call's programs made. */
   readonly tools: ToolCallLog;
   /** What the call tree this call is part of shares: its programs' request budget, the fetches' count and barrier. */
@@ -193,6 +196,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     program: { code: null, programSource: "generated", parsed: undefined, runOutcome: undefined, console: [], valueText: undefined, agentsInValue: false, runSpan: undefined },
     reuse: { keptRun: undefined, reuseDecision: undefined, keptProgramDropped: false, artifactHit: false },
     time: { providerMs: 0, runMs: 0, delegatedMs: 0, turnWaitMs: 0 },
+    knowledge: undefined,
     tools: new ToolCallLog(origin.parentTools),
     tree: origin.tree ?? new CallTree(),
     turn: undefined,

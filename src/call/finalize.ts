@@ -108,6 +108,7 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, kee
     reuseDecision: decisionOf(draft, outcome),
     toolCalls: draft.tools.recordFields(),
     sources: draft.tools.sourcesOf(draft.asked.attempts),
+    knowledge: draft.knowledge?.records,
   };
   return createRecord(redactor === undefined ? input : redactRecordInput(input, redactor));
 }
@@ -172,6 +173,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     historySize: history.length,
     recordAppended: appended,
     tools: draft.tools.logFields(),
+    knowledge: draft.knowledge === undefined ? undefined : { knowledge_sources: draft.knowledge.records.map((entry) => entry.name), retrieved_count: draft.knowledge.retrieved, knowledge_ms: draft.knowledge.ms },
     otel: spanIds(draft.span),
     redactor,
     ...(options.debug

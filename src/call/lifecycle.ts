@@ -14,6 +14,7 @@ import { pullFailure, runAttempt } from "./commit.ts";
 import { beginStoreCall, endStoreCall } from "../store/index.ts";
 import { callOverdue, failed, newDraft, waitsForItself, type Call, type CallDraft, type CallOrigin } from "./draft.ts";
 import { finalize } from "./finalize.ts";
+import { gatherKnowledge } from "./knowledge.ts";
 import { keepIfDecided, reuseFor, runKept } from "./reuse.ts";
 
 export type { CallOrigin } from "./draft.ts";
@@ -125,6 +126,8 @@ async function tellCall(call: Call): Promise<Outcome> {
   const problem = findUncloneable(split.args, "args") ?? findUncloneable(split.kwargs, "kwargs");
   if (problem !== undefined) return failed(draft, "invalid_input", `Argument ${problem} and cannot enter the sandbox. Pass plain data.`);
   if (draft.signal?.aborted) return failed(draft, "cancelled", "The call was cancelled before it started.");
+  const knowledgeEnded = await gatherKnowledge(call);
+  if (knowledgeEnded !== undefined) return knowledgeEnded;
 
   // 2. A kept program for calls of this shape ends the call, unless its own mistake can be repaired.
   const providers = state.providers();

@@ -26,7 +26,9 @@ export function reuseFor(state: AgentState, draft: CallDraft, provider: Provider
   const { fingerprint } = state.options.tools;
   const egress = state.options.egress?.fingerprint;
   const contract = state.options.contract.fingerprint;
-  const version = `${PROMPT_VERSION}${fingerprint === "" ? "" : `+tools.${fingerprint}`}${egress === undefined ? "" : `+egress.${egress}`}${contract === "" ? "" : `+contract.${contract}`}`;
+  // A program reads `knowledge` by its sources' names and kinds, never by what they returned.
+  const knowledge = state.options.knowledge.map((source) => `${source.name}:${source.kind}`).join(",");
+  const version = `${PROMPT_VERSION}${fingerprint === "" ? "" : `+tools.${fingerprint}`}${egress === undefined ? "" : `+egress.${egress}`}${contract === "" ? "" : `+contract.${contract}`}${knowledge === "" ? "" : `+knowledge.${knowledge}`}`;
   return shelf === undefined ? undefined : { shelf, key: programKey(state.role, draft.method, draft.args, draft.kwargs, version) };
 }
 

@@ -44,6 +44,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     maxDelegationDepth: state.options.maxDelegationDepth,
     tools: state.options.tools.names,
     fetch: state.options.egress !== undefined,
+    knowledge: draft.knowledge?.segments ?? [],
     timeoutMs: draft.executionTimeoutMs,
     callEndsAt: draft.endsAtMs,
     memoryLimitMb: state.options.memoryLimitMb,

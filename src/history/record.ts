@@ -1,3 +1,4 @@
+import type { KnowledgeRecord } from "../knowledge/index.ts";
 import { configure } from "safe-stable-stringify";
 import { asJsonSafe, type ErrorType, type JsonValue, type OutcomeStatus, truncateString, valueClass } from "../shared/index.ts";
 import { boundedInput, type ToolCallRecord } from "../tools/index.ts";
@@ -59,6 +60,8 @@ export interface HistoryRecord {
   readonly tool_calls?: readonly ToolCallRecord[];
   /** How many tool calls the call's programs made; present with `tool_calls`. */
   readonly tool_call_count?: number;
+  /** The call's knowledge (DESIGN 18): per source, what was asked and found (ids and scores, never the passages' text), and its error. */
+  readonly knowledge?: readonly KnowledgeRecord[];
 }
 
 /** Where a call's program came from, as the record and the log line say. */
@@ -95,6 +98,8 @@ export interface RecordInput {
   readonly toolCalls?: { readonly tool_calls?: readonly ToolCallRecord[]; readonly tool_call_count?: number };
   /** What the attempt that produced the outcome fetched (empty when nothing answered 2xx). */
   readonly sources?: { readonly sources?: readonly string[]; readonly source_count?: number };
+  /** The call's knowledge sources, as assembled; absent when the agent has none. */
+  readonly knowledge?: readonly KnowledgeRecord[] | undefined;
 }
 
 // Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
@@ -141,8 +146,21 @@ export function createRecord(input: RecordInput): SerializedRecord {
     artifact_hit: input.artifactHit,
     ...(input.reuseDecision === undefined ? {} : { reuse_decision: { kept: input.reuseDecision.kept, reason: truncateString(input.reuseDecision.reason, 500) } }),
     ...input.toolCalls,
+    ...(input.knowledge === undefined ? {} : { knowledge: input.knowledge.map(knowledgeEntry) }),
   };
   return fitRecord(record);
+}
+
+/** A knowledge source's entry, bounded (its query and error as texts of their own size). */
+function knowledgeEntry(entry: KnowledgeRecord): KnowledgeRecord {
+  return {
+    name: entry.name,
+    kind: entry.kind,
+    ...(entry.query === undefined ? {} : { query: truncateString(entry.query, 500) }),
+    results: entry.results.map((result) => ({ source_id: truncateString(result.source_id, 200), score: result.score })),
+    chars: entry.chars,
+    ...(entry.error === undefined ? {} : { error: truncateString(entry.error, 500) }),
+  };
 }
 
 /** A listed tool call cut down for a record that does not fit: its input and error message shortened. */

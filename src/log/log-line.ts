@@ -58,6 +58,8 @@ export interface LogLineInput {
   readonly recordAppended?: boolean;
   /** What the call's programs did with tools (counts over every call, failed attempts' included). */
   readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_failed_names: readonly string[]; readonly tool_ms: number };
+  /** The call's knowledge: its sources' names, the passages retrieved in all, and the time it took. */
+  readonly knowledge?: { readonly knowledge_sources: readonly string[]; readonly retrieved_count: number; readonly knowledge_ms: number } | undefined;
   /** The ids of the call's span, when tracing records it. */
   readonly otel?: { readonly otel_trace_id: string; readonly otel_span_id: string } | undefined;
   /** For a call whose tree sent injected credentials: takes every recognizable copy of them out of the whole line (DESIGN 14 (3)). */
@@ -115,6 +117,9 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     tool_ms: input.tools?.tool_ms ?? 0,
     tool_access_detected: toolScan?.toolAccessDetected ?? false,
     tools_referenced: toolScan?.toolsReferenced ?? [],
+    knowledge_sources: input.knowledge?.knowledge_sources ?? [],
+    retrieved_count: input.knowledge?.retrieved_count ?? 0,
+    knowledge_ms: input.knowledge === undefined ? 0 : Math.round(input.knowledge.knowledge_ms * 1000) / 1000,
     ...(input.otel ?? {}),
   };
   if (input.debug) {

@@ -73,7 +73,7 @@ export function keepDecision(prepared: Extract<PreparedProgram, { ok: true }>, a
 
 /**
  * Why the program bakes this call's input into itself (so it must not be kept), or undefined
- * when it does not: the call had arguments and the program reads neither `args` nor `kwargs`
+ * when it does not: the call had arguments and the program reads none of `args`, `kwargs` and `knowledge`
  * (a function or class the call's shape rule calls with them counts as reading them; a name in
  * key position, `{ args: 1 }` or `o.kwargs`, does not), or a string literal or a key of the
  * program holds a string argument (three characters or more, letter case ignored) or repeats
@@ -86,7 +86,8 @@ export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly
   // reads of the input, but they are text of the program, so they are taken from their parent.
   full(ast, (node) => {
     const any = node as AnyNode;
-    if (any.type === "Identifier" && (any.name === "args" || any.name === "kwargs")) readsInput = true;
+    // The call's knowledge is its input too (DESIGN 18): retrieved for each call.
+    if (any.type === "Identifier" && (any.name === "args" || any.name === "kwargs" || any.name === "knowledge")) readsInput = true;
     else if (any.type === "Literal" && typeof any.value === "string") literals.push(normalize(any.value));
     else if (any.type === "TemplateElement" && typeof any.value?.cooked === "string") literals.push(normalize(any.value.cooked));
     else if ((any.type === "Property" || any.type === "PropertyDefinition" || any.type === "MethodDefinition") && !any.computed && any.key?.type === "Identifier") literals.push(normalize(any.key.name));

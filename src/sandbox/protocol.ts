@@ -56,6 +56,8 @@ export interface RunPayload {
   readonly tools: readonly string[];
   /** The agent has an egress policy: the program gets `fetch`. */
   readonly fetch: boolean;
+  /** The call's knowledge (DESIGN 18): its segments, as the program's `knowledge` (an empty array when the agent has none). */
+  readonly knowledge: readonly unknown[];
   /** History records to add to the isolate's mirror before the program runs. */
   readonly history: MirrorChunk;
 }
@@ -317,6 +319,7 @@ export type PackedRun = [
   maxDelegationDepth: number,
   tools: readonly string[],
   fetch: boolean,
+  knowledge: readonly unknown[],
   chunkStart: number,
   reset: boolean,
   records: readonly string[],
@@ -344,6 +347,7 @@ export function packRun(message: RunRequestMessage, callTimeLeftMs = message.cal
     payload.maxDelegationDepth,
     payload.tools,
     payload.fetch,
+    payload.knowledge,
     history.start,
     history.reset,
     history.records,
@@ -351,7 +355,7 @@ export function packRun(message: RunRequestMessage, callTimeLeftMs = message.cal
 }
 
 export function unpackRun(packed: PackedRun): RunRequestMessage {
-  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, callTimeLeftMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, fetch, start, reset, records] = packed;
+  const [runId, agentId, memoryLimitMb, mirrorMb, timeoutMs, callTimeLeftMs, historyEpoch, historyStart, callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, fetch, knowledge, start, reset, records] = packed;
   return {
     type: "run",
     runId,
@@ -362,7 +366,7 @@ export function unpackRun(packed: PackedRun): RunRequestMessage {
     callTimeLeftMs,
     historyEpoch,
     historyStart,
-    payload: { callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, fetch, history: { start, reset, records } },
+    payload: { callId, code, args, kwargs, context, depth, maxDelegationDepth, tools, fetch, knowledge, history: { start, reset, records } },
   };
 }
 

@@ -17,6 +17,7 @@ export const ERROR_TYPES = [
   "store",
   "tool",
   "invalid_output",
+  "knowledge",
 ] as const;
 
 /** One of {@link ERROR_TYPES}. */
@@ -25,7 +26,7 @@ export type ErrorType = (typeof ERROR_TYPES)[number];
 /** `ok` for a value, `error` for any failure. */
 export type OutcomeStatus = "ok" | "error";
 
-const RETRIABLE_TYPES: ReadonlySet<ErrorType> = new Set<ErrorType>(["provider", "invalid_code", "timeout", "store", "invalid_output"]);
+const RETRIABLE_TYPES: ReadonlySet<ErrorType> = new Set<ErrorType>(["provider", "invalid_code", "timeout", "store", "invalid_output", "knowledge"]);
 
 /** Whether calling again may succeed where this error type failed. */
 export function isRetriable(errorType: ErrorType): boolean {

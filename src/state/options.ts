@@ -1,3 +1,4 @@
+import { readKnowledge, type KnowledgeSource, type NamedSource } from "../knowledge/index.ts";
 import { DEFAULT_KEEP_VALUES, type HistoryPreviewOption, type HistoryPreviewRule, type KeepValuesOption, type KeepValuesRule, readHistoryPreview, readKeepValues } from "../history/index.ts";
 import { readReuse, type ReuseOption, type ReuseRule } from "../programs/index.ts";
 import type { Logger } from "pino";
@@ -102,6 +103,13 @@ export interface AgentOptions {
    * policy (DESIGN 14). Default: none (programs have no `fetch`).
    */
   egress?: EgressOptions | undefined;
+  /**
+   * Where the prompt context of each call comes from (DESIGN 18): values of the agent's state
+   * (`fromState`), passages a retriever finds for the call (`fromRetrieval`) and literal text
+   * (`literal`); shown to the model as data and given to programs as `knowledge`. Not inherited
+   * by children.
+   */
+  knowledge?: readonly KnowledgeSource[] | undefined;
   /** What the agent is for, shown to the model (at most 2,000 characters). Not inherited by children. */
   purpose?: string | undefined;
   /**
@@ -151,6 +159,8 @@ export interface ResolvedOptions {
   readonly tools: GrantedTools;
   readonly toolApproval: AgentOptions["toolApproval"];
   readonly egress: EgressPolicy | undefined;
+  /** The agent's own knowledge sources, named (never a parent's). */
+  readonly knowledge: readonly NamedSource[];
   /** The agent's own purpose and method contracts (never a parent's). */
   readonly contract: Contract;
 }
@@ -197,6 +207,7 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   tools: true,
   toolApproval: true,
   egress: true,
+  knowledge: true,
   purpose: true,
   methods: true,
 };
@@ -261,6 +272,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     tools: given.tools === undefined ? base.tools : grantTools(given.tools),
     toolApproval: toolApproval ?? base.toolApproval,
     egress: given.egress === undefined ? base.egress : readEgress(given.egress),
+    knowledge: readKnowledge(given.knowledge),
     contract: readContract(given.purpose, given.methods),
   };
 }
@@ -298,6 +310,7 @@ function rootDefaults(): ResolvedOptions {
     tools: NO_TOOLS,
     toolApproval: undefined,
     egress: undefined,
+    knowledge: [],
     contract: NO_CONTRACT,
   };
 }

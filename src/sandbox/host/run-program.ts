@@ -30,6 +30,8 @@ export interface ProgramRun {
   readonly tools: readonly string[];
   /** The program gets `fetch` (the agent has an egress policy). */
   readonly fetch: boolean;
+  /** The call's knowledge segments. */
+  readonly knowledge: readonly unknown[];
   readonly timeoutMs: number;
   /** When the call must have ended, waits included (on `performance.now()`'s clock). */
   readonly callEndsAt: number;
@@ -105,6 +107,7 @@ async function send(run: ProgramRun, start: number, restarts: { left: number }):
         maxDelegationDepth: run.maxDelegationDepth,
         tools: run.tools,
         fetch: run.fetch,
+        knowledge: run.knowledge,
         history: { start: from, reset: from === 0, records },
       },
     },

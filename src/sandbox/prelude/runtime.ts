@@ -273,7 +273,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   // reaches it in sloppy mode).
   const MAX_COMPILED = 64;
   const compiled = new MapCtor<string, (...args: unknown[]) => Promise<unknown>>();
-  const PARAMETERS = ["context", "args", "kwargs", "delegate", "console", "tools"];
+  const PARAMETERS = ["context", "args", "kwargs", "delegate", "console", "tools", "knowledge"];
   function compile(code: string, withFetch: boolean): (...args: unknown[]) => Promise<unknown> {
     const key = withFetch ? `f${code}` : `-${code}`;
     let program = compiled.get(key);
@@ -287,6 +287,15 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       compiled.set(key, program);
     }
     return program;
+  }
+
+  /** The call's knowledge as programs read it: read-only through and through (a kept program cannot keep anything on it). */
+  function frozenDeep(value: unknown): unknown {
+    if (typeof value === "object" && value !== null) {
+      freeze(value);
+      for (const key of keys(value)) frozenDeep((value as Record<string, unknown>)[key]);
+    }
+    return value;
   }
 
   return freeze({
@@ -334,7 +343,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       }
       const context = payload.context;
       defineProperty(context, "conversation_history", { get: mirror.read, enumerable: false, configurable: false });
-      const given = [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call), hostCalls.toolsFor(call, payload.tools)];
+      const given = [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call), hostCalls.toolsFor(call, payload.tools), frozenDeep(payload.knowledge)];
       if (payload.fetch) given.push(hostCalls.fetchFor(call));
       const running = apply(program, undefined, given);
       apply(promiseThen, running, [

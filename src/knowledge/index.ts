@@ -1,0 +1,6 @@
+/** What other folders may use of knowledge/: they import it from here, never from its files. */
+export { assembleKnowledge } from "./assemble.ts";
+export type { KnowledgeAssembly, KnowledgeRecord, KnowledgeSegment, SegmentResult } from "./assemble.ts";
+export { KNOWLEDGE_LIMITS, fromRetrieval, fromState, literal, readKnowledge } from "./sources.ts";
+export type { KnowledgeCall, KnowledgeSource, NamedSource, RetrievalOptions, SourceOptions } from "./sources.ts";
+export type { Embedder, KnowledgeResult, MetadataFilter, Passage, PassageRetriever, Retriever, SearchOptions } from "./types.ts";
