@@ -68,7 +68,7 @@ describe("knowledge", () => {
     ]);
     expect(JSON.stringify(record)).not.toContain("Refunds take five days");
     const [line] = readLogLines(log);
-    expect(line).toMatchObject({ knowledge_sources: ["plan", "kb", "literal-3"], retrieved_count: 2, knowledge_ms: expect.any(Number) });
+    expect(line).toMatchObject({ knowledge_sources: ["plan", "kb", "literal-3"], knowledge_empty: [], knowledge_failed: [], retrieved_count: 2, knowledge_ms: expect.any(Number) });
   });
 
   test("a kept program reads the passages retrieved for the new call, not those of the call that wrote it; repairs see the same segments", async () => {
@@ -171,6 +171,21 @@ describe("knowledge", () => {
     // The only line that ends the forged segment's fence is improv's own.
     expect(user.split("\n").filter((lineText) => lineText === `=====END ${forgedMark}=====`)).toHaveLength(1);
     expect(user.length).toBeLessThan(20_000);
+  });
+
+  test("the log line names the retrievals that found nothing and the sources that failed", async () => {
+    const log = tempLogPath("improv-knowledge-");
+    const agent = Agent.for("support", {
+      provider: new ScriptedProvider({ programs: { answer: "return knowledge.length" } }),
+      log,
+      knowledge: [
+        fromRetrieval({ search: async () => [] }, { name: "empty", query: "q" }),
+        fromRetrieval({ search: async () => { throw new Error("down"); } }, { name: "down", query: "q", optional: true }),
+        literal("x", { name: "note" }),
+      ],
+    });
+    expect((await agent.answer()).value).toBe(2);
+    expect(readLogLines(log)[0]).toMatchObject({ knowledge_sources: ["empty", "down", "note"], knowledge_empty: ["empty"], knowledge_failed: ["down"], retrieved_count: 0 });
   });
 
   test("a call cancelled while a source searches ends cancelled; its record says so", async () => {

@@ -2,9 +2,10 @@ import { createRecord, KeptValues, type RecordInput, type SerializedRecord } fro
 import { asJsonSafe, type JsonValue, Outcome } from "../shared/index.ts";
 import { redactData, type Redactor } from "../egress/index.ts";
 import type { AgentState } from "../state/index.ts";
-import { buildLogLine, showOutcome, writeLogLine } from "../log/index.ts";
+import { buildLogLine, showOutcome, writeLogLine, type LogLineInput } from "../log/index.ts";
 import type { AgentWrite, WriteResult } from "../store/index.ts";
 import type { ReuseDecision } from "../programs/index.ts";
+import type { KnowledgeAssembly } from "../knowledge/index.ts";
 import { attemptErrors } from "./repair.ts";
 import { spanIds } from "../tracing/index.ts";
 import { endedByKeptProgram, type CallDraft } from "./draft.ts";
@@ -173,7 +174,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     historySize: history.length,
     recordAppended: appended,
     tools: draft.tools.logFields(),
-    knowledge: draft.knowledge === undefined ? undefined : { knowledge_sources: draft.knowledge.records.map((entry) => entry.name), retrieved_count: draft.knowledge.retrieved, knowledge_ms: draft.knowledge.ms },
+    knowledge: draft.knowledge === undefined ? undefined : knowledgeFields(draft.knowledge),
     otel: spanIds(draft.span),
     redactor,
     ...(options.debug
@@ -188,4 +189,16 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
         }
       : {}),
   });
+}
+
+/** The log line's knowledge fields: every source, the retrievals that found nothing, the sources that failed, what was retrieved and how long it took. */
+function knowledgeFields(assembly: KnowledgeAssembly): NonNullable<LogLineInput["knowledge"]> {
+  const { records } = assembly;
+  return {
+    knowledge_sources: records.map((entry) => entry.name),
+    knowledge_empty: records.filter((entry) => entry.kind === "retrieval" && entry.error === undefined && entry.results.length === 0).map((entry) => entry.name),
+    knowledge_failed: records.filter((entry) => entry.error !== undefined).map((entry) => entry.name),
+    retrieved_count: assembly.retrieved,
+    knowledge_ms: assembly.ms,
+  };
 }

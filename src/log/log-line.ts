@@ -59,7 +59,7 @@ export interface LogLineInput {
   /** What the call's programs did with tools (counts over every call, failed attempts' included). */
   readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_failed_names: readonly string[]; readonly tool_ms: number };
   /** The call's knowledge: its sources' names, the passages retrieved in all, and the time it took. */
-  readonly knowledge?: { readonly knowledge_sources: readonly string[]; readonly retrieved_count: number; readonly knowledge_ms: number } | undefined;
+  readonly knowledge?: { readonly knowledge_sources: readonly string[]; readonly knowledge_empty: readonly string[]; readonly knowledge_failed: readonly string[]; readonly retrieved_count: number; readonly knowledge_ms: number } | undefined;
   /** The ids of the call's span, when tracing records it. */
   readonly otel?: { readonly otel_trace_id: string; readonly otel_span_id: string } | undefined;
   /** For a call whose tree sent injected credentials: takes every recognizable copy of them out of the whole line (DESIGN 14 (3)). */
@@ -118,6 +118,8 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     tool_access_detected: toolScan?.toolAccessDetected ?? false,
     tools_referenced: toolScan?.toolsReferenced ?? [],
     knowledge_sources: input.knowledge?.knowledge_sources ?? [],
+    knowledge_empty: input.knowledge?.knowledge_empty ?? [],
+    knowledge_failed: input.knowledge?.knowledge_failed ?? [],
     retrieved_count: input.knowledge?.retrieved_count ?? 0,
     knowledge_ms: input.knowledge === undefined ? 0 : Math.round(input.knowledge.knowledge_ms * 1000) / 1000,
     ...(input.otel ?? {}),
