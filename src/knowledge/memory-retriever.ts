@@ -1,0 +1,71 @@
+/**
+ * A retriever in the process's memory (DESIGN 18): passages and their vectors in a map, searched
+ * by cosine similarity. For tests, demos and small collections; it holds nothing across runs.
+ */
+import { checkOptionNames } from "../shared/index.ts";
+import type { Embedder, KnowledgeResult, Passage, PassageRetriever, SearchOptions } from "./types.ts";
+import { checkEmbedder, checkPassages, checkSearch, cosine, embedNormalised, matchesFilter, result, type StoredMetadata, TopK } from "./vectors.ts";
+
+/** Options of {@link memoryRetriever}. */
+export interface MemoryRetrieverOptions {
+  /** Turns passages and queries into vectors. */
+  readonly embedder: Embedder;
+}
+
+interface Held {
+  readonly content: string;
+  readonly metadata: StoredMetadata | undefined;
+  /** Of length 1 (or all zeros), so a dot product is the cosine. */
+  readonly vector: Float32Array;
+}
+
+const CALLER = "memoryRetriever()";
+
+/**
+ * A {@link PassageRetriever} in memory. A search embeds the query, keeps the passages whose
+ * metadata matches the filter (before `topK`, so a filter never leaves the answer short), and
+ * returns the best `topK` scoring at least `minRelevance`, best first; the score is the cosine
+ * similarity (-1 to 1), and `sourceId` the passage's id.
+ *
+ * @example
+ * const docs = memoryRetriever({ embedder: lexicalEmbedder() });
+ * await docs.add([{ id: "refunds.md#2", content: "Refunds take 5 days.", metadata: { product: "billing" } }]);
+ * const found = await docs.search("how long do refunds take", { topK: 3, minRelevance: 0.2, signal });
+ */
+export function memoryRetriever(options: MemoryRetrieverOptions): PassageRetriever {
+  const given = checkOptionNames<MemoryRetrieverOptions>(options, ["embedder"], CALLER);
+  const embedder = checkEmbedder(given.embedder, CALLER);
+  const held = new Map<string, Held>();
+
+  return Object.freeze({
+    embedder,
+
+    async add(passages: readonly Passage[], addOptions: { readonly signal?: AbortSignal | undefined } = {}): Promise<void> {
+      const checked = checkPassages(passages, CALLER);
+      if (checked.length === 0) return;
+      const vectors = await embedNormalised(embedder, checked.map((passage) => passage.content), addOptions?.signal);
+      // All or nothing: the map changes only once every vector is in hand.
+      for (const [index, passage] of checked.entries()) {
+        held.set(passage.id, { content: passage.content, metadata: passage.metadata, vector: vectors[index] as Float32Array });
+      }
+    },
+
+    async search(query: string, searchOptions: SearchOptions): Promise<readonly KnowledgeResult[]> {
+      const { topK, minRelevance, filter, signal } = checkSearch(query, searchOptions, CALLER);
+      const [asked] = (await embedNormalised(embedder, [query], signal)) as [Float32Array];
+      const best = new TopK<Held>(topK);
+      for (const [id, passage] of held) {
+        if (!matchesFilter(passage.metadata, filter)) continue;
+        const score = cosine(asked, passage.vector);
+        if (score >= minRelevance && best.admits(score)) best.offer(score, id, passage);
+      }
+      return Object.freeze(best.best().map(({ score, key, item }) => result(item.content, score, key, item.metadata)));
+    },
+
+    async count(): Promise<number> {
+      return held.size;
+    },
+
+    async close(): Promise<void> {},
+  });
+}

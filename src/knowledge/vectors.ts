@@ -1,0 +1,231 @@
+/**
+ * What improv's retrievers share: the embedder checked, its vectors checked and normalised, the
+ * passages and search options checked, metadata filters, and the best `topK` kept as scores come.
+ */
+import { describeType } from "../shared/index.ts";
+import type { Embedder, KnowledgeResult, MetadataFilter, Passage, SearchOptions } from "./types.ts";
+
+/** Metadata as a retriever keeps it: a frozen copy of the passage's. */
+export type StoredMetadata = Readonly<Record<string, string | number | boolean | null>>;
+
+/** A passage checked: its metadata copied and frozen. */
+export interface CheckedPassage {
+  readonly id: string;
+  readonly content: string;
+  readonly metadata: StoredMetadata | undefined;
+}
+
+/** A search's options checked, with defaults: 5 results, no minimum, no filter. */
+export interface CheckedSearch {
+  readonly topK: number;
+  readonly minRelevance: number;
+  readonly filter: MetadataFilter | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** `value` as an embedder, or a `TypeError` naming `caller` (`"memoryRetriever()"`) and what an embedder is. */
+export function checkEmbedder(value: unknown, caller: string): Embedder {
+  const shape = "an embedder: { model, dimensions, embed(texts) }, such as lexicalEmbedder() or openaiEmbedder()";
+  if (value === undefined) throw new TypeError(`${caller} needs { embedder }: ${shape}.`);
+  if (typeof value !== "object" || value === null) throw new TypeError(`${caller} option "embedder" must be ${shape}; got ${describeType(value)}.`);
+  const { model, dimensions, embed } = value as Partial<Embedder>;
+  if (typeof model !== "string" || model.trim() === "") throw new TypeError(`${caller} option "embedder" must be ${shape}; its model is ${describeType(model)}, not a non-empty string.`);
+  if (!Number.isSafeInteger(dimensions) || (dimensions as number) < 1) throw new TypeError(`${caller} option "embedder" must be ${shape}; its dimensions are ${describeType(dimensions)}, not a whole number of 1 or more.`);
+  if (typeof embed !== "function") throw new TypeError(`${caller} option "embedder" must be ${shape}; its embed is ${describeType(embed)}, not a function.`);
+  return value as Embedder;
+}
+
+/**
+ * What an embedder returned for `count` texts, checked: one vector per text, each of the
+ * embedder's `dimensions` finite numbers. Otherwise a `TypeError` naming the embedder's model
+ * and what was wrong.
+ */
+export function checkVectors(vectors: unknown, count: number, model: string, dimensions: number): readonly ArrayLike<number>[] {
+  const problem = vectorsProblem(vectors, count, dimensions);
+  if (problem === undefined) return vectors as ArrayLike<number>[];
+  const hint = problem.length === undefined ? "" : " Give the embedder the length of the model's vectors as its dimensions.";
+  throw new TypeError(`The embedder "${model}" ${problem.message}${hint}`);
+}
+
+/** What is wrong with vectors: said as the words after "The embedder …", with the length found when a vector's length is what is wrong. */
+export interface VectorsProblem {
+  readonly message: string;
+  readonly length?: number;
+}
+
+/** What is wrong with `vectors` as the embedding of `count` texts of `dimensions` numbers each, or undefined when nothing is. */
+export function vectorsProblem(vectors: unknown, count: number, dimensions: number): VectorsProblem | undefined {
+  const problem = (message: string, length?: number): VectorsProblem => (length === undefined ? { message } : { message, length });
+  if (!Array.isArray(vectors)) return problem(`returned ${describeType(vectors)}, not an array of vectors (one number[] per text).`);
+  if (vectors.length !== count) return problem(`returned ${vectors.length} vector${vectors.length === 1 ? "" : "s"} for ${count} text${count === 1 ? "" : "s"}; an embedder returns one vector per text, in order.`);
+  for (let index = 0; index < count; index += 1) {
+    const vector: unknown = vectors[index];
+    if (!Array.isArray(vector) && !(vector instanceof Float32Array) && !(vector instanceof Float64Array)) return problem(`returned ${describeType(vector)} for text ${index}, not an array of numbers.`);
+    if (vector.length !== dimensions) return problem(`returned a vector of ${vector.length} numbers for text ${index}, not ${dimensions}.`, vector.length);
+    for (let at = 0; at < dimensions; at += 1) {
+      const number: unknown = vector[at];
+      if (typeof number !== "number" || !Number.isFinite(number)) return problem(`returned a vector for text ${index} whose number ${at} is ${typeof number === "number" ? String(number) : describeType(number)}, not a finite number.`);
+    }
+  }
+  return undefined;
+}
+
+/** Embeds `texts` with `embedder`, within `signal`: the vectors checked ({@link checkVectors}) and scaled to length 1 (all zeros stays all zeros). */
+export async function embedNormalised(embedder: Embedder, texts: readonly string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
+  signal?.throwIfAborted();
+  const vectors = await embedder.embed(texts, { signal });
+  signal?.throwIfAborted();
+  return checkVectors(vectors, texts.length, embedder.model, embedder.dimensions).map((vector) => normalised(Float32Array.from(vector)));
+}
+
+/** `vector` scaled in place to length 1; all zeros stays all zeros (it then scores 0 against anything). */
+export function normalised(vector: Float32Array): Float32Array {
+  let sum = 0;
+  for (let index = 0; index < vector.length; index += 1) sum += (vector[index] as number) * (vector[index] as number);
+  if (sum === 0) return vector;
+  const scale = 1 / Math.sqrt(sum);
+  for (let index = 0; index < vector.length; index += 1) vector[index] = (vector[index] as number) * scale;
+  return vector;
+}
+
+/** The cosine similarity of two vectors of length 1 (or 0): their dot product, kept within -1 to 1. */
+export function cosine(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let index = 0; index < a.length; index += 1) sum += (a[index] as number) * (b[index] as number);
+  return sum > 1 ? 1 : sum < -1 ? -1 : sum;
+}
+
+/** `passages` checked, each a fresh record with its metadata copied and frozen; a `TypeError` naming `caller`, the passage and what is wrong. */
+export function checkPassages(passages: unknown, caller: string): CheckedPassage[] {
+  if (!Array.isArray(passages)) throw new TypeError(`${caller}.add(passages) takes an array of { id, content, metadata? }; got ${describeType(passages)}.`);
+  return passages.map((passage: unknown, index): CheckedPassage => {
+    const where = `${caller}.add(passages): passage ${index}`;
+    if (typeof passage !== "object" || passage === null || Array.isArray(passage)) throw new TypeError(`${where} must be { id, content, metadata? }; got ${describeType(passage)}.`);
+    const { id, content, metadata } = passage as Partial<Passage>;
+    if (typeof id !== "string" || id === "") throw new TypeError(`${where} needs an id: a non-empty string (such as "refunds.md#2"); got ${describeType(id)}.`);
+    if (typeof content !== "string") throw new TypeError(`${where} ("${id}") needs content: a string; got ${describeType(content)}.`);
+    return { id, content, metadata: metadata === undefined ? undefined : checkMetadata(metadata, `${where} ("${id}")`) };
+  });
+}
+
+function checkMetadata(metadata: unknown, where: string): StoredMetadata {
+  if (!isPlainObject(metadata)) throw new TypeError(`${where} has metadata that is ${describeType(metadata)}; metadata is a plain object of strings, numbers, booleans and nulls.`);
+  const copy: Record<string, string | number | boolean | null> = {};
+  for (const [key, value] of Object.entries(metadata)) {
+    if (!isPrimitive(value)) {
+      throw new TypeError(`${where} has metadata "${key}" that is ${describeType(value)}; metadata values are strings, finite numbers, booleans or null.`);
+    }
+    copy[key] = value;
+  }
+  return Object.freeze(copy);
+}
+
+/** A search's `query` and options checked: a `TypeError` / `RangeError` naming `caller` and the option. */
+export function checkSearch(query: unknown, options: unknown, caller: string): CheckedSearch {
+  if (typeof query !== "string") throw new TypeError(`${caller}.search(query, options) takes the query as a string; got ${describeType(query)}.`);
+  if (options !== undefined && (typeof options !== "object" || options === null)) throw new TypeError(`${caller}.search(query, options): options must be { topK, minRelevance, filter?, signal }; got ${describeType(options)}.`);
+  const { topK = 5, minRelevance = Number.NEGATIVE_INFINITY, filter, signal } = (options ?? {}) as Partial<SearchOptions>;
+  if (!Number.isSafeInteger(topK) || topK < 1) throw new RangeError(`${caller}.search() option "topK" must be a whole number of 1 or more; got ${describeType(topK)}.`);
+  if (typeof minRelevance !== "number" || Number.isNaN(minRelevance)) throw new TypeError(`${caller}.search() option "minRelevance" must be a number (a cosine similarity, -1 to 1); got ${describeType(minRelevance)}.`);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`${caller}.search() option "signal" must be an AbortSignal; got ${describeType(signal)}.`);
+  return { topK, minRelevance, filter: filter === undefined ? undefined : checkFilter(filter, caller), signal };
+}
+
+function checkFilter(filter: unknown, caller: string): MetadataFilter {
+  const shape = 'an object of metadata values, each a string, number, boolean, null or an array of them (one of), such as { product: "billing", year: [2024, 2025] }';
+  if (!isPlainObject(filter)) throw new TypeError(`${caller}.search() option "filter" must be ${shape}; got ${describeType(filter)}.`);
+  for (const [key, value] of Object.entries(filter)) {
+    const values: unknown[] = Array.isArray(value) ? value : [value];
+    for (const one of values) {
+      if (!isPrimitive(one)) throw new TypeError(`${caller}.search() option "filter" has "${key}" matching ${describeType(one)}; it must be ${shape}.`);
+    }
+  }
+  return filter as MetadataFilter;
+}
+
+/** Whether `metadata` matches `filter`: every key present with an equal value (of the same type), or one of an array's. */
+export function matchesFilter(metadata: StoredMetadata | undefined, filter: MetadataFilter | undefined): boolean {
+  if (filter === undefined) return true;
+  for (const [key, wanted] of Object.entries(filter)) {
+    if (metadata === undefined || !Object.hasOwn(metadata, key)) return false;
+    const value = metadata[key];
+    if (Array.isArray(wanted) ? !wanted.includes(value) : wanted !== value) return false;
+  }
+  return true;
+}
+
+/** The best `k` of the scores offered, kept in a small heap (the worst of them on top); ties go to the smaller key. */
+export class TopK<T> {
+  readonly #k: number;
+  readonly #heap: { readonly score: number; readonly key: string; readonly item: T }[] = [];
+
+  constructor(k: number) {
+    this.#k = k;
+  }
+
+  /** Offers an item; it stays if it is among the best `k` so far. */
+  offer(score: number, key: string, item: T): void {
+    const heap = this.#heap;
+    const entry = { score, key, item };
+    if (heap.length < this.#k) {
+      heap.push(entry);
+      this.#up(heap.length - 1);
+    } else if (worse(heap[0] as typeof entry, entry)) {
+      heap[0] = entry;
+      this.#down(0);
+    }
+  }
+
+  /** Whether `score` could still get in: fewer than `k` kept, or better than the worst kept. */
+  admits(score: number): boolean {
+    return this.#heap.length < this.#k || score >= (this.#heap[0] as { score: number }).score;
+  }
+
+  /** What was kept, best first. */
+  best(): { readonly score: number; readonly key: string; readonly item: T }[] {
+    return [...this.#heap].sort((a, b) => (worse(a, b) ? 1 : worse(b, a) ? -1 : 0));
+  }
+
+  #up(index: number): void {
+    const heap = this.#heap;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      if (!worse(heap[index] as (typeof heap)[number], heap[parent] as (typeof heap)[number])) return;
+      [heap[index], heap[parent]] = [heap[parent] as (typeof heap)[number], heap[index] as (typeof heap)[number]];
+      index = parent;
+    }
+  }
+
+  #down(index: number): void {
+    const heap = this.#heap;
+    for (;;) {
+      let worst = index;
+      for (const child of [2 * index + 1, 2 * index + 2]) {
+        if (child < heap.length && worse(heap[child] as (typeof heap)[number], heap[worst] as (typeof heap)[number])) worst = child;
+      }
+      if (worst === index) return;
+      [heap[index], heap[worst]] = [heap[worst] as (typeof heap)[number], heap[index] as (typeof heap)[number]];
+      index = worst;
+    }
+  }
+}
+
+/** Whether `a` ranks below `b`: a lower score, or the same score and a larger key. */
+function worse(a: { score: number; key: string }, b: { score: number; key: string }): boolean {
+  return a.score < b.score || (a.score === b.score && a.key > b.key);
+}
+
+/** A search result, frozen. */
+export function result(content: string, score: number, sourceId: string, metadata: StoredMetadata | undefined): KnowledgeResult {
+  return Object.freeze(metadata === undefined ? { content, score, sourceId } : { content, score, sourceId, metadata });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function isPrimitive(value: unknown): value is string | number | boolean | null {
+  return value === null || typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value));
+}
