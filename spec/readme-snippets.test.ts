@@ -21,6 +21,7 @@ let work: string;
 beforeAll(async () => {
   model = await OpenAITestServer.start({
     "calculator.add": { kind: "structured", code: "context.value = (context.value ?? 0) + args[0]; return context.value" },
+    "support.answer": { kind: "structured", code: "return knowledge.find((segment) => segment.name === 'kb').results.map((result) => result.sourceId)" },
     "shopper.price": { kind: "structured", code: "const { items } = await tools.catalogue.search({ query: args[0] }); const p = await tools.convert({ value: items[0].priceUsd, from: 'USD', to: 'EUR' }); return `${items[0].name}: ${p.value.toFixed(2)} ${p.unit}`" },
   });
   // Inside the checkout, so a snippet's own imports (zod) resolve from its node_modules.
