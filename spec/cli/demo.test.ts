@@ -58,11 +58,15 @@ describe("improv demo", () => {
     expect(stdout).toContain(`ok → {"from":["${origin}/feed.json"],"call":`);
     expect(stdout).toMatch(/news\.peek\(\) +\[the cloud metadata address\] error tool: EgressError: fetch http:\/\/169\.254\.169\.254\/latest\/meta-data\/: the origin http:\/\/169\.254\.169\.254 is not in egress\.allow\./);
     expect(stdout).toContain(`$ improv telemetry ${log}`);
-    expect(stdout).toContain("  calls                 17");
-    expect(stdout).toContain("  code reads history    4  (23.5% of calls)");
+    expect(stdout).toContain("  calls                 19");
+    expect(stdout).toContain("  code reads history    5  (26.3% of calls)");
     const lines = readLogLines(log);
-    expect(lines).toHaveLength(17);
+    expect(lines).toHaveLength(19);
     expect(lines.find((line) => line.method === "headlines")).toMatchObject({ tool_call_count: 1, tool_names: ["fetch"], tool_error_count: 0, tools_referenced: ["fetch"] });
+    // The support desk answered from its knowledge base, and its follow-up read which passages from history.
+    expect(stdout).toMatch(/support\.answer\('refunds…'\) +ok → "Refunds reach the original card within five working days of the return being received\. \[refunds\.md#1\]"/);
+    expect(stdout).toMatch(/support\.basis\(\) +\[which passages\?\] ok → \{"question":"How many days until my refund reaches the card\?","passages":\["refunds\.md#1 \(0\.\d\d\)"/);
+    expect(lines.find((line) => line.method === "answer")).toMatchObject({ knowledge_sources: ["kb", "style"], retrieved_count: 2 });
     expect(lines.find((line) => line.method === "price")).toMatchObject({ tool_call_count: 2, tool_names: ["catalogue.search", "convert"], tool_error_count: 0, tools_referenced: ["catalogue.search", "convert"] });
   });
 
@@ -77,19 +81,19 @@ describe("improv demo", () => {
 
     const second = await runCli(["demo", "--log", log], offlineEnv());
     expect(second.code).toBe(0);
-    expect(second.stdout).toContain("(17 calls remembered from earlier runs; improv demo --fresh starts over)");
+    expect(second.stdout).toContain("(19 calls remembered from earlier runs; improv demo --fresh starts over)");
     // Before it looks anything up in this run, the assistant answers from the first run's history.
     expect(second.stdout).toContain(`assistant.source()  [remembered]   ok → "CRC Handbook (from call ${firstCallId})"`);
     expect(second.stdout).toMatch(/"computed":\["add\(3\)","multiply\(4\)","convert\(100\)","summary\(\)","add\(3\)"/);
     // The log is fresh each run: the summary describes this run only.
-    expect(second.stdout).toContain("  calls                 18");
+    expect(second.stdout).toContain("  calls                 20");
     // Programs kept in the store by the first run answer the second run's calls, with no provider request.
     expect(second.stdout).toMatch(/ add +\[3\] +ok \(number\) +[0-9a-f]{8} +reused\n/);
     expect(second.stdout).toMatch(/served by kept programs \d+/);
 
     const fresh = await runCli(["demo", "--log", log, "--fresh"], offlineEnv());
     expect(fresh.stdout).toContain("(new: the agents will remember this run next time)");
-    expect(fresh.stdout).toContain("  calls                 17");
+    expect(fresh.stdout).toContain("  calls                 19");
   });
 
   test("improv agents and improv history read the demo's store", async () => {
@@ -103,7 +107,7 @@ describe("improv demo", () => {
     expect(agents.stdout).toMatch(/\ncalculator +calculator +5 +\d{4}-/);
     expect(agents.stdout).toMatch(/\ntoolbuilder\/statistician +statistician +2 +\d{4}-/);
     const json = await runCli(["agents", store, "--json"], offlineEnv());
-    expect((JSON.parse(json.stdout) as { id: string }[]).map((agent) => agent.id)).toEqual(["assistant", "calculator", "news", "shopper", "toolbuilder", "toolbuilder/statistician"]);
+    expect((JSON.parse(json.stdout) as { id: string }[]).map((agent) => agent.id)).toEqual(["assistant", "calculator", "news", "shopper", "support", "toolbuilder", "toolbuilder/statistician"]);
 
     const history = await runCli(["history", store, "--agent", "assistant"], offlineEnv());
     expect(history.stdout).toMatch(/ user +d0 +lookup +\["boiling point of water"\] +ok \(string\)/);
@@ -111,7 +115,7 @@ describe("improv demo", () => {
     expect(records.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { method_name: string }).method_name)).toEqual(["add", "multiply", "convert", "divide", "summary"]);
 
     const unnamed = await runCli(["history", store], offlineEnv());
-    expect(unnamed).toMatchObject({ code: 2, stderr: "improv: Name the agent with --agent. Agents in this store: assistant, calculator, news, shopper, toolbuilder, toolbuilder/statistician.\n" });
+    expect(unnamed).toMatchObject({ code: 2, stderr: "improv: Name the agent with --agent. Agents in this store: assistant, calculator, news, shopper, support, toolbuilder, toolbuilder/statistician.\n" });
     const missing = await runCli(["agents", join(directory, "nothing.db")], offlineEnv());
     expect(missing).toMatchObject({ code: 2, stderr: `improv: No store at ${join(directory, "nothing.db")}: the file does not exist.\n` });
   });
@@ -141,7 +145,7 @@ describe("improv demo", () => {
     expect(stdout).toContain("calc.add(3)                        ok → 42");
     // The calculator's contract checks what the served program returns: a number is not the summary's object.
     expect(stdout).toMatch(/calc\.summary\(\) +\[reads history\] +error invalid_output: The value summary returned does not match its returns schema: must be object/);
-    // Fifteen application calls, the summary's tried twice; the served program never delegates.
-    expect(server.requests).toHaveLength(16);
+    // Seventeen application calls, the summary's tried twice; the served program never delegates.
+    expect(server.requests).toHaveLength(18);
   });
 });

@@ -6,6 +6,7 @@ import type { Store } from "../store/index.ts";
 import { startNewsSite } from "./demo-news.ts";
 import { historyTable } from "./tables.ts";
 import { mcpTools, type McpToolSet, type Tool } from "../tools/index.ts";
+import { fromRetrieval, lexicalEmbedder, literal, memoryRetriever } from "../knowledge/index.ts";
 
 /**
  * Scripted completions for the offline demo: what a model might write for each method.
@@ -73,7 +74,28 @@ export const DEMO_PROGRAMS: Record<string, string> = {
     "return { from: last.outcome_summary.sources, call: last.call_id.slice(0, 8) };",
   ].join("\n"),
   "news.peek": "return (await fetch('http://169.254.169.254/latest/meta-data/')).status;",
+  "support.answer": [
+    "const kb = knowledge.find((segment) => segment.name === 'kb');",
+    "const best = kb?.results?.[0];",
+    "if (!best) return 'The knowledge base has nothing on that.';",
+    "return `${best.content} [${best.sourceId}]`;",
+  ].join("\n"),
+  "support.basis": [
+    "const last = context.conversation_history.findLast((r) => r.method_name === 'answer' && r.outcome_summary.ok);",
+    "if (!last) return 'I have not answered anything yet.';",
+    "const kb = (last.knowledge ?? []).find((k) => k.name === 'kb');",
+    "return { question: last.args[0], passages: (kb?.results ?? []).map((r) => `${r.source_id} (${r.score.toFixed(2)})`) };",
+  ].join("\n"),
 };
+
+/** The demo's support knowledge base: a few passages, searched by words (the offline embedder). */
+const SUPPORT_PASSAGES = [
+  { id: "refunds.md#1", content: "Refunds reach the original card within five working days of the return being received.", metadata: { topic: "billing" } },
+  { id: "refunds.md#2", content: "Refunds for gift cards are issued as store credit.", metadata: { topic: "billing" } },
+  { id: "shipping.md#1", content: "Orders ship within two working days; tracking links arrive by email.", metadata: { topic: "orders" } },
+  { id: "returns.md#1", content: "Returns are free within thirty days; print the label from your account page.", metadata: { topic: "orders" } },
+  { id: "account.md#1", content: "Passwords can be reset from the sign-in page with the link sent by email.", metadata: { topic: "account" } },
+] as const;
 
 /** What the demo needs from its surroundings. */
 export interface DemoOptions {
@@ -157,6 +179,18 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   } finally {
     await site.close();
   }
+
+  write("\n6. A support desk answering from its knowledge base, and saying which passages it used");
+  const docs = memoryRetriever({ embedder: lexicalEmbedder() });
+  await docs.add(SUPPORT_PASSAGES);
+  const support = await Agent.open<{}, "answer" | "basis">("support", {
+    ...common,
+    knowledge: [fromRetrieval(docs, { name: "kb", query: (call) => String(call.args[0] ?? call.method), topK: 2 }), literal("Answer from the passages, and cite their ids.", { name: "style" })],
+  });
+  write(`  knowledge: a memory retriever over ${SUPPORT_PASSAGES.length} passages (lexical embedder: words, not meaning)`);
+  await show("support.answer('refunds…')", support.answer("How many days until my refund reaches the card?"));
+  await show("support.basis()  [which passages?]", support.basis());
+  agents.support = support;
 
   for (const [name, agent] of Object.entries(agents)) {
     write(`\nHistory of ${name}:\n${historyTable(Agent.history(agent))}`);
