@@ -26,6 +26,7 @@ import { toolFigures } from "./tools.ts";
 import { egressFigures } from "./egress.ts";
 import { promptPrefixFigures } from "./prompt-prefix.ts";
 import { manyAgentsFigures } from "./many-agents.ts";
+import { knowledgeFigures } from "./knowledge.ts";
 
 // isolated-vm needs --no-node-snapshot in the process that loads it (baseline (a) does), and
 // the memory figures want --expose-gc: re-run with both, so nobody has to remember them.
@@ -135,6 +136,7 @@ const results = {
   promptPrefix: await promptPrefixFigures({ calls: quick ? 20 : 60 }),
   pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
   manyAgents: manyAgentsFigures(FLAGS, { agents: quick ? [20, 100] : [20, 1_000, 10_000], calls: quick ? 100 : 2_000, cold: quick ? 10 : 200, idle: quick ? 50 : 1_000 }),
+  knowledge: await knowledgeFigures({ passages: quick ? 2_000 : 10_000, growth: quick ? [1_000] : [1_000, 10_000, 100_000], count: quick ? 100 : 500, warmup }),
 };
 
 // Targets, each judged against figures from this same run.
@@ -190,8 +192,18 @@ const targets = [
   { figure: `${overlap.overlappedCalls} tool calls of ${overlap.slowToolMs} ms under Promise.all ≤ 1.5 × one (×${overlap.ratio.toFixed(2)})`, met: overlap.ratio <= 1.5 },
   { figure: `a program's fetch adds at most one bare sandbox round trip to the request (${results.egress.overheadP50.toFixed(0)} µs, (d) ${fetchFloor.toFixed(0)} µs)`, met: results.egress.overheadP50 <= fetchFloor },
   ...manyAgentsTargets(results.manyAgents),
+  ...knowledgeTargets(results.knowledge),
 ];
 Object.assign(results, { targets, seconds: Math.round((performance.now() - started) / 1000) });
+
+/** Figure 16's target (DESIGN 18): a kept program's call with three sources against the same call without. */
+function knowledgeTargets(figures: typeof results.knowledge): { figure: string; met: boolean }[] {
+  const ratio = (summary: Summary) => summary.p50 / figures.calls.without.p50;
+  return [
+    { figure: `kept call with knowledge (memory retriever, ${figures.passages} passages) ≤ 1.5 × without (×${ratio(figures.calls.memory).toFixed(2)})`, met: ratio(figures.calls.memory) <= 1.5 },
+    { figure: `kept call with knowledge (SQLite retriever, ${figures.passages} passages) ≤ 1.5 × without (×${ratio(figures.calls.sqlite).toFixed(2)})`, met: ratio(figures.calls.sqlite) <= 1.5 },
+  ];
+}
 
 /** Figure 15's targets (DESIGN 17), each against a baseline of the same part. */
 function manyAgentsTargets(figures: typeof results.manyAgents): { figure: string; met: boolean }[] {
@@ -323,6 +335,16 @@ row("Agent.for + call + Agent.close", manyAgents.cold.perRequest);
 row("  a call on an agent that stays open", manyAgents.cold.openAgent);
 const { idle } = manyAgents;
 console.log(`  ${idle.agents} idle agents: ${(idle.sandboxBytesPerIsolate / 2 ** 20).toFixed(2)} MiB of sandbox memory each once compacted (${(idle.uncompactedBytesPerIsolate / 2 ** 20).toFixed(2)} MiB before; the processes' own estimate ${(idle.estimatedBytesPerIsolate / 2 ** 20).toFixed(2)} MiB)`);
+const { knowledge } = results;
+console.log(`\n16. Knowledge (a kept program; three sources: a state value, a retrieval over ${knowledge.passages.toLocaleString("en-US")} passages of ${knowledge.dimensions} dimensions with the lexical embedder, topK 5, and a literal)`);
+row("the call without knowledge", knowledge.calls.without);
+row("  with knowledge, memory retriever", knowledge.calls.memory);
+row("  with knowledge, SQLite retriever", knowledge.calls.sqlite);
+row("one search, memory retriever", knowledge.search.memory);
+row("one search, SQLite retriever", knowledge.search.sqlite);
+for (const { passages, search, addSeconds } of knowledge.sqliteGrowth) {
+  console.log(`  SQLite retriever, ${passages.toLocaleString("en-US").padStart(7)} passages: search p50 ${us(search.p50)}   (added in ${addSeconds.toFixed(1)} s)`);
+}
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);
 console.log(`\n(${Math.round((performance.now() - started) / 1000)} s)`);

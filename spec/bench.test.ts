@@ -16,7 +16,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
   expect(code, output).toBe(0);
-  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "11. Tracing", "12. Tool calls", "13. fetch", "14. stable prompt prefix", "15. Many agents", "Targets"]) {
+  for (const heading of ["1. One dynamic call", "2. Growth with history", "3. Prompt growth", "4. Memory", "5. Agent creation", "6. Telemetry", "7. Stores", "8. Program reuse", "9. Sandbox pool", "10. Follow-ups", "11. Tracing", "12. Tool calls", "13. fetch", "14. stable prompt prefix", "15. Many agents", "16. Knowledge", "Targets"]) {
     expect(output).toContain(heading);
   }
   expect(output).toMatch(/\(a\) isolated-vm evalClosure, persistent context +p50 +\d+ µs/);
@@ -26,7 +26,10 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 24 : 26);
+  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 26 : 28);
+  expect(output).toMatch(/with knowledge, memory retriever +p50 +\d+ µs/);
+  expect(output).toMatch(/SQLite retriever, +1,000 passages: search p50 +\d+ µs/);
+  expect(results.knowledge.calls.without.count).toBeGreaterThan(0);
   expect(output).toMatch(/sqlite: 64 agents × 3 calls at once: one process \d+ calls\/s, p99 [\d.]+ ms; four processes \d+ calls\/s, p99 [\d.]+ ms \(×[\d.]+\); no record lost or duplicated/);
   expect(output).toMatch(/sqlite: 8 processes on one agent × 5 calls at once: \d+ calls\/s, p50 [\d.]+ ms, p99 [\d.]+ ms, 0 failed; no record lost or duplicated/);
   expect(results.reuse.generatedCall.count).toBeGreaterThan(0);

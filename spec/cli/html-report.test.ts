@@ -7,9 +7,9 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { runTelemetry } from "../../src/cli/telemetry-command.ts";
-import { Agent, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
+import { Agent, fromRetrieval, literal, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
 import { OpenAITestServer } from "../../test-support/openai-server.ts";
-import { readLogLines } from "../../test-support/logs.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
@@ -243,6 +243,44 @@ describe.skipIf(!available)("improv telemetry --html", () => {
       // role.method, calls, fetched, with a failed tool call, code reaches fetch
       expect(await rows(page, "egress-by-method")).toEqual([["news.peek", "1", "1", "1", "1"]]);
       expect(await page.textContent("#egress .intro")).toMatch(/^1 calls made egress requests \(tool calls named fetch\), 1 of them with a failed tool call/);
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
+  test("knowledge: a page of calls with knowledge sources has the knowledge section, linked, its chart drawn and its tables filled", async () => {
+    const knowledgeLog = tempLogPath("improv-html-knowledge-");
+    const passages = [{ sourceId: "refunds.md#1", content: "Refunds take five days.", score: 0.9 }];
+    // Passages for a question about refunds, none for any other; down for "boom".
+    const kb = { search: async (query: string) => (query.includes("boom") ? Promise.reject(new Error("index offline")) : query.includes("refund") ? passages : []) };
+    const support = Agent.for("support", {
+      provider: new ScriptedProvider({ programs: { lookup: "return knowledge.length" } }),
+      log: knowledgeLog,
+      knowledge: [fromRetrieval(kb, { name: "kb", query: (request) => String(request.args[0]) }), literal("Answer briefly.", { name: "policy" })],
+    });
+    await support.lookup("refund?");
+    await support.lookup("shipping?");
+    expect((await support.lookup("boom")).errorType).toBe("knowledge");
+    const file = join(directory, "knowledge", "report.html");
+    await runTelemetry({ inputs: [knowledgeLog], json: false, html: file, stdout: sink(), stderr: sink() });
+    const { page, problems } = await open(file);
+    try {
+      const sections = await page.$$eval("section[data-section]", (found) => found.map((section) => section.id));
+      expect(sections.at(-1)).toBe("knowledge");
+      expect(await page.isVisible("#knowledge")).toBe(true);
+      expect(await page.$$eval("nav a", (links) => links.map((link) => link.getAttribute("href")))).toEqual(sections.slice(1).map((id) => `#${id}`));
+      expect(await page.$eval("#knowledge-sources", (figure) => Number(figure.getAttribute("data-points")))).toBe(2);
+      expect(await page.$$eval("#knowledge-sources svg text.label", (labels) => labels.map((label) => label.textContent))).toEqual(["kb", "policy"]);
+      // source, calls, found nothing, share, failed
+      expect(await rows(page, "knowledge-sources-table")).toEqual([
+        ["kb", "3", "1", "33.3%", "1"],
+        ["policy", "3", "0", "0.0%", "0"],
+      ]);
+      // role, calls, with knowledge, passages retrieved, per call, time p50 and p95 (they vary), outcome knowledge
+      expect((await rows(page, "knowledge-by-role")).map((row) => [...row.slice(0, 5), row[7]])).toEqual([["support", "3", "100.0%", "1", "0.3", "1"]]);
+      expect((await rows(page, "knowledge-by-method"))[0]?.[5]).toMatch(/ ms$/);
+      expect(await page.textContent("#knowledge .intro")).toMatch(/^3 calls \(100\.0%\) had knowledge; 1 passages were retrieved \(0\.3 per call with knowledge\); gathering took .+; 1 calls ended knowledge/);
       expect(problems).toEqual([]);
     } finally {
       await page.close();

@@ -49,8 +49,9 @@ export class UsageError extends Error {
 
 /**
  * `improv telemetry <files or dirs…>`: streams call logs and reports calls, errors, history
- * use and its patterns, reuse and repair, and tool use and failures, overall and by role and
- * method, for the calls the filters keep. Returns the report.
+ * use and its patterns, reuse and repair, tool use and failures, and knowledge (sources, empty
+ * retrievals, failures, passages, time), overall and by role and method, for the calls the
+ * filters keep. Returns the report.
  */
 export async function runTelemetry(options: TelemetryCommandOptions): Promise<TelemetryReport> {
   const since = parseWhen(options.since, "--since");

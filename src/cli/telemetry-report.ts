@@ -1,6 +1,7 @@
 import { PATTERN_TAGS, type PatternTag } from "../telemetry/index.ts";
 import { matchesFilter, stateFilter, type ReportFilter, type ReportFilters } from "./report-filter.ts";
 import { isAmongSlowest, keepLatest, keepSlowest, MAX_MESSAGE_CHARS, type CallSample } from "./report-samples.ts";
+import { addKnowledgeUse, emptyKnowledgeStats, finishKnowledge, knowledgeFieldsOf, type KnowledgeStats } from "./report-knowledge.ts";
 import { addToolUse, count, emptyToolStats, toolFieldsOf, type ToolFields, type ToolStats } from "./report-tools.ts";
 
 /** Counts for one group of calls (all calls, one role, one method). */
@@ -35,6 +36,8 @@ export interface GroupStats extends ToolStats {
   /** Prompt tokens read from a prompt cache (part of `promptTokens`), as the provider reported them. */
   cachedTokens: number;
   callsWithoutTokens: number;
+  /** The calls' knowledge: sources, retrievals that found nothing, failures, passages, time (all zero and empty when no call had any). */
+  knowledge: KnowledgeStats;
 }
 
 /** What `improv telemetry` reports (`--json` prints exactly this). */
@@ -99,6 +102,7 @@ function emptyStats(): GroupStats {
     completionTokens: 0,
     cachedTokens: 0,
     callsWithoutTokens: 0,
+    knowledge: emptyKnowledgeStats(),
     ...emptyToolStats(),
   };
 }
@@ -165,12 +169,14 @@ export class TelemetryAggregator {
       if (this.#last === null || timestamp > this.#last) this.#last = timestamp;
     }
     const tools = toolFieldsOf(line);
+    const knowledge = knowledgeFieldsOf(line);
     const failed = line.outcome_status !== "ok";
     const duration = typeof line.duration_ms === "number" && Number.isFinite(line.duration_ms) && line.duration_ms >= 0 ? line.duration_ms : null;
     const sample = failed || (duration !== null && isAmongSlowest(this.#slowest, duration, MAX_SLOWEST)) ? sampleOf(line, timestamp, role, method, duration, tools) : undefined;
     for (const stats of [this.#overall, groupOf(this.#byRole, role), groupOf(this.#byMethod, `${role}.${method}`)]) {
       add(stats, line);
       addToolUse(stats, tools);
+      addKnowledgeUse(stats.knowledge, knowledge);
       if (failed && sample && stats !== this.#overall) keepLatest(stats.latestErrors, sample, MAX_GROUP_ERRORS);
     }
     if (sample && failed) keepLatest(this.#failing, sample, MAX_FAILING);
@@ -214,6 +220,7 @@ export class TelemetryAggregator {
   }
 
   report(): TelemetryReport {
+    for (const stats of [this.#overall, ...this.#byRole.values(), ...this.#byMethod.values()]) finishKnowledge(stats.knowledge);
     return {
       lines: this.#lines,
       calls: this.#overall.calls,

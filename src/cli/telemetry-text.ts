@@ -1,12 +1,15 @@
 /** The telemetry report as text, for a terminal. */
 import { PATTERN_TAGS } from "../telemetry/index.ts";
 import { describeFilters } from "./report-filter.ts";
+import { knowledgeGroups, sourcesByUse, usesKnowledge } from "./report-knowledge.ts";
 import { toolGroups, toolsByUse, usesTools } from "./report-tools.ts";
 import type { CallSample } from "./report-samples.ts";
 import type { GroupStats, TelemetryReport } from "./telemetry-report.ts";
 
 /** Tools listed by name; the rest are only counted. */
 const MAX_LISTED_TOOLS = 15;
+/** Knowledge sources listed by name; the rest are only counted. */
+const MAX_LISTED_SOURCES = 15;
 /** Failed calls listed with their messages. */
 const MAX_LISTED_ERRORS = 5;
 /** Longest error message shown on one line. @unit characters */
@@ -48,6 +51,8 @@ export function formatReport(report: TelemetryReport): string {
   if (report.malformed.count > report.malformed.examples.length) out.push(`    … and ${report.malformed.count - report.malformed.examples.length} more`);
   out.push("", ...table("by role", report.byRole), "", ...table("by method", report.byMethod));
   out.push("", ...toolSection(report));
+  // Only when some call had knowledge: most logs have none.
+  if (usesKnowledge(overall.knowledge)) out.push("", ...knowledgeSection(report));
   return out.join("\n");
 }
 
@@ -107,6 +112,50 @@ function toolList(overall: GroupStats): string[] {
   if (tools.length > MAX_LISTED_TOOLS) lines.push(`… and ${tools.length - MAX_LISTED_TOOLS} more tools`);
   lines.push("  calls: calls whose program called the tool; with failures: of those, calls in which a call of it failed");
   lines.push("  (lines older than tool_failed_names: toward every tool they called); referenced: calls whose program's syntax reaches it.");
+  return lines;
+}
+
+/** A duration as the knowledge tables show it: `0.42`, `12.3`; `-` when there is none. */
+const ms = (value: number | null) => (value === null ? "-" : value < 10 ? value.toFixed(2) : value.toFixed(1));
+
+function knowledgeSection(report: TelemetryReport): string[] {
+  const { calls, knowledge } = report.overall;
+  return [
+    "knowledge",
+    `  calls with knowledge  ${knowledge.callsWithKnowledge}  (${percent(knowledge.callsWithKnowledge, calls).trim()} of calls)`,
+    `  passages retrieved    ${knowledge.retrieved}  (${knowledge.retrievedPerCall.toFixed(1)} per call with knowledge)`,
+    `  knowledge time        p50 ${ms(knowledge.msP50)} ms, p95 ${ms(knowledge.msP95)} ms`,
+    `  outcome knowledge     ${knowledge.endedByKnowledge}  (calls ended by a failed source that is not optional)`,
+    "",
+    ...knowledgeTable("knowledge by role", report.byRole),
+    "",
+    ...knowledgeTable("knowledge by method", report.byMethod),
+    "",
+    ...sourceList(report.overall),
+  ];
+}
+
+function knowledgeTable(title: string, groups: Record<string, GroupStats>): string[] {
+  const rows = knowledgeGroups(groups).map(([name, { calls, knowledge }]) => [
+    name,
+    String(calls),
+    percent(knowledge.callsWithKnowledge, calls).trim(),
+    String(knowledge.retrieved),
+    knowledge.retrievedPerCall.toFixed(1),
+    ms(knowledge.msP50),
+    ms(knowledge.msP95),
+    String(knowledge.endedByKnowledge),
+  ]);
+  return alignedTable([title, "calls", "with knowledge", "passages", "per call", "p50 ms", "p95 ms", "outcome knowledge"], rows);
+}
+
+function sourceList(overall: GroupStats): string[] {
+  const sources = sourcesByUse(overall.knowledge);
+  const rows = sources.slice(0, MAX_LISTED_SOURCES).map(([name, use]) => [name, String(use.calls), String(use.empty), percent(use.empty, use.calls).trim(), String(use.failed)]);
+  const lines = alignedTable(["source", "calls", "found nothing", "share", "failed"], rows);
+  if (sources.length > MAX_LISTED_SOURCES) lines.push(`… and ${sources.length - MAX_LISTED_SOURCES} more sources`);
+  lines.push("  calls: calls whose agent had the source; found nothing: of those, calls its retrieval found no passage for");
+  lines.push("  (knowledge_empty: retrieval sources only); failed: of those, calls in which it failed (knowledge_failed).");
   return lines;
 }
 

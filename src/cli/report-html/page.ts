@@ -3,13 +3,15 @@
  * no script, nothing fetched at view time), a section for each question the telemetry answers.
  */
 import { describeFilters } from "../report-filter.ts";
+import { usesKnowledge } from "../report-knowledge.ts";
 import type { TelemetryReport } from "../telemetry-report.ts";
 import { escape } from "./markup.ts";
+import { knowledgeSection } from "./sections-knowledge.ts";
 import { activitySection, durationsSection, errorsSection, summarySection } from "./sections-outcomes.ts";
 import { historySection, reuseSection, tokensSection } from "./sections-programs.ts";
 import { egressSection, toolsSection } from "./sections-tools.ts";
 
-/** The sections below the summary, in page order, as the table of contents names them. */
+/** The sections below the summary, in page order, as the table of contents names them (knowledge only when some call had any). */
 const CONTENTS: readonly (readonly [string, string])[] = [
   ["activity", "calls over time"],
   ["errors", "what went wrong"],
@@ -19,6 +21,7 @@ const CONTENTS: readonly (readonly [string, string])[] = [
   ["cost", "tokens"],
   ["tools", "tools"],
   ["egress", "egress"],
+  ["knowledge", "knowledge"],
 ];
 
 const STYLE = `
@@ -40,7 +43,8 @@ figure.chart{margin:0 0 2rem;padding:0}figcaption{font-weight:600;margin-bottom:
 export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date()): string {
   const filters = describeFilters(report.filters);
   const scope = filters === "" ? "" : ` Calls matching ${escape(filters)}.`;
-  const contents = CONTENTS.map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
+  const knowledge = usesKnowledge(report.overall.knowledge);
+  const contents = CONTENTS.filter(([id]) => knowledge || id !== "knowledge").map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>improv telemetry</title>
@@ -57,6 +61,6 @@ ${reuseSection(report)}
 ${tokensSection(report)}
 ${toolsSection(report)}
 ${egressSection(report)}
-</body></html>
+${knowledge ? `${knowledgeSection(report)}\n` : ""}</body></html>
 `;
 }

@@ -1,5 +1,6 @@
 /** Sections on how calls ended: the summary, calls over time, errors, durations. */
 import { describeFilters } from "../report-filter.ts";
+import { usesKnowledge } from "../report-knowledge.ts";
 import { MAX_FAILING, MAX_SLOWEST, type GroupStats, type TelemetryReport } from "../telemetry-report.ts";
 import { columnChart, rowChart } from "./charts.ts";
 import { asPercent, countAndShare, escape, formatBound, formatMs, formatTime, section, share } from "./markup.ts";
@@ -25,6 +26,8 @@ export function summarySection(report: TelemetryReport): string {
     ["calls using tools", countAndShare(overall.callsUsingTools, overall.calls)],
     ["tool calls", `${overall.toolCalls} (${overall.toolErrors} failed)`],
     ["calls that fetched", String(overall.tools.fetch?.calls ?? 0)],
+    // Only when some call had knowledge, as the section below.
+    ...(usesKnowledge(overall.knowledge) ? [["calls with knowledge", countAndShare(overall.knowledge.callsWithKnowledge, overall.calls)] as [string, string]] : []),
     ["malformed lines", String(report.malformed.count)],
   ];
   const notice = report.calls === 0 ? `<p class="notice" id="no-calls">No calls matched${filters === "" ? " (the logs hold no call lines)" : ` ${escape(filters)}`}.</p>` : "";
