@@ -140,6 +140,20 @@ describe("knowledge", () => {
       expect(Agent.history(optional)[0]?.knowledge?.[0]).toMatchObject({ name: "kb", error: expect.stringMatching(message) });
     });
 
+    test("a state value that holds a cycle is shown with the cycle marked, bounded", async () => {
+      const agent = Agent.for<{ customer: Record<string, unknown> }>("support", { provider: new ScriptedProvider({ programs: { answer: "return knowledge[0].text" } }), knowledge: [fromState("customer", { maxChars: 200 })] });
+      const customer: Record<string, unknown> = { plan: "gold", notes: "x".repeat(1_000) };
+      customer.self = customer;
+      agent.customer = customer;
+      const outcome = await agent.answer();
+      expect(outcome.errorMessage).toBeUndefined();
+      expect(outcome.value).toMatch(/^\{"plan":"gold","notes":"x+/);
+      expect((outcome.value as string).length).toBeLessThanOrEqual(200);
+      const cyclic = Agent.for<{ customer: Record<string, unknown> }>("support", { provider: new ScriptedProvider({ programs: { answer: "return knowledge[0].text" } }), knowledge: [fromState("customer")] });
+      cyclic.customer = customer;
+      expect((await cyclic.answer()).value).toContain('"self":"[Circular]"');
+    });
+
     test("a state path that leads nowhere", async () => {
       const agent = Agent.for("support", { provider: new ScriptedProvider({ programs: { answer: "return 1" } }), knowledge: [fromState("customer.plan")] });
       const outcome = await agent.answer();
