@@ -4,7 +4,7 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
-import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { Agent, fromRetrieval, ScriptedProvider } from "../../src/index.ts";
 import { json, startWebServer } from "../../test-support/web-server.ts";
 import { tempLogPath } from "../../test-support/logs.ts";
 
@@ -206,5 +206,23 @@ describe("OpenTelemetry spans", () => {
     } finally {
       await server.close();
     }
+  });
+  test("each retrieval of a call's knowledge is a span under invoke_agent, a failed one marked with error.type knowledge", async () => {
+    const agent = Agent.for("support", {
+      provider: new ScriptedProvider({ programs: { answer: "return knowledge.length" } }),
+      knowledge: [
+        fromRetrieval({ search: async () => [{ content: "a passage", score: 0.9, sourceId: "doc-1" }] }, { name: "kb", query: "q", topK: 3 }),
+        fromRetrieval({ search: async () => { throw new Error("index offline"); } }, { name: "backup", query: "q", optional: true }),
+      ],
+    });
+    expect((await agent.answer()).value).toBe(1);
+    const [invoke] = named("invoke_agent support");
+    const [kb] = named("retrieve kb");
+    const [backup] = named("retrieve backup");
+    expect(kb?.kind).toBe(SpanKind.CLIENT);
+    expect(parentOf(kb!)).toBe(invoke?.spanContext().spanId);
+    expect(kb?.attributes).toMatchObject({ "improv.knowledge.source": "kb", "improv.knowledge.top_k": 3, "improv.knowledge.results": 1 });
+    expect(backup?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(backup?.attributes["error.type"]).toBe("knowledge");
   });
 });
