@@ -31,6 +31,32 @@ async function opened(path: string, options: Parameters<typeof sqliteRetriever>[
 const never = () => new AbortController().signal;
 
 describe("sqliteRetriever", () => {
+  test("the vectors kept between searches are read again once the table changed: by this retriever, by another connection, or by hand", async () => {
+    const path = freshPath();
+    const embedder = lexicalEmbedder();
+    const here = await opened(path, { embedder });
+    const there = await opened(path, { embedder });
+    const ask = async (query: string) => (await here.search(query, { topK: 1, minRelevance: 0.2, signal: never() })).map((found) => found.sourceId);
+    await here.add([{ id: "refunds", content: "Refunds take five business days.", metadata: { topic: "billing" } }]);
+    expect(await ask("refunds business days")).toEqual(["refunds"]);
+    expect(await ask("parcels ship abroad")).toEqual([]);
+    // Another connection (another process, in effect) adds a passage: the next search finds it.
+    await there.add([{ id: "shipping", content: "Parcels ship abroad within two weeks.", metadata: { topic: "orders" } }]);
+    expect(await ask("parcels ship abroad")).toEqual(["shipping"]);
+    // This retriever replaces one: the next search scores the new text.
+    await here.add([{ id: "shipping", content: "Gift cards never expire." }]);
+    expect(await ask("parcels ship abroad")).toEqual([]);
+    expect(await ask("gift cards expire")).toEqual(["shipping"]);
+    // A filter is applied to the kept vectors as it is in SQL: by each key's value and type.
+    expect((await here.search("refunds business days", { topK: 5, minRelevance: -1, filter: { topic: "orders" }, signal: never() })).map((found) => found.sourceId)).toEqual([]);
+    expect((await here.search("refunds business days", { topK: 5, minRelevance: -1, filter: { topic: ["billing", "orders"] }, signal: never() })).map((found) => found.sourceId)).toEqual(["refunds"]);
+    // A row deleted by hand through SQLite itself.
+    const db = new DatabaseSync(path);
+    db.prepare('DELETE FROM "improv_passages" WHERE id = ?').run("refunds");
+    db.close();
+    expect(await ask("refunds business days")).toEqual([]);
+  });
+
   test("passages persist across close and reopen, in WAL mode, with vectors as Float32 BLOBs", async () => {
     const path = freshPath();
     const first = await sqliteRetriever(path, { embedder: lexicalEmbedder() });

@@ -1,22 +1,15 @@
 /**
- * A retriever in the process's memory (DESIGN 18): passages and their vectors in a map, searched
+ * A retriever in the process's memory (DESIGN 18): passages and their vectors in one matrix, searched
  * by cosine similarity. For tests, demos and small collections; it holds nothing across runs.
  */
 import { checkOptionNames } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, Passage, PassageRetriever, SearchOptions } from "./types.ts";
-import { checkEmbedder, checkPassages, checkSearch, cosine, embedNormalised, matchesFilter, result, type StoredMetadata, TopK } from "./vectors.ts";
+import { checkEmbedder, checkPassages, checkSearch, embedNormalised, result, TopK, VectorRows } from "./vectors.ts";
 
 /** Options of {@link memoryRetriever}. */
 export interface MemoryRetrieverOptions {
   /** Turns passages and queries into vectors. */
   readonly embedder: Embedder;
-}
-
-interface Held {
-  readonly content: string;
-  readonly metadata: StoredMetadata | undefined;
-  /** Of length 1 (or all zeros), so a dot product is the cosine. */
-  readonly vector: Float32Array;
 }
 
 const CALLER = "memoryRetriever()";
@@ -35,7 +28,9 @@ const CALLER = "memoryRetriever()";
 export function memoryRetriever(options: MemoryRetrieverOptions): PassageRetriever {
   const given = checkOptionNames<MemoryRetrieverOptions>(options, ["embedder"], CALLER);
   const embedder = checkEmbedder(given.embedder, CALLER);
-  const held = new Map<string, Held>();
+  // Vectors of length 1 (or all zeros), so a dot product is the cosine; each row's content beside it.
+  const rows = new VectorRows(embedder.dimensions);
+  const contents: string[] = [];
 
   return Object.freeze({
     embedder,
@@ -45,25 +40,19 @@ export function memoryRetriever(options: MemoryRetrieverOptions): PassageRetriev
       if (checked.length === 0) return;
       const vectors = await embedNormalised(embedder, checked.map((passage) => passage.content), addOptions?.signal);
       // All or nothing: the map changes only once every vector is in hand.
-      for (const [index, passage] of checked.entries()) {
-        held.set(passage.id, { content: passage.content, metadata: passage.metadata, vector: vectors[index] as Float32Array });
-      }
+      for (const [index, passage] of checked.entries()) contents[rows.set(passage.id, vectors[index] as Float32Array, passage.metadata)] = passage.content;
     },
 
     async search(query: string, searchOptions: SearchOptions): Promise<readonly KnowledgeResult[]> {
       const { topK, minRelevance, filter, signal } = checkSearch(query, searchOptions, CALLER);
       const [asked] = (await embedNormalised(embedder, [query], signal)) as [Float32Array];
-      const best = new TopK<Held>(topK);
-      for (const [id, passage] of held) {
-        if (!matchesFilter(passage.metadata, filter)) continue;
-        const score = cosine(asked, passage.vector);
-        if (score >= minRelevance && best.admits(score)) best.offer(score, id, passage);
-      }
-      return Object.freeze(best.best().map(({ score, key, item }) => result(item.content, score, key, item.metadata)));
+      const best = new TopK<number>(topK);
+      rows.scan(asked, filter, minRelevance, best);
+      return Object.freeze(best.best().map(({ score, key, item: row }) => result(contents[row] as string, score, key, rows.metadata[row])));
     },
 
     async count(): Promise<number> {
-      return held.size;
+      return rows.size;
     },
 
     async close(): Promise<void> {},

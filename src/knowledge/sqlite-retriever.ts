@@ -9,7 +9,7 @@ import { dirname, resolve } from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { checkOptionNames, describeType } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, PassageRetriever, SearchOptions } from "./types.ts";
-import { checkEmbedder, checkPassages, checkSearch, cosine, embedNormalised, result, type StoredMetadata, TopK } from "./vectors.ts";
+import { checkEmbedder, checkPassages, checkSearch, cosine, embedNormalised, result, type StoredMetadata, TopK, VectorRows } from "./vectors.ts";
 
 /** Options of {@link sqliteRetriever}. */
 export interface SqliteRetrieverOptions {
@@ -27,6 +27,15 @@ const OPTION_NAMES: { readonly [K in keyof SqliteRetrieverOptions]-?: true } = {
 const VECTOR_FORMAT = "float32-le-unit";
 const LITTLE_ENDIAN = endianness() === "LE";
 const MAX_STATEMENTS = 64;
+/** The most vectors a retriever keeps in the process between searches; a larger table is read at every search. @unit bytes */
+const MAX_CACHE_BYTES = 256 * 2 ** 20;
+
+/** The table's vectors as this connection last read them; good while the table has not changed. */
+interface VectorCache {
+  /** `PRAGMA data_version` when they were read: another connection's commit changes it. */
+  readonly version: number;
+  readonly rows: VectorRows;
+}
 
 /**
  * A {@link PassageRetriever} on a SQLite file: one table of passages (id, content, metadata as
@@ -34,12 +43,12 @@ const MAX_STATEMENTS = 64;
  * to and search one file. The first use records the embedder's model and dimensions; opening
  * the file with another embedder throws, naming both.
  *
- * A search embeds the query, reads the vectors of the passages whose metadata matches the
- * filter (the filter is SQL, inside the search, before `topK`), scores them by cosine similarity
- * in the process and keeps the best `topK` scoring at least `minRelevance`, best first; only
- * those passages' content is read. Every matching passage's vector is read on each search:
- * about 7 ms for 1,000 passages of 384 dimensions, 35 ms for 10,000 (most of it reading the
- * BLOBs), so it suits collections up to some tens of thousands of passages.
+ * A search embeds the query, scores the passages whose metadata matches the filter (inside the
+ * search, before `topK`) by cosine similarity in the process, and keeps the best `topK` scoring
+ * at least `minRelevance`, best first; only those passages' content is read. The vectors are
+ * kept in the process between searches (up to 256 MiB of them) and read again once the table
+ * changed, here or in another process; a larger table is read at every search (35 ms for
+ * 10,000 passages of 384 dimensions, most of it reading the BLOBs).
  *
  * @example
  * const docs = await sqliteRetriever("kb.db", { embedder: openaiEmbedder() });
@@ -66,6 +75,9 @@ class SqliteRetriever implements PassageRetriever {
   readonly #table: string;
   readonly #statements = new Map<string, StatementSync>();
   #closed = false;
+  #cache: VectorCache | undefined;
+  /** This connection wrote since the cache was read (its own commits do not change `data_version`). */
+  #wrote = true;
 
   constructor(path: string, embedder: Embedder, table: string, busyTimeoutMs: number) {
     this.embedder = embedder;
@@ -132,6 +144,7 @@ class SqliteRetriever implements PassageRetriever {
         for (const [index, passage] of checked.entries()) {
           upsert.run(passage.id, passage.content, passage.metadata === undefined ? null : JSON.stringify(passage.metadata), toBlob(vectors[index] as Float32Array));
         }
+        this.#wrote = true;
       }),
     );
   }
@@ -143,13 +156,15 @@ class SqliteRetriever implements PassageRetriever {
     return this.#guard("search", () =>
       // One snapshot for both reads: the vectors, then the winners' content.
       this.#read(() => {
-        const { where, params } = filterSql(filter);
-        const best = new TopK<null>(topK);
-        const bytes = this.embedder.dimensions * 4;
-        for (const row of this.#statement(`SELECT id, vector FROM "${this.#table}"${where}`).all(...params) as { id: string; vector: Uint8Array }[]) {
-          if (row.vector.byteLength !== bytes) throw new Error(`passage "${row.id}" has a vector of ${row.vector.byteLength} bytes, not ${bytes}; the table is damaged`);
-          const score = cosine(asked, fromBlob(row.vector));
-          if (score >= minRelevance && best.admits(score)) best.offer(score, row.id, null);
+        const best = new TopK<number>(topK);
+        const cache = this.#cached();
+        if (cache !== undefined) cache.rows.scan(asked, filter, minRelevance, best);
+        else {
+          const { where, params } = filterSql(filter);
+          for (const row of this.#statement(`SELECT id, vector FROM "${this.#table}"${where}`).all(...params) as { id: string; vector: Uint8Array }[]) {
+            const score = cosine(asked, this.#vector(row.id, row.vector));
+            if (score >= minRelevance && best.admits(score)) best.offer(score, row.id, -1);
+          }
         }
         const read = this.#statement(`SELECT content, metadata FROM "${this.#table}" WHERE id = ?`);
         return Object.freeze(
@@ -162,6 +177,30 @@ class SqliteRetriever implements PassageRetriever {
     );
   }
 
+  /** The vectors kept in the process, read again when the table changed; undefined when they would take more than {@link MAX_CACHE_BYTES}. Inside a read transaction. */
+  #cached(): VectorCache | undefined {
+    const version = Number((this.#statement("PRAGMA data_version").get() as { data_version: number | bigint }).data_version);
+    if (this.#cache !== undefined && !this.#wrote && this.#cache.version === version) return this.#cache;
+    this.#cache = undefined;
+    this.#wrote = false;
+    const { dimensions } = this.embedder;
+    const held = Number((this.#statement(`SELECT count(*) AS n FROM "${this.#table}"`).get() as { n: number | bigint }).n);
+    if (held * dimensions * 4 > MAX_CACHE_BYTES) return undefined;
+    const rows = new VectorRows(dimensions, held);
+    for (const row of this.#statement(`SELECT id, metadata, vector FROM "${this.#table}"`).all() as { id: string; metadata: string | null; vector: Uint8Array }[]) {
+      rows.set(row.id, this.#vector(row.id, row.vector), row.metadata === null ? undefined : (JSON.parse(row.metadata) as StoredMetadata));
+    }
+    this.#cache = { version, rows };
+    return this.#cache;
+  }
+
+  /** A stored vector, checked to be of the embedder's dimensions. */
+  #vector(id: string, blob: Uint8Array): Float32Array {
+    const bytes = this.embedder.dimensions * 4;
+    if (blob.byteLength !== bytes) throw new Error(`passage "${id}" has a vector of ${blob.byteLength} bytes, not ${bytes}; the table is damaged`);
+    return fromBlob(blob);
+  }
+
   async count(): Promise<number> {
     this.#open("count passages");
     return this.#guard("count passages", () => Number((this.#statement(`SELECT count(*) AS n FROM "${this.#table}"`).get() as { n: number | bigint }).n));
@@ -170,6 +209,7 @@ class SqliteRetriever implements PassageRetriever {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#cache = undefined;
     this.#statements.clear();
     this.#db.close();
   }

@@ -154,6 +154,58 @@ export function matchesFilter(metadata: StoredMetadata | undefined, filter: Meta
   return true;
 }
 
+/**
+ * Unit vectors in one contiguous matrix, each row with its id and metadata, scanned in one tight
+ * loop (a row per vector in a map scans at half the speed). An id set again keeps its row.
+ */
+export class VectorRows {
+  readonly dimensions: number;
+  readonly ids: string[] = [];
+  readonly metadata: (StoredMetadata | undefined)[] = [];
+  readonly #rows = new Map<string, number>();
+  #matrix: Float32Array;
+
+  constructor(dimensions: number, capacity = 64) {
+    this.dimensions = dimensions;
+    this.#matrix = new Float32Array(Math.max(1, capacity) * dimensions);
+  }
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  /** `id`'s row: its vector and metadata set, replacing what it held; its row number. */
+  set(id: string, vector: Float32Array, metadata: StoredMetadata | undefined): number {
+    let row = this.#rows.get(id);
+    if (row === undefined) {
+      row = this.ids.length;
+      if ((row + 1) * this.dimensions > this.#matrix.length) {
+        const grown = new Float32Array(this.#matrix.length * 2);
+        grown.set(this.#matrix);
+        this.#matrix = grown;
+      }
+      this.ids.push(id);
+      this.metadata.push(metadata);
+      this.#rows.set(id, row);
+    } else this.metadata[row] = metadata;
+    this.#matrix.set(vector, row * this.dimensions);
+    return row;
+  }
+
+  /** Offers every row whose metadata matches `filter` and whose cosine with `asked` is at least `minRelevance` to `best`, keyed by id, with its row number. */
+  scan(asked: Float32Array, filter: MetadataFilter | undefined, minRelevance: number, best: TopK<number>): void {
+    const { dimensions, ids, metadata } = this;
+    const matrix = this.#matrix;
+    for (let row = 0, offset = 0; row < ids.length; row += 1, offset += dimensions) {
+      if (filter !== undefined && !matchesFilter(metadata[row], filter)) continue;
+      let sum = 0;
+      for (let index = 0; index < dimensions; index += 1) sum += (asked[index] as number) * (matrix[offset + index] as number);
+      const score = sum > 1 ? 1 : sum < -1 ? -1 : sum;
+      if (score >= minRelevance && best.admits(score)) best.offer(score, ids[row] as string, row);
+    }
+  }
+}
+
 /** The best `k` of the scores offered, kept in a small heap (the worst of them on top); ties go to the smaller key. */
 export class TopK<T> {
   readonly #k: number;
