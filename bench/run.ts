@@ -136,7 +136,7 @@ const results = {
   promptPrefix: await promptPrefixFigures({ calls: quick ? 20 : 60 }),
   pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
   manyAgents: manyAgentsFigures(FLAGS, { agents: quick ? [20, 100] : [20, 1_000, 10_000], calls: quick ? 100 : 2_000, cold: quick ? 10 : 200, idle: quick ? 50 : 1_000 }),
-  knowledge: await knowledgeFigures({ passages: quick ? 2_000 : 10_000, growth: quick ? [1_000] : [1_000, 10_000, 100_000], count: quick ? 100 : 500, warmup }),
+  knowledge: await knowledgeFigures({ passages: quick ? 1_000 : 10_000, growth: quick ? [1_000] : [1_000, 10_000, 100_000], count: quick ? 30 : 500, warmup }),
 };
 
 // Targets, each judged against figures from this same run.

@@ -77,4 +77,4 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(output).toMatch(/a tool call adds -?\d+ µs \(p50 difference\) = ×-?\d+\.\d+ of \(d\) sandbox round trip/);
   expect(output).toMatch(/10 of them under Promise\.all \(wall time\) +p50 +[\d.]+ ms/);
   expect(output).toMatch(/the same, two agents computing 2 s loops +\d+ calls\/s +p50 +[\d.]+ ms +p99 +[\d.]+ ms/);
-}, 120_000);
+}, 240_000);

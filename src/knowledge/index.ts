@@ -4,6 +4,7 @@ export { LEXICAL_MODEL, aiSdkEmbedder, lexicalEmbedder, openaiEmbedder } from ".
 export type { AISDKEmbedderOptions, AISDKEmbeddingModel, LexicalEmbedderOptions, OpenAIEmbedderOptions } from "./embedders.ts";
 export { memoryRetriever } from "./memory-retriever.ts";
 export type { MemoryRetrieverOptions } from "./memory-retriever.ts";
+export { pgvectorRetriever, type PgPoolLike, type PgvectorDatabase, type PgvectorRetrieverOptions } from "./pgvector-retriever.ts";
 export { sqliteRetriever } from "./sqlite-retriever.ts";
 export type { SqliteRetrieverOptions } from "./sqlite-retriever.ts";
 export type { KnowledgeAssembly, KnowledgeRecord, KnowledgeSegment, SegmentResult } from "./assemble.ts";
