@@ -89,6 +89,16 @@ describe("knowledge", () => {
     expect(kb.queries.length - before).toBe(1);
   });
 
+  test("a program that copies a retrieved passage into its text is not kept: it would answer later calls from this call's passages", async () => {
+    const kb = wordRetriever(PASSAGES);
+    const provider = new ScriptedProvider({ programs: { lookup: ["if (!knowledge[0]) throw new Error('none'); return 'Refunds take five days to reach the card.'", "return knowledge[0].results[0].content"] } });
+    const support = Agent.for("support", { provider, knowledge: [fromRetrieval(kb, { name: "kb", query: question, topK: 1 })] });
+    expect((await support.lookup("refunds card")).value).toBe("Refunds take five days to reach the card.");
+    expect(Agent.history(support)[0]?.reuse_decision).toEqual({ kept: false, reason: "the program holds text the call's knowledge brought as a literal" });
+    expect((await support.lookup("shipping country")).value).toBe("Shipping takes two days inside the country.");
+    expect(Agent.history(support)[1]?.reuse_decision?.kept).toBe(true);
+  });
+
   test("programs cannot change `knowledge`, and agents made by delegate do not inherit it", async () => {
     const provider = new ScriptedProvider({
       programs: {

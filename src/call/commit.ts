@@ -127,7 +127,7 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     const { outcome, failure, context } = await runInSandbox(call, prepared.source);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(draft, prepared, code, attempt, outcome, failure);
     // Decided before the record is written, so the record and the log line can say it; once, as a re-run after a conflict runs the same program.
-    if (outcome.ok && draft.program.programSource !== "reused") draft.reuse.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs);
+    if (outcome.ok && draft.program.programSource !== "reused") draft.reuse.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs, knowledgeTexts(draft));
     const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
     state.link?.conflicted();
@@ -189,4 +189,9 @@ function describeMistake(draft: CallDraft, prepared: Prepared, code: string, att
   }
   const position = failure.location === undefined ? undefined : positionInProgram(prepared, code, failure.location);
   return { outcome, mistake: { attempt, errorType: outcome.errorType ?? "execution", message: outcome.errorMessage ?? "", code, ...(position ? { position } : {}) } };
+}
+
+/** What the call's knowledge brought that varies from call to call: retrieved passages and state values (a literal source is the same for every call). */
+function knowledgeTexts(draft: CallDraft): string[] {
+  return (draft.knowledge?.segments ?? []).flatMap((segment) => (segment.kind === "literal" ? [] : segment.results === undefined ? [segment.text] : segment.results.map((found) => found.content)));
 }

@@ -22,6 +22,8 @@ export const FREE_FORM_METHODS: ReadonlySet<string> = new Set(["ask", "chat", "d
 
 /** Shortest string argument that counts as baked in when the program holds it as a literal. */
 const MIN_BAKED_CHARS = 3;
+/** Shortest literal that counts as baked in when a passage (or state value) of the call's knowledge holds it. */
+const MIN_KNOWLEDGE_LITERAL_CHARS = 16;
 /** Consecutive words of a string argument that, repeated in a literal, count as baked in. */
 const BAKED_WORDS = 3;
 
@@ -49,20 +51,21 @@ export function decideReuse(
   prepared: Extract<PreparedProgram, { ok: true }>,
   args: readonly unknown[],
   kwargs: Readonly<Record<string, unknown>>,
+  knowledgeTexts: readonly string[] = [],
 ): ReuseDecision {
   const refused = whyNotReused(method, rule);
-  return refused === undefined ? keepDecision(prepared, args, kwargs) : { kept: false, reason: refused };
+  return refused === undefined ? keepDecision(prepared, args, kwargs, knowledgeTexts) : { kept: false, reason: refused };
 }
 
 /**
  * Whether a program that worked for this call is kept for later calls of its key, and why: the
  * whole rule of docs/programs.md section 5 in one place.
  */
-export function keepDecision(prepared: Extract<PreparedProgram, { ok: true }>, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>): ReuseDecision {
+export function keepDecision(prepared: Extract<PreparedProgram, { ok: true }>, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, knowledgeTexts: readonly string[] = []): ReuseDecision {
   if (!prepared.parsed.ok) return { kept: false, reason: "the program does not parse as JavaScript here, so what it does with its input cannot be told" };
   // A function or class method the shape calls gets the call's input as its parameters.
   const readsInputByShape = prepared.callee !== undefined && readsParameters(prepared.callee);
-  const baked = bakedInput(prepared.parsed.ast, args, kwargs, readsInputByShape);
+  const baked = bakedInput(prepared.parsed.ast, args, kwargs, readsInputByShape, knowledgeTexts);
   if (baked !== undefined) return { kept: false, reason: baked };
   const prose = writtenProse(prepared.parsed.ast, prepared.callee);
   if (prose !== undefined) return { kept: false, reason: `its result is prose it wrote itself ("${prose.sample}"): an answer, not a method` };
@@ -79,7 +82,7 @@ export function keepDecision(prepared: Extract<PreparedProgram, { ok: true }>, a
  * program holds a string argument (three characters or more, letter case ignored) or repeats
  * three consecutive words of one.
  */
-export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, readsInputByShape = false): string | undefined {
+export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, readsInputByShape = false, knowledgeTexts: readonly string[] = []): string | undefined {
   let readsInput = readsInputByShape;
   const literals: string[] = [];
   // The walk does not visit names in key position (`{ args: 1 }`, `o.kwargs`): they are not
@@ -104,6 +107,10 @@ export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly
       if (literals.some((literal) => literal.includes(run))) return "a literal of the program repeats words of a string argument";
     }
   }
+  // What the call's knowledge brought (a passage, a state value) is its input too (DESIGN 18):
+  // copied into the program, it would answer every later call from this call's passages.
+  const long = literals.filter((literal) => literal.length >= MIN_KNOWLEDGE_LITERAL_CHARS);
+  if (long.length > 0 && knowledgeTexts.some((text) => long.some((literal) => normalize(text).includes(literal)))) return "the program holds text the call's knowledge brought as a literal";
   return undefined;
 }
 
