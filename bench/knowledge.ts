@@ -7,7 +7,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent, fromRetrieval, fromState, lexicalEmbedder, literal, memoryRetriever, sqliteRetriever, type Passage, type PassageRetriever, type Provider } from "../src/index.ts";
+import { Agent, fromRetrieval, fromState, lexicalEmbedder, literal, memoryRetriever, pgvectorRetriever, sqliteRetriever, type Passage, type PassageRetriever, type Provider } from "../src/index.ts";
+import { startPglite } from "../test-support/pglite-server.ts";
 import { expectOk, measure, measureInterleaved, type Summary } from "./stats.ts";
 
 const WORDS = "refund order ship card account password label return credit invoice tracking email store gift day week price discount address payment plan billing support warranty repair".split(" ");
@@ -37,9 +38,14 @@ export interface KnowledgeFigures {
   readonly search: { readonly memory: Summary; readonly sqlite: Summary };
   /** The SQLite retriever's search p50 by passages held. @unit µs */
   readonly sqliteGrowth: readonly { readonly passages: number; readonly search: Summary; readonly addSeconds: number }[];
+  /**
+   * The pgvector retriever's search p50 by passages held, exact, through PGlite (PostgreSQL in
+   * WASM, one thread, behind a socket: not a real server's speed). @unit µs
+   */
+  readonly pgvectorGrowth: readonly { readonly passages: number; readonly search: Summary; readonly addSeconds: number }[];
 }
 
-export async function knowledgeFigures(options: { readonly passages: number; readonly growth: readonly number[]; readonly count: number; readonly warmup: number }): Promise<KnowledgeFigures> {
+export async function knowledgeFigures(options: { readonly passages: number; readonly growth: readonly number[]; readonly pgvectorGrowth: readonly number[]; readonly count: number; readonly warmup: number }): Promise<KnowledgeFigures> {
   const embedder = lexicalEmbedder({ dimensions: 384 });
   const directory = mkdtempSync(join(tmpdir(), "improv-bench-knowledge-"));
   try {
@@ -88,7 +94,21 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
       sqliteGrowth.push({ passages: size, search: summary, addSeconds });
     }
     for (const agent of Object.values(agents)) await Agent.close(agent);
-    return { passages: options.passages, dimensions: embedder.dimensions, calls, search, sqliteGrowth };
+    const pgvectorGrowth = [];
+    const server = await startPglite({ maxConnections: 4 });
+    try {
+      for (const size of options.pgvectorGrowth) {
+        const began = performance.now();
+        const grown = await filled(await pgvectorRetriever(server.url, { embedder, table: `kb_${size}`, maxConnections: 2 }), size);
+        const addSeconds = (performance.now() - began) / 1000;
+        const summary = await measure(() => grown.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }), Math.max(20, Math.round(options.count / 10)), 3);
+        await grown.close();
+        pgvectorGrowth.push({ passages: size, search: summary, addSeconds });
+      }
+    } finally {
+      await server.stop();
+    }
+    return { passages: options.passages, dimensions: embedder.dimensions, calls, search, sqliteGrowth, pgvectorGrowth };
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }

@@ -136,7 +136,7 @@ const results = {
   promptPrefix: await promptPrefixFigures({ calls: quick ? 20 : 60 }),
   pool: poolFigures(FLAGS, { callsEach: quick ? 50 : 200, scalingCalls: quick ? 100 : 500, soakCalls: quick ? 10_000 : 50_000 }),
   manyAgents: manyAgentsFigures(FLAGS, { agents: quick ? [20, 100] : [20, 1_000, 10_000], calls: quick ? 100 : 2_000, cold: quick ? 10 : 200, idle: quick ? 50 : 1_000 }),
-  knowledge: await knowledgeFigures({ passages: quick ? 1_000 : 10_000, growth: quick ? [1_000] : [1_000, 10_000, 100_000], count: quick ? 30 : 500, warmup }),
+  knowledge: await knowledgeFigures({ passages: quick ? 1_000 : 10_000, growth: quick ? [1_000] : [1_000, 10_000, 100_000], pgvectorGrowth: quick ? [200] : [1_000, 10_000], count: quick ? 30 : 500, warmup }),
 };
 
 // Targets, each judged against figures from this same run.
@@ -344,6 +344,9 @@ row("one search, memory retriever", knowledge.search.memory);
 row("one search, SQLite retriever", knowledge.search.sqlite);
 for (const { passages, search, addSeconds } of knowledge.sqliteGrowth) {
   console.log(`  SQLite retriever, ${passages.toLocaleString("en-US").padStart(7)} passages: search p50 ${us(search.p50)}   (added in ${addSeconds.toFixed(1)} s)`);
+}
+for (const { passages, search, addSeconds } of knowledge.pgvectorGrowth) {
+  console.log(`  pgvector retriever (PGlite: WASM, one thread), ${passages.toLocaleString("en-US").padStart(7)} passages: search p50 ${us(search.p50)}   (added in ${addSeconds.toFixed(1)} s)`);
 }
 console.log("\nTargets");
 for (const target of targets) console.log(`  ${target.met ? "met   " : "MISSED"} ${target.figure}`);

@@ -29,6 +29,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 26 : 28);
   expect(output).toMatch(/with knowledge, memory retriever +p50 +\d+ µs/);
   expect(output).toMatch(/SQLite retriever, +1,000 passages: search p50 +\d+ µs/);
+  expect(output).toMatch(/pgvector retriever \(PGlite: WASM, one thread\), +200 passages: search p50 +\d+ µs/);
   expect(results.knowledge.calls.without.count).toBeGreaterThan(0);
   expect(output).toMatch(/sqlite: 64 agents × 3 calls at once: one process \d+ calls\/s, p99 [\d.]+ ms; four processes \d+ calls\/s, p99 [\d.]+ ms \(×[\d.]+\); no record lost or duplicated/);
   expect(output).toMatch(/sqlite: 8 processes on one agent × 5 calls at once: \d+ calls\/s, p50 [\d.]+ ms, p99 [\d.]+ ms, 0 failed; no record lost or duplicated/);
