@@ -99,6 +99,11 @@ export interface AgentOptions {
    */
   toolApproval?: (request: ToolApprovalRequest) => boolean | Promise<boolean> | undefined;
   /**
+   * The calls of tools that may change the world (and `fetch`es that may) one call's programs
+   * may make; past it, the tool throws a `ToolError` in the program. Default: 20.
+   */
+  maxWriteCalls?: number | undefined;
+  /**
    * Lets programs `fetch` from the origins in `allow`, the requests made by the host under this
    * policy (DESIGN 14). Default: none (programs have no `fetch`).
    */
@@ -158,6 +163,7 @@ export interface ResolvedOptions {
   readonly historyPreview: HistoryPreviewRule;
   readonly tools: GrantedTools;
   readonly toolApproval: AgentOptions["toolApproval"];
+  readonly maxWriteCalls: number;
   readonly egress: EgressPolicy | undefined;
   /** The agent's own knowledge sources, named (never a parent's). */
   readonly knowledge: readonly NamedSource[];
@@ -175,6 +181,7 @@ export const DEFAULT_OPTIONS = {
   maxDelegationDepth: 8,
   historyPreviewLimit: 3,
   maxReuseFailures: 2,
+  maxWriteCalls: 20,
   keepValues: DEFAULT_KEEP_VALUES,
   historyPreview: { limit: 3, strategy: "latest", maxChars: 2_000 },
 } as const;
@@ -206,6 +213,7 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   historyPreview: true,
   tools: true,
   toolApproval: true,
+  maxWriteCalls: true,
   egress: true,
   knowledge: true,
   purpose: true,
@@ -271,6 +279,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     historyPreview,
     tools: given.tools === undefined ? base.tools : grantTools(given.tools),
     toolApproval: toolApproval ?? base.toolApproval,
+    maxWriteCalls: integer(given, "maxWriteCalls", 0, 100_000) ?? base.maxWriteCalls,
     egress: given.egress === undefined ? base.egress : readEgress(given.egress),
     knowledge: readKnowledge(given.knowledge),
     contract: readContract(given.purpose, given.methods),

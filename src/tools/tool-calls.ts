@@ -62,6 +62,8 @@ export class ToolCallLog {
   readonly #failedNames = new Set<string>();
   readonly #open = new Set<ToolCallEntry>();
   readonly #wrote = new Set<string>();
+  /** Calls of tools that may change the world this call's own programs made (not its delegated calls'). */
+  #writes = 0;
   /** By attempt: the distinct URLs that answered a fetch with a 2xx status. */
   readonly #sources = new Map<number, Set<string>>();
   /** The tool calls of the call whose program delegated to this one: its programs must not run again either. */
@@ -76,8 +78,19 @@ export class ToolCallLog {
    * run again on their own, nor those of the calls whose programs delegated to it.
    */
   markWrote(tool: string): void {
+    this.#writes += 1;
+    this.#noteWrote(tool);
+  }
+
+  #noteWrote(tool: string): void {
     if (this.#wrote.size < MAX_LOGGED_NAMES) this.#wrote.add(tool);
-    this.#parent?.markWrote(tool);
+    const parent = this.#parent;
+    if (parent !== undefined) parent.#noteWrote(tool);
+  }
+
+  /** Calls of tools that may change the world that this call's programs made (its delegated calls count their own). */
+  get writes(): number {
+    return this.#writes;
   }
 
   /** Whether a tool that may change the world was run (or set to run). */

@@ -45,6 +45,8 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
     const shown = cleanUrl(next.url, policy.redactor);
     if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
     if (mayWrite(next.method)) {
+      const { maxWriteCalls } = call.state.options;
+      if (draft.tools.writes >= maxWriteCalls) return fail(`fetch ${shown}: this call has made ${draft.tools.writes} calls of tools that may change the world, the most it may make (maxWriteCalls: ${maxWriteCalls}); this request was not sent.`, false);
       // The application approves exactly what is sent: the whole URL, and for a redirect where it came from.
       const input = context.from === undefined ? { method, url: sentUrl(next.url) } : { method: next.method, url: sentUrl(next.url), redirectedFrom: sentUrl(context.from), status: context.status };
       const approval = await askApproval(call, run, "fetch", input);

@@ -58,6 +58,8 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   const value = checked.value.value;
   if (granted.effect === "write") {
     if (run.signal.aborted) return ended();
+    const { maxWriteCalls } = call.state.options;
+    if (draft.tools.writes >= maxWriteCalls) return fail("tool", `tools.${granted.path}: this call has made ${draft.tools.writes} calls of tools that may change the world, the most it may make (maxWriteCalls: ${maxWriteCalls}); this one was not made.`);
     const approval = await askApproval(call, run, granted.path, value);
     if (!approval.approved) {
       return approval.ended ? fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`) : fail("tool", `tools.${granted.path}: denied ${approval.why}.`);
