@@ -101,3 +101,36 @@ return { sent, refused, last };`;
     expect(gets).toBe(8);
   });
 });
+
+describe("the effect of each write, in the record", () => {
+  test("applied, failed or unknown, with the idempotency key the tool was given: the call's id and the write's place among its writes", async () => {
+    const keys: (string | undefined)[] = [];
+    const charge: Tool<{ mode: string }> = {
+      description: "Charges a card.",
+      inputSchema: { type: "object", properties: { mode: { type: "string" } }, required: ["mode"] },
+      timeoutMs: 100,
+      execute: async ({ mode }, { idempotencyKey }) => {
+        keys.push(idempotencyKey);
+        if (mode === "throw") throw new Error("card declined");
+        if (mode === "hang") await new Promise(() => {});
+        return "charged";
+      },
+    };
+    const look: Tool = { description: "Looks.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: (_input, { idempotencyKey }) => keys.push(idempotencyKey ?? "none") };
+    const provider = new ScriptedProvider({
+      programs: { pay: "await tools.look({}); await tools.charge({ mode: 'ok' }); try { await tools.charge({ mode: 'throw' }) } catch {} try { await tools.charge({ mode: 'hang' }) } catch {} try { await tools.charge({ bad: 1 }) } catch {} return 'done'" },
+    });
+    const agent = Agent.for("shop", { provider, tools: { charge, look } });
+    const outcome = await agent.pay();
+    expect(outcome.value).toBe("done");
+    expect(keys).toEqual(["none", `${outcome.callId}:1`, `${outcome.callId}:2`, `${outcome.callId}:3`]);
+    const calls = Agent.history(agent)[0]?.tool_calls ?? [];
+    expect(calls.map((call) => [call.tool, call.ok, call.state])).toEqual([
+      ["look", true, undefined],
+      ["charge", true, "applied"],
+      ["charge", false, "failed"],
+      ["charge", false, "unknown"],
+      ["charge", false, undefined],
+    ]);
+  });
+});

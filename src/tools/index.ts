@@ -13,6 +13,6 @@ export { schemaToType } from "./schema-type.ts";
 export { jsonSchemaProblem, readSchema } from "./schema.ts";
 export type { ReadSchema } from "./schema.ts";
 export { ToolCallLog, boundedInput } from "./tool-calls.ts";
-export type { ToolCallEntry, ToolCallRecord } from "./tool-calls.ts";
+export type { EffectState, ToolCallEntry, ToolCallRecord } from "./tool-calls.ts";
 export { DEFAULT_TOOL_TIMEOUT_MS } from "./tool.ts";
 export type { Tool, ToolAnnotations, ToolExecuteOptions, ToolSet, Tools } from "./tool.ts";

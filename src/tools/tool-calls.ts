@@ -29,7 +29,8 @@ export interface ToolCallRecord {
   /** For a fetch: the URL that answered (after redirects, cleaned), its status and the bytes of its body. */
   readonly url?: string;
   readonly status?: number;
-  readonly bytes?: number;
+  readonly bytes?: number;  /** For a call of a tool that may change the world that reached the tool: what became of its effect (DESIGN 19). */
+  readonly state?: EffectState;
 }
 
 /** What a fetch that got an answer adds to its entry. */
@@ -40,6 +41,9 @@ export interface FetchedEntry {
 }
 
 /** One tool call in progress or done. */
+/** What became of an effect: see {@link ToolCallEntry.state}. */
+export type EffectState = "applied" | "failed" | "unknown";
+
 export interface ToolCallEntry {
   readonly tool: string;
   readonly effect: ToolEffect;
@@ -47,6 +51,11 @@ export interface ToolCallEntry {
   readonly startedMs: number;
   /** The input as the record shows it. */
   input: JsonValue;
+  /**
+   * For a call of a tool that may change the world that reached `execute` (DESIGN 19): `applied`
+   * (it answered), `failed` (it threw), or `unknown` (it did not answer: timed out, cut off).
+   */
+  state?: EffectState;
   /** Set when the call settles; until then the record says it did not answer in time. */
   ended?: { readonly ok: boolean; readonly durationMs: number; readonly errorType?: ErrorType; readonly errorMessage?: string; readonly fetched?: FetchedEntry };
 }
@@ -182,6 +191,7 @@ function recordOf(entry: ToolCallEntry, now: number): ToolCallRecord {
     ...(ended.errorType === undefined ? {} : { error_type: ended.errorType }),
     ...(ended.errorMessage === undefined ? {} : { error_message: ended.errorMessage }),
     ...(ended.fetched === undefined ? {} : { url: ended.fetched.url, status: ended.fetched.status, bytes: ended.fetched.bytes }),
+    ...(entry.state === undefined ? {} : { state: entry.state }),
   };
 }
 

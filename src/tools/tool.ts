@@ -31,6 +31,12 @@ export interface ToolExecuteOptions {
   readonly callId: string;
   /** This tool call's own id (unique per call of the tool). */
   readonly toolCallId: string;
+  /**
+   * For a tool that may change the world: `<callId>:<n>`, the call's id and this write's place
+   * among the call's writes (1, 2, …, over its attempts); a tool can use it to make its effect
+   * once, and an undo to find an effect whose outcome was unknown.
+   */
+  readonly idempotencyKey?: string | undefined;
   /** Always empty: a program's tool call has no chat messages (AI SDK tools may read the field). */
   readonly messages: never[];
   /** Always an empty object (AI SDK tools may read the field). */

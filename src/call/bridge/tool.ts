@@ -68,10 +68,17 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   // A run that ended meanwhile does not start the tool: nothing of an ended call runs on.
   if (run.signal.aborted) return ended();
   // From here the world may change: the call's programs are not run again on their own.
-  if (granted.effect === "write") draft.tools.markWrote(granted.path);
-  const options = { callId: draft.callId, toolCallId, messages: [], context: {} };
+  let idempotencyKey: string | undefined;
+  if (granted.effect === "write") {
+    draft.tools.markWrote(granted.path);
+    idempotencyKey = `${draft.callId}:${draft.tools.writes}`;
+    // Until it answers, what became of its effect is not known.
+    entry.state = "unknown";
+  }
+  const options = { callId: draft.callId, toolCallId, messages: [], context: {}, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) };
   // The tool's span is the active one while it runs: spans its own code starts are its children.
   const outcome = await bounded(call, run, granted, (signal) => inSpan(span, () => (granted.tool as Required<Pick<Tool, "execute">>).execute(value, { ...options, signal, abortSignal: signal })));
+  if (granted.effect === "write") entry.state = outcome.ok ? "applied" : outcome.errorType === "tool" ? "failed" : "unknown";
   if (!outcome.ok) return fail(outcome.errorType, `tools.${granted.path}: ${outcome.message}`, true);
   const copied = copyToolResult(outcome.value, SANDBOX_LIMITS.maxAnswerChars);
   // A getter's error may name host paths: taken out, as from any error of the tool.
