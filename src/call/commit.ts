@@ -143,13 +143,10 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     if (turn?.take !== undefined) {
       // Another process committed first: run again on its context, holding the agent's lease.
       const waitBegan = performance.now();
-      const waitMs = callTimeLeftMs(draft);
-      const taken = await turn.take(waitMs);
-      const waited = performance.now() - waitBegan;
-      draft.time.turnWaitMs += waited;
+      const taken = await turn.take(callTimeLeftMs(draft));
+      draft.time.turnWaitMs += performance.now() - waitBegan;
       if (taken) continue;
-      // The store's wait keeps whole milliseconds of its own clock: one that used up its time may end a fraction early.
-      if (callTimeLeftMs(draft) <= 0 || waited >= waitMs - 2) {
+      if (callTimeLeftMs(draft) <= 0) {
         const message = `The call took longer than callTimeoutMs (${draft.callTimeoutMs} ms) waiting for this agent's turn: another process committed to the agent while its program ran (${run} ${run === 1 ? "run" : "runs"}), and the process holding the agent's turn did not end it in time, so the program's changes were not kept${timeSpent(draft)}. Call again, or give the call more time.`;
         return { outcome: (await finalize(state, draft, failed(draft, "timeout", message))) as Outcome };
       }

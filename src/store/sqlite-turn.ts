@@ -100,7 +100,10 @@ export class SqliteTurn implements AgentTurn {
 
   async take(waitMs: number): Promise<boolean> {
     const owner = (this.#owner ??= randomUUID());
-    const began = Date.now();
+    // The wait is timed on the monotonic clock its caller's time limit is on (whole milliseconds
+    // of the wall clock would give up a fraction early); leases expire by the wall clock, which
+    // every process shares.
+    const began = performance.now();
     const deadline = began + waitMs;
     try {
       for (let pause = 1; ; ) {
@@ -112,9 +115,10 @@ export class SqliteTurn implements AgentTurn {
           this.#hold(owner);
           return true;
         }
-        if (now >= deadline) return false;
-        pause = Math.min(now - began < LONG_WAIT_MS ? MAX_POLL_PAUSE_MS : MAX_LONG_POLL_PAUSE_MS, pause * 2);
-        await new Promise((resolve) => setTimeout(resolve, Math.min(deadline - now, pause * (0.5 + Math.random()))));
+        const waited = performance.now();
+        if (waited >= deadline) return false;
+        pause = Math.min(waited - began < LONG_WAIT_MS ? MAX_POLL_PAUSE_MS : MAX_LONG_POLL_PAUSE_MS, pause * 2);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(deadline - waited, pause * (0.5 + Math.random()))));
       }
     } catch {
       return false;
