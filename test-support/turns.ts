@@ -4,6 +4,7 @@
  * reads the store afterwards and says what is wrong with the counter agent there, if anything.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { DatabaseSync } from "node:sqlite";
 import type { Store } from "../src/index.ts";
 
 const TURNS = new URL("./fixtures/turns.ts", import.meta.url).pathname;
@@ -67,5 +68,15 @@ export async function checkCounter(store: Store, id: string, calls: number): Pro
     return problems;
   } finally {
     await store.close();
+  }
+}
+
+/** Moves agent `id`'s version on in the SQLite file at `path`, as another writer that ignores leases would: a commit made on the version before meets a conflict. */
+export function moveVersionOn(path: string, id: string): void {
+  const db = new DatabaseSync(path);
+  try {
+    db.prepare("UPDATE improv_agents SET version = version + 1 WHERE id = ?").run(id);
+  } finally {
+    db.close();
   }
 }

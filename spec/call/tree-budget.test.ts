@@ -6,7 +6,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
+import { moveVersionOn } from "../../test-support/turns.ts";
 import { describe, expect, test } from "vitest";
 import { Agent, SANDBOX_LIMITS, ScriptedProvider, SqliteStore, type Tool } from "../../src/index.ts";
 
@@ -55,11 +55,7 @@ return pings;`,
       annotations: { readOnlyHint: true },
       execute: () => {
         runs += 1;
-        if (runs === 1) {
-          const db = new DatabaseSync(path);
-          db.prepare("UPDATE improv_agents SET version = version + 1 WHERE id = ?").run("rerun");
-          db.close();
-        }
+        if (runs === 1) moveVersionOn(path, "rerun");
         return runs;
       },
     };

@@ -10,7 +10,7 @@ import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type Tool } from "../../src/index.ts";
 import { SqliteStore } from "../../src/store/sqlite-store.ts";
-import { checkCounter, turnsProcess as startTurns, type TurnsProcess } from "../../test-support/turns.ts";
+import { checkCounter, moveVersionOn, turnsProcess as startTurns, type TurnsProcess } from "../../test-support/turns.ts";
 
 const freshPath = () => join(mkdtempSync(join(tmpdir(), "improv-turns-")), "improv.db");
 
@@ -226,12 +226,7 @@ describe("processes take turns on one SQLite agent", () => {
       annotations: { readOnlyHint: true },
       execute: () => {
         runs += 1;
-        const db = new DatabaseSync(path);
-        try {
-          db.prepare("UPDATE improv_agents SET version = version + 1 WHERE id = ?").run("moving");
-        } finally {
-          db.close();
-        }
+        moveVersionOn(path, "moving");
         return runs;
       },
     };

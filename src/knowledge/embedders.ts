@@ -5,7 +5,7 @@
 import { createRequire } from "node:module";
 import type OpenAI from "openai";
 import type * as Ai from "ai";
-import { checkOptionNames, describeType, readEnv } from "../shared/index.ts";
+import { apiKeyFrom, checkOptionNames, describeType, loadOpenAI, readEnv } from "../shared/index.ts";
 import type { Embedder } from "./types.ts";
 import { checkVectors, vectorsProblem } from "./vectors.ts";
 
@@ -154,13 +154,6 @@ const MAX_BATCH = 2_048;
 /** The most characters in one request, well under OpenAI's 300,000 tokens a request. */
 const MAX_BATCH_CHARS = 400_000;
 
-let openaiSdk: Promise<typeof import("openai")> | undefined;
-
-/** The `openai` SDK, loaded on the first embedding: importing improv does not load it. */
-function loadOpenAI(): Promise<typeof import("openai")> {
-  return (openaiSdk ??= import("openai"));
-}
-
 /**
  * OpenAI's embeddings endpoint (or any OpenAI-compatible server's, through `baseURL`) through
  * the `openai` SDK. Texts go in batches of up to `batchSize`, one request after another; each
@@ -191,8 +184,7 @@ export function openaiEmbedder(options: OpenAIEmbedderOptions = {}): Embedder {
     const ready = given.client;
     return makeOpenAIEmbedder(model, dimensions, batchSize, async () => ready);
   }
-  const apiKey = given.apiKey?.trim() || readEnv("OPENAI_API_KEY");
-  if (apiKey === undefined) throw new TypeError(`${owner} has no API key${given.apiKey === undefined ? "" : " (the apiKey given is blank)"}. Pass { apiKey } or set the OPENAI_API_KEY environment variable.`);
+  const apiKey = apiKeyFrom(given.apiKey, "OPENAI_API_KEY", owner);
   const baseURL = given.baseURL ?? readEnv("OPENAI_BASE_URL");
   const settings = { apiKey, maxRetries, ...(baseURL === undefined ? {} : { baseURL }) };
   // The client is made on the first embedding, so making an embedder loads nothing.

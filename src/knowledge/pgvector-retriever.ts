@@ -5,7 +5,7 @@
  */
 import { connect as connectSocket } from "node:net";
 import type pg from "pg";
-import { checkOptionNames, describeType } from "../shared/index.ts";
+import { checkOptionNames, describeType, postgresLabel } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, PassageRetriever, SearchOptions } from "./types.ts";
 import { checkEmbedder, checkPassages, checkSearch, embedNormalised, result, type CheckedPassage, type StoredMetadata } from "./vectors.ts";
 
@@ -97,7 +97,7 @@ export async function pgvectorRetriever(database: PgvectorDatabase, options: Pgv
     if (!/^postgres(ql)?:\/\//i.test(database)) throw new TypeError(`${CALLER} takes a postgres:// URL (such as "postgres://app@127.0.0.1:5432/app") or { pool }; got ${describeType(database)}.`);
     const maxConnections = given.maxConnections ?? 10;
     if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) throw new RangeError(`${CALLER} option "maxConnections" must be a whole number of 1 or more; got ${describeType(maxConnections)}.`);
-    label = `pgvectorRetriever(${JSON.stringify(withoutCredentials(database))})`;
+    label = `pgvectorRetriever(${JSON.stringify(postgresLabel(database))})`;
     const { Pool } = await loadPg();
     pool = new Pool({ connectionString: database, max: maxConnections, allowExitOnIdle: true, ...CONNECTION_LIMITS });
     // A connection that drops while idle must not crash the process; the next query reconnects.
@@ -511,21 +511,9 @@ function atLeast(version: string, wanted: readonly number[]): boolean {
   return true;
 }
 
-/** A URL fit for messages: no password, no query. */
-function withoutCredentials(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.password = "";
-    parsed.search = "";
-    return parsed.href;
-  } catch {
-    return "postgres://(unparsable URL)";
-  }
-}
-
 let pgModule: Promise<typeof pg> | undefined;
 
-/** `pg`, loaded when a pgvector retriever is first made: importing improv does not load it for an application without one. */
+/** `pg`, loaded once, when first used: importing improv does not load it. */
 function loadPg(): Promise<typeof pg> {
   return (pgModule ??= import("pg").then((loaded) => loaded.default));
 }

@@ -7,7 +7,7 @@ import { mkdirSync } from "node:fs";
 import { endianness } from "node:os";
 import { dirname, resolve } from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
-import { checkOptionNames, describeType } from "../shared/index.ts";
+import { checkOptionNames, describeType, readSnapshot } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, PassageRetriever, SearchOptions } from "./types.ts";
 import { checkEmbedder, checkPassages, checkSearch, cosine, embedNormalised, result, type StoredMetadata, TopK, VectorRows } from "./vectors.ts";
 
@@ -155,7 +155,7 @@ class SqliteRetriever implements PassageRetriever {
     const [asked] = (await embedNormalised(this.embedder, [query], signal)) as [Float32Array];
     return this.#guard("search", () =>
       // One snapshot for both reads: the vectors, then the winners' content.
-      this.#read(() => {
+      readSnapshot(this.#db, () => {
         const best = new TopK<number>(topK);
         const cache = this.#cached();
         if (cache !== undefined) cache.rows.scan(asked, filter, minRelevance, best);
@@ -239,16 +239,6 @@ class SqliteRetriever implements PassageRetriever {
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
-    }
-  }
-
-  /** Runs `work` in a read transaction, so everything it reads comes from one snapshot. */
-  #read<T>(work: () => T): T {
-    this.#db.exec("BEGIN");
-    try {
-      return work();
-    } finally {
-      if (this.#db.isTransaction) this.#db.exec("COMMIT");
     }
   }
 

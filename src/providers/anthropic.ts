@@ -1,10 +1,10 @@
 import { createRequire } from "node:module";
 import type * as AnthropicSdk from "@anthropic-ai/sdk";
 import type { Message, MessageCreateParamsNonStreaming, TextBlockParam, Tool, Usage } from "@anthropic-ai/sdk/resources/messages";
-import { checkOptionNames, describeType, readEnv } from "../shared/index.ts";
+import { apiKeyFrom, checkOptionNames, describeType, readEnv } from "../shared/index.ts";
 import { extractProgram } from "../programs/index.ts";
 import { httpFailure } from "./http-failure.ts";
-import { apiKeyFrom, checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
+import { checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
 

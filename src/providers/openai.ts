@@ -1,8 +1,8 @@
 import type OpenAI from "openai";
-import { checkOptionNames, describeType, readEnv } from "../shared/index.ts";
+import { apiKeyFrom, checkOptionNames, describeType, loadOpenAI, readEnv } from "../shared/index.ts";
 import { extractProgram } from "../programs/index.ts";
 import { httpFailure } from "./http-failure.ts";
-import { apiKeyFrom, checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
+import { checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
 
@@ -80,7 +80,7 @@ export class OpenAIProvider implements Provider {
     const apiKey = apiKeyFrom(options.apiKey, "OPENAI_API_KEY", "OpenAIProvider");
     const baseURL = options.baseURL ?? readEnv("OPENAI_BASE_URL");
     const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }), maxRetries: options.maxRetries ?? 2 };
-    this.#client = loadSdk().then(({ default: Client }) => (this.#client = new Client(settings)));
+    this.#client = loadOpenAI().then(({ default: Client }) => (this.#client = new Client(settings)));
     // A failure to load the SDK is the first request's to report.
     this.#client.catch(() => undefined);
   }
@@ -98,7 +98,7 @@ export class OpenAIProvider implements Provider {
           { signal },
         );
       } catch (error) {
-        if (!rejectsResponseFormat(error, (await loadSdk()).APIError)) throw error;
+        if (!rejectsResponseFormat(error, (await loadOpenAI()).APIError)) throw error;
         this.#structuredOutput = false;
       }
     }
@@ -113,7 +113,7 @@ export class OpenAIProvider implements Provider {
       completion = await this.#complete(client, request, model, signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      const { APIError, APIConnectionError, APIConnectionTimeoutError } = await loadSdk();
+      const { APIError, APIConnectionError, APIConnectionTimeoutError } = await loadOpenAI();
       throw httpFailure(error, { APIError, APIConnectionError, APIConnectionTimeoutError }, { baseURL: client.baseURL, keySetting: "apiKey / OPENAI_API_KEY", urlSetting: "baseURL / OPENAI_BASE_URL" });
     }
     if (!completion || !Array.isArray(completion.choices)) {
@@ -123,13 +123,6 @@ export class OpenAIProvider implements Provider {
     const usage = readUsage(completion.usage);
     return { code: extractProgram(content, request.method), model: completion.model ?? model, ...(usage === undefined ? {} : { usage }) };
   }
-}
-
-let sdk: Promise<typeof import("openai")> | undefined;
-
-/** The `openai` SDK, loaded when an OpenAIProvider is first made: importing improv does not load it for an application that uses another provider. */
-function loadSdk(): Promise<typeof import("openai")> {
-  return (sdk ??= import("openai"));
 }
 
 /** Token counts from a completion's `usage`; cached tokens from `prompt_tokens_details`. */

@@ -1,5 +1,5 @@
 /** The options every HTTP provider shares (key, server, model, retries, concurrency), checked the same way. */
-import { describeType, type EnvName, readEnv } from "../shared/index.ts";
+import { describeType } from "../shared/index.ts";
 import type { ProviderOptions } from "./provider.ts";
 import { checkMaxConcurrentRequests } from "./request-gate.ts";
 
@@ -29,14 +29,6 @@ export function checkSharedOptions(given: Readonly<Record<string, unknown>>, own
     throw new RangeError(`${owner} option "maxRetries" must be an integer of at least 0, got ${describeType(given.maxRetries)}.`);
   }
   checkMaxConcurrentRequests(given.maxConcurrentRequests, owner);
-}
-
-/** The API key given, else the environment's; a `TypeError` saying how to give one when neither is there. */
-export function apiKeyFrom(given: string | undefined, envName: EnvName, owner: string): string {
-  const apiKey = given?.trim() || readEnv(envName);
-  if (apiKey !== undefined) return apiKey;
-  const blank = given === undefined ? "" : " (the apiKey given is blank)";
-  throw new TypeError(`${owner} has no API key${blank}. Pass { apiKey } or set the ${envName} environment variable.`);
 }
 
 /** The JSON Schema of a structured reply: `{ code }`, the method body. */

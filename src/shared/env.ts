@@ -34,3 +34,11 @@ export function readEnvFlag(name: EnvName): boolean | undefined {
   process.emitWarning(`Ignoring ${name}=${JSON.stringify(value)}: use 1/true/yes/on or 0/false/no/off.`, { code: "IMPROV_ENV" });
   return undefined;
 }
+
+/** The API key given, else the environment's; a `TypeError` saying how to give one when neither is there. */
+export function apiKeyFrom(given: string | undefined, envName: EnvName, owner: string): string {
+  const apiKey = given?.trim() || readEnv(envName);
+  if (apiKey !== undefined) return apiKey;
+  const blank = given === undefined ? "" : " (the apiKey given is blank)";
+  throw new TypeError(`${owner} has no API key${blank}. Pass { apiKey } or set the ${envName} environment variable.`);
+}

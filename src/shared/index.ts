@@ -1,6 +1,7 @@
 /** What other folders may use of shared/: they import it from here, never from its files. */
+export { loadOpenAI, postgresLabel } from "./clients.ts";
 export { Drain, closeTimeout } from "./drain.ts";
-export { ENV_VARIABLES, readEnv, readEnvFlag } from "./env.ts";
+export { ENV_VARIABLES, apiKeyFrom, readEnv, readEnvFlag } from "./env.ts";
 export type { EnvName } from "./env.ts";
 export { asJsonSafe, describeError, toJsonSafe, truncateString, valueClass } from "./json-safe.ts";
 export type { JsonValue } from "./json-safe.ts";
@@ -9,4 +10,5 @@ export { ERROR_TYPES, ImprovError, Outcome, isRetriable } from "./outcome.ts";
 export type { ErrorType, FailedOutcome, OkOutcome, OutcomeFields, OutcomeStatus } from "./outcome.ts";
 export { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
 export { safeMessage } from "./safe-message.ts";
+export { readSnapshot } from "./sqlite.ts";
 export { within } from "./within.ts";

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
-import { checkOptionNames, closeTimeout, Drain } from "../shared/index.ts";
+import { checkOptionNames, closeTimeout, Drain, postgresLabel } from "../shared/index.ts";
 import type { KeptProgram, ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { BYTE_CHECK_EVERY, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentTurn, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
@@ -62,7 +62,7 @@ export class PostgresStore implements Store {
     this.#closeTimeoutMs = closeTimeout(options.closeTimeoutMs, "PostgresStore");
     const maxConnections = options.maxConnections ?? 10;
     if (!Number.isInteger(maxConnections) || maxConnections < 1) throw new RangeError(`PostgresStore option "maxConnections" must be a positive integer, got ${String(maxConnections)}.`);
-    this.label = withoutCredentials(url);
+    this.label = postgresLabel(url);
     this.#url = url;
     this.#turnConnections = Array.from({ length: Math.min(MAX_TURN_CONNECTIONS, maxConnections) }, () => undefined);
     // Idle connections do not keep the process alive: an application that is done can exit.
@@ -483,18 +483,6 @@ function changesOf(row: AgentRow): Pick<AgentChanges, "role" | "version" | "epoc
   return { role: row.role, version: row.version, epoch: row.epoch, length: row.length };
 }
 
-/** A URL fit for messages: no password, no query. */
-function withoutCredentials(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.password = "";
-    parsed.search = "";
-    return parsed.href;
-  } catch {
-    return "postgres://(unparsable URL)";
-  }
-}
-
 function notInStore(label: string, id: string): StoreError {
   return new StoreError(label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
 }
@@ -679,7 +667,7 @@ function wireValue(value: unknown): unknown {
 
 let pgModule: Promise<typeof pg> | undefined;
 
-/** `pg`, loaded when a PostgresStore is first made: importing improv does not load it for an application without one. */
+/** `pg`, loaded once, when first used: importing improv does not load it. */
 function loadPg(): Promise<typeof pg> {
   return (pgModule ??= import("pg").then((loaded) => loaded.default));
 }

@@ -6,7 +6,7 @@ import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts"
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { refuseOtherUrls, type KeptProgram, type ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { checkOptionNames, closeTimeout, Drain } from "../shared/index.ts";
+import { checkOptionNames, closeTimeout, Drain, readSnapshot } from "../shared/index.ts";
 import { checksBytes, RoleMismatchError, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type TurnOptions, type WriteResult } from "./store.ts";
 import { beginSqliteTurn, type HeldLeases, type TurnRow, type TurnStatements } from "./sqlite-turn.ts";
 
@@ -132,7 +132,7 @@ export class SqliteStore implements SyncStore {
       const quick = this.#row(id);
       if (quick !== undefined && quick.version === view.version && quick.epoch === view.epoch && quick.length === view.length) return undefined;
       // One read transaction: the row, its context and its records from the same snapshot.
-      return this.#read(() => {
+      return readSnapshot(this.#db, () => {
         const row = this.#row(id);
         if (row === undefined) throw new StoreError(this.label, `agent "${id}" is not in the store (it was forgotten); open it again.`);
         const reset = row.epoch !== view.epoch || row.length < view.length;
@@ -419,16 +419,6 @@ export class SqliteStore implements SyncStore {
   /** Records at positions from `position` up to (not including) `end`. */
   #recordsFrom(id: string, position: number, end: number): string[] {
     return (this.#statement("SELECT record FROM improv_records WHERE agent_id = ? AND position >= ? AND position < ? ORDER BY position").all(id, position, end) as { record: string }[]).map((row) => row.record);
-  }
-
-  /** Runs `work` in a read transaction, so everything it reads comes from one snapshot. */
-  #read<T>(work: () => T): T {
-    this.#db.exec("BEGIN");
-    try {
-      return work();
-    } finally {
-      if (this.#db.isTransaction) this.#db.exec("COMMIT");
-    }
   }
 
   #statement(sql: string): StatementSync {
