@@ -16,7 +16,7 @@ describe("Agent.for", () => {
     );
     expect(AGENT_OPTION_NAMES).toEqual([
       "provider", "model", "log", "debug", "verbose", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "maxTokens",
-      "memoryLimitMb", "maxDelegationDepth", "historyPreviewLimit", "traceId", "signal", "store", "id", "reuse", "maxReuseFailures", "keepValues", "historyPreview", "tools", "toolApproval", "maxWriteCalls", "egress", "knowledge", "purpose", "methods",
+      "memoryLimitMb", "maxDelegationDepth", "historyPreviewLimit", "traceId", "signal", "store", "id", "reuse", "maxReuseFailures", "keepValues", "historyPreview", "tools", "toolApproval", "maxWriteCalls", "onFailure", "egress", "knowledge", "purpose", "methods",
     ]);
   });
 

@@ -18,7 +18,7 @@ const RECORD_KEYS = [
   "tool_calls", "tool_call_count", "knowledge",
 ] as const;
 const SUMMARY_KEYS = ["status", "ok", "error_type", "retriable", "value_class", "content_ref", "sources", "source_count"] as const;
-const TOOL_CALL_KEYS = ["tool", "input", "ok", "duration_ms", "effect", "attempt", "error_type", "error_message", "url", "status", "bytes", "state"] as const;
+const TOOL_CALL_KEYS = ["tool", "input", "ok", "duration_ms", "effect", "attempt", "error_type", "error_message", "url", "status", "bytes", "state", "undoable", "revert_error"] as const;
 
 const recordKeys: EveryKey<HistoryRecord, typeof RECORD_KEYS> = RECORD_KEYS;
 const summaryKeys: EveryKey<OutcomeSummary, typeof SUMMARY_KEYS> = SUMMARY_KEYS;

@@ -7,6 +7,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
 import { McpConnectionError, mcpTools, type McpServer, type McpToolSet, type McpToolsOptions } from "../../src/tools/mcp.ts";
 import { isServerTool, type Tool, type ToolExecuteOptions } from "../../src/tools/tool.ts";
+import { Agent, ScriptedProvider } from "../../src/index.ts";
 import { waitFor } from "../../test-support/wait-for.ts";
 import { startNotesHttpServer, type NotesHttpServer } from "./fixtures/http-server.ts";
 import { createNotesServer, INJECTED_DESCRIPTION } from "./fixtures/notes.ts";
@@ -334,6 +335,30 @@ describe("mcpTools with the application's Client", () => {
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     const { error } = await rejection(call(set, "list"));
     expect(error).toBeInstanceOf(McpConnectionError);
+    await client.close();
+  });
+
+  test("reverts: the application's undo for a server's tool becomes its revert, and can call the same server", async () => {
+    const client = await connectedClient();
+    const undone: unknown[] = [];
+    const set = await open(client, {
+      reverts: {
+        append: async (input: { text: string }, result, options) => {
+          undone.push([input, result, options.idempotencyKey]);
+          return options.callTool("append", { text: `undo ${input.text}` });
+        },
+      },
+    });
+    expect(typeof set.append?.revert).toBe("function");
+    expect(set.list?.revert).toBeUndefined();
+    const provider = new ScriptedProvider({ programs: { jot: "await tools.notes.append({ text: 'milk' }); throw new Error('no')" } });
+    const agent = Agent.for("notes", { provider, tools: { notes: set }, onFailure: "revert" });
+    const outcome = await agent.jot();
+    expect(outcome.ok).toBe(false);
+    expect(undone).toEqual([[{ text: "milk" }, "Noted (1).", `${outcome.callId}:1`]]);
+    expect(await call(set, "list")).toEqual({ notes: ["milk", "undo milk"] });
+    expect(Agent.history(agent).at(-1)?.tool_calls?.map((entry) => entry.state)).toEqual(["reverted"]);
+    await expect(mcpTools(client, { reverts: { append: "cancel" as never } })).rejects.toThrow("mcpTools: reverts.append must be a function (input, result, options) that undoes one call of the tool (it is the string \"cancel\").");
     await client.close();
   });
 

@@ -133,4 +133,18 @@ describe("the effect of each write, in the record", () => {
       ["charge", false, undefined],
     ]);
   });
+
+  test("a fetch that may write is an effect too: applied once the server answered, never undoable; one refused before it was sent has no state", async () => {
+    const server = await serve({ "/orders": (_request, response) => void response.end("ok") });
+    const program = `await fetch("${server.origin}/orders", { method: "POST", body: "x" }); await fetch("${server.origin}/orders"); try { await fetch("http://127.0.0.1:1/nope", { method: "POST" }) } catch {} throw new Error("no")`;
+    const { agent, history, logLines } = egressAgent({ order: program }, { egress: { allow: [server.origin], methods: ["GET", "POST"] }, onFailure: "revert" });
+    expect((await agent.order()).ok).toBe(false);
+    const calls = history().at(-1)?.tool_calls ?? [];
+    expect(calls.map((call) => [call.effect, call.state, call.undoable])).toEqual([
+      ["write", "applied", false],
+      ["read", undefined, undefined],
+      ["write", undefined, undefined],
+    ]);
+    expect(logLines().at(-1)).toMatchObject({ effects: { applied: 1, reverted: 0 }, on_failure: "revert" });
+  });
 });

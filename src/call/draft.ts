@@ -97,6 +97,8 @@ export interface CallDraft {
   knowledge: KnowledgeAssembly | undefined;
   /** The tool calls (and fetches) the call's programs made. */
   readonly tools: ToolCallLog;
+  /** What was done about the call's effects once it failed (`effects.ts`). */
+  readonly undo: UndoLedger;
   /** What the call tree this call is part of shares: its programs' request budget, the fetches' count and barrier. */
   readonly tree: CallTree;
   /** A durable agent's turn in its store while a program of this call runs and commits (see `AgentTurn`). */
@@ -108,6 +110,16 @@ export interface CallDraft {
   /** Runs application code of this call (a tool, its approval) in the async context the call was made in, not the bridge's. */
   readonly inCaller: InCaller;
   finalized: boolean;
+}
+
+/** What was done about a failed call's effects (DESIGN 19). */
+export interface UndoLedger {
+  /** Settles once the agent's `onFailure` was applied; set once, when the call is known to have failed with effects. */
+  settled: Promise<void> | undefined;
+  /** The `onFailure` applied: undefined when the call ended ok or had no effects. */
+  rule: "keep" | "revert" | "function" | undefined;
+  /** Why a function given as `onFailure` failed (it threw, or did not settle in time). */
+  handlerError: string | undefined;
 }
 
 /** What asking the provider learned. */
@@ -198,6 +210,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     time: { providerMs: 0, runMs: 0, delegatedMs: 0, turnWaitMs: 0 },
     knowledge: undefined,
     tools: new ToolCallLog(origin.parentTools),
+    undo: { settled: undefined, rule: undefined, handlerError: undefined },
     tree: origin.tree ?? new CallTree(),
     turn: undefined,
     span: undefined,

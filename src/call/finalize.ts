@@ -7,6 +7,7 @@ import type { AgentWrite, WriteResult } from "../store/index.ts";
 import type { ReuseDecision } from "../programs/index.ts";
 import type { KnowledgeAssembly } from "../knowledge/index.ts";
 import { attemptErrors } from "./repair.ts";
+import { settleEffects } from "./effects.ts";
 import { spanIds } from "../tracing/index.ts";
 import { endedByKeptProgram, type CallDraft } from "./draft.ts";
 
@@ -32,6 +33,8 @@ export async function finalize(
   changed?: { readonly context: Record<string, unknown>; readonly baseVersion: number },
 ): Promise<Outcome | typeof CONFLICT> {
   if (draft.finalized) return outcome;
+  // A failure's effects are kept or undone first: the record says what became of them.
+  await settleEffects(target, draft, outcome);
   draft.reuse.artifactHit = endedByKeptProgram(draft, outcome);
   // One duration for both, so the record and the log line agree.
   const durationMs = (draft.time.answeredMs ?? performance.now()) - draft.startedMs;
@@ -63,6 +66,8 @@ export async function finalize(
       if (result.ok && counted !== undefined) draft.reuse.keptRun!.counted = true;
     } catch (error) {
       final = Outcome.failure(draft.callId, "store", storeFailure(error));
+      // Nothing of the call is kept: its effects are kept or undone as for any failure, and the log line says which.
+      await settleEffects(target, draft, final);
       serialized = buildRecord(draft, final, durationMs, false, redactor);
       appended = false;
     }
@@ -174,6 +179,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     historySize: history.length,
     recordAppended: appended,
     tools: draft.tools.logFields(),
+    effects: { effects: draft.tools.effectCounts(), on_failure: draft.undo.rule ?? null, on_failure_error: draft.undo.handlerError ?? null },
     knowledge: draft.knowledge === undefined ? undefined : knowledgeFields(draft.knowledge),
     otel: spanIds(draft.span),
     redactor,

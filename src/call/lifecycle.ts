@@ -13,6 +13,7 @@ import { askProvider, renderCallPrompts } from "./ask.ts";
 import { pullFailure, runAttempt } from "./commit.ts";
 import { beginStoreCall, endStoreCall } from "../store/index.ts";
 import { callOverdue, failed, newDraft, waitsForItself, type Call, type CallDraft, type CallOrigin } from "./draft.ts";
+import { settleEffects } from "./effects.ts";
 import { finalize } from "./finalize.ts";
 import { gatherKnowledge } from "./knowledge.ts";
 import { keepIfDecided, reuseFor, runKept } from "./reuse.ts";
@@ -71,6 +72,8 @@ async function performOpenCall(state: AgentState, method: string, rawArgs: reado
   // a durable agent's in the queue too, so its records reach the store in order; a memory-only
   // agent's at once, not behind a program that is running. Without a context there is no conflict.
   if (!draft.finalized) {
+    // A failure's effects are kept or undone before its caller is answered, whenever its record is written.
+    await settleEffects(state, draft, outcome);
     if (state.link === undefined) outcome = (await finalize(state, draft, outcome)) as Outcome;
     else if (answersBeforeWriting(state, draft, outcome)) {
       // The record is committed after the program that holds the queue, and the caller is answered now.

@@ -4,6 +4,7 @@ import type { HistoryRecord, ProgramSource } from "../history/index.ts";
 import type { ParsedProgram } from "../programs/index.ts";
 import { scanProgram, scanToolUse } from "../telemetry/index.ts";
 import { redactData, type Redactor } from "../egress/index.ts";
+import { EFFECT_STATES, type EffectState } from "../tools/index.ts";
 
 /** The name of this runtime in log lines, so logs of several runtimes can be told apart. */
 export const RUNTIME_NAME = "improv";
@@ -58,6 +59,8 @@ export interface LogLineInput {
   readonly recordAppended?: boolean;
   /** What the call's programs did with tools (counts over every call, failed attempts' included). */
   readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_failed_names: readonly string[]; readonly tool_ms: number };
+  /** What became of the call's writes (DESIGN 19): each state's count, the `onFailure` applied, and why a function given as `onFailure` failed. */
+  readonly effects?: { readonly effects: Readonly<Record<EffectState, number>>; readonly on_failure: "keep" | "revert" | "function" | null; readonly on_failure_error: string | null };
   /** The call's knowledge: its sources' names, the passages retrieved in all, and the time it took. */
   readonly knowledge?: { readonly knowledge_sources: readonly string[]; readonly knowledge_empty: readonly string[]; readonly knowledge_failed: readonly string[]; readonly retrieved_count: number; readonly knowledge_ms: number } | undefined;
   /** The ids of the call's span, when tracing records it. */
@@ -117,6 +120,9 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     tool_ms: input.tools?.tool_ms ?? 0,
     tool_access_detected: toolScan?.toolAccessDetected ?? false,
     tools_referenced: toolScan?.toolsReferenced ?? [],
+    effects: input.effects?.effects ?? emptyEffects(),
+    on_failure: input.effects?.on_failure ?? null,
+    on_failure_error: input.effects?.on_failure_error ?? null,
     knowledge_sources: input.knowledge?.knowledge_sources ?? [],
     knowledge_empty: input.knowledge?.knowledge_empty ?? [],
     knowledge_failed: input.knowledge?.knowledge_failed ?? [],
@@ -131,6 +137,10 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     line.context = contextSnapshot(input.debug.context, input.historySize, input.debug.historyPreview);
   }
   return input.redactor === undefined ? line : redactData(line, input.redactor);
+}
+
+function emptyEffects(): Record<EffectState, number> {
+  return Object.fromEntries(EFFECT_STATES.map((state) => [state, 0])) as Record<EffectState, number>;
 }
 
 /**

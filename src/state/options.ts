@@ -7,7 +7,7 @@ import { isProvider, type Provider, TokenBudget } from "../providers/index.ts";
 import { isStore, openStore, type Store } from "../store/index.ts";
 import { type Contract, type MethodContract, NO_CONTRACT, readContract } from "../contracts/index.ts";
 import { type EgressOptions, type EgressPolicy, readEgress } from "../egress/index.ts";
-import { type GrantedTools, grantTools, NO_TOOLS, type Tools } from "../tools/index.ts";
+import { type GrantedTools, grantTools, NO_TOOLS, type OnFailure, type Tools } from "../tools/index.ts";
 
 /** Longest durable id. */
 const MAX_ID_LENGTH = 200;
@@ -104,6 +104,14 @@ export interface AgentOptions {
    */
   maxWriteCalls?: number | undefined;
   /**
+   * What happens to the effects of a call that fails after tools that may change the world ran
+   * (DESIGN 19): `"keep"` leaves them, `"revert"` undoes the applied and unknown ones with their
+   * tools' `revert`, newest first, before the call resolves; a function gets the failure and its
+   * effects, and may call `failure.revert()`. Cancelled and timed-out calls count as failed.
+   * Default: `"keep"`.
+   */
+  onFailure?: OnFailure | undefined;
+  /**
    * Lets programs `fetch` from the origins in `allow`, the requests made by the host under this
    * policy (DESIGN 14). Default: none (programs have no `fetch`).
    */
@@ -164,6 +172,7 @@ export interface ResolvedOptions {
   readonly tools: GrantedTools;
   readonly toolApproval: AgentOptions["toolApproval"];
   readonly maxWriteCalls: number;
+  readonly onFailure: OnFailure;
   readonly egress: EgressPolicy | undefined;
   /** The agent's own knowledge sources, named (never a parent's). */
   readonly knowledge: readonly NamedSource[];
@@ -182,6 +191,7 @@ export const DEFAULT_OPTIONS = {
   historyPreviewLimit: 3,
   maxReuseFailures: 2,
   maxWriteCalls: 20,
+  onFailure: "keep",
   keepValues: DEFAULT_KEEP_VALUES,
   historyPreview: { limit: 3, strategy: "latest", maxChars: 2_000 },
 } as const;
@@ -214,6 +224,7 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   tools: true,
   toolApproval: true,
   maxWriteCalls: true,
+  onFailure: true,
   egress: true,
   knowledge: true,
   purpose: true,
@@ -280,10 +291,17 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     tools: given.tools === undefined ? base.tools : grantTools(given.tools),
     toolApproval: toolApproval ?? base.toolApproval,
     maxWriteCalls: integer(given, "maxWriteCalls", 0, 100_000) ?? base.maxWriteCalls,
+    onFailure: readOnFailure(given.onFailure) ?? base.onFailure,
     egress: given.egress === undefined ? base.egress : readEgress(given.egress),
     knowledge: readKnowledge(given.knowledge),
     contract: readContract(given.purpose, given.methods),
   };
+}
+
+/** The `onFailure` option, checked. */
+function readOnFailure(given: unknown): OnFailure | undefined {
+  if (given === undefined || given === "keep" || given === "revert" || typeof given === "function") return given as OnFailure | undefined;
+  throw new TypeError(`Option "onFailure" must be "keep", "revert" or a function (failure) => void, got ${describeType(given)}.`);
 }
 
 const PROVIDER_SHAPE = 'Option "provider" must be an object with a generate(request, signal) method (an OpenAIProvider, AnthropicProvider, AISDKProvider, ScriptedProvider or your own), or a non-empty list of them';

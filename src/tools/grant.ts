@@ -23,6 +23,8 @@ export interface GrantedTool {
   readonly outputJsonSchema: object | undefined;
   readonly effect: ToolEffect;
   readonly timeoutMs: number;
+  /** The tool has a `revert`: its effects can be undone (DESIGN 19). */
+  readonly undoable: boolean;
   /** The description comes from a server, not the application. */
   readonly untrusted: boolean;
 }
@@ -83,6 +85,7 @@ function checkName(name: string, path: string): void {
 function grantOne(path: string, tool: Tool): GrantedTool {
   const { annotations, timeoutMs, outputSchema } = tool;
   if (typeof tool.execute !== "function") throw new TypeError(`Tool "${path}" has no execute function: only tools that run in this process can be granted.`);
+  if (tool.revert !== undefined && typeof tool.revert !== "function") throw new TypeError(`Tool "${path}": revert must be a function (input, result, { signal, callId, toolCallId, idempotencyKey }) that undoes one call's effect.`);
   const description = describe(path, tool.description);
   if (annotations !== undefined && (typeof annotations !== "object" || annotations === null)) throw new TypeError(`Tool "${path}": annotations must be an object such as { readOnlyHint: true }.`);
   if (annotations !== undefined) checkHints(path, annotations);
@@ -113,6 +116,7 @@ function grantOne(path: string, tool: Tool): GrantedTool {
     outputJsonSchema,
     effect: effectOf(annotations),
     timeoutMs: timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+    undoable: typeof tool.revert === "function",
     untrusted: isServerTool(tool),
   });
 }

@@ -6,7 +6,7 @@
 import { callTool } from "./mcp-call.ts";
 import { bounded, causeText, connectionTo, endpointFor, isMissingSdk, McpConnectionError, type Connection, type McpClient, type McpListedTool, type McpServer, type Session } from "./mcp-connection.ts";
 import { describeType } from "../shared/index.ts";
-import { markServerTool, type Tool, type ToolAnnotations, type ToolExecuteOptions, type ToolSet } from "./tool.ts";
+import { markServerTool, type Tool, type ToolAnnotations, type ToolExecuteOptions, type ToolRevertOptions, type ToolSet } from "./tool.ts";
 
 export { McpConnectionError } from "./mcp-connection.ts";
 export type { McpClient, McpHttpServer, McpListedTool, McpRequestOptions, McpServer, McpStdioServer } from "./mcp-connection.ts";
@@ -26,10 +26,26 @@ export interface McpToolsOptions {
    * make a tool read-only, and the prompt does not show them.
    */
   readonly trustAnnotations?: boolean | Readonly<Record<string, boolean>> | undefined;
+  /**
+   * Undoes for the server's tools (DESIGN 19), keyed as `annotations` is: each becomes the tool's
+   * `revert`, given the input, what the tool returned (undefined when its outcome is unknown) and
+   * the revert options, with `callTool(name, args)` to call another tool of the same server (a
+   * `cancel_order` for a `place_order`, say).
+   */
+  readonly reverts?: Readonly<Record<string, McpRevert>> | undefined;
   /** Every tool's `timeoutMs`; also the SDK's own limit for the request, 60 s when not given. @unit milliseconds */
   readonly timeoutMs?: number | undefined;
   /** Longest wait to connect (or reconnect) and for each page of the tool list. Default: 30000. @unit milliseconds */
   readonly connectTimeoutMs?: number | undefined;
+}
+
+/** An undo for a server's tool: see {@link McpToolsOptions.reverts}. */
+export type McpRevert = (input: any, result: unknown, options: McpRevertOptions) => unknown;
+
+/** What an MCP tool's undo is given: a tool's revert options, and a way to call the same server. */
+export interface McpRevertOptions extends ToolRevertOptions {
+  /** Calls a tool of the same server by its server name, within the revert's signal and the set's `timeoutMs`; resolves with what it returns, as a tool call would. */
+  callTool(name: string, args?: Record<string, unknown>): Promise<unknown>;
 }
 
 /**
@@ -101,7 +117,13 @@ function checkOptions(options: McpToolsOptions): void {
       throw new TypeError(`mcpTools: ${key} must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}.`);
     }
   }
-  const { annotations, trustAnnotations } = options;
+  const { annotations, trustAnnotations, reverts } = options;
+  if (reverts !== undefined) {
+    if (!isRecord(reverts)) throw new TypeError("mcpTools: reverts must be an object of functions by tool name.");
+    for (const [name, revert] of Object.entries(reverts)) {
+      if (typeof revert !== "function") throw new TypeError(`mcpTools: reverts.${name} must be a function (input, result, options) that undoes one call of the tool (it is ${describeType(revert)}).`);
+    }
+  }
   if (annotations !== undefined) {
     if (!isRecord(annotations)) throw new TypeError("mcpTools: annotations must be an object of hints by tool name.");
     for (const [name, hints] of Object.entries(annotations)) {
@@ -188,6 +210,7 @@ function toolFor(listing: McpListedTool, name: string, connection: Connection, o
   const trustedValue = typeof options.trustAnnotations === "boolean" ? options.trustAnnotations : (own(options.trustAnnotations, name) ?? own(options.trustAnnotations, listing.name));
   const annotations = annotationsFor([trustedValue === true ? listing.annotations : undefined, own(options.annotations, listing.name), own(options.annotations, name)]);
   const outputSchema = plainObject(listing.outputSchema);
+  const revert = (own(options.reverts, name) ?? own(options.reverts, listing.name)) as McpRevert | undefined;
   const tool: McpTool = {
     description: bounded(typeof listing.description === "string" ? listing.description : "", MAX_DESCRIPTION_CHARS),
     inputSchema: plainObject(listing.inputSchema) ?? { type: "object" },
@@ -196,6 +219,12 @@ function toolFor(listing: McpListedTool, name: string, connection: Connection, o
     ...(serverAnnotations === undefined ? {} : { serverAnnotations }),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     execute: (input: unknown, callOptions?: Partial<ToolExecuteOptions>) => callTool({ connection, tool: listing.name, args: (input ?? {}) as Record<string, unknown>, signal: callOptions?.signal ?? callOptions?.abortSignal, timeoutMs }),
+    ...(revert === undefined
+      ? {}
+      : {
+          revert: (input: unknown, result: unknown, revertOptions: ToolRevertOptions) =>
+            revert(input, result, { ...revertOptions, callTool: (other: string, args: Record<string, unknown> = {}) => callTool({ connection, tool: other, args, signal: revertOptions.signal, timeoutMs }) }),
+        }),
   };
   return Object.freeze(markServerTool(tool));
 }

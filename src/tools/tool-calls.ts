@@ -29,8 +29,13 @@ export interface ToolCallRecord {
   /** For a fetch: the URL that answered (after redirects, cleaned), its status and the bytes of its body. */
   readonly url?: string;
   readonly status?: number;
-  readonly bytes?: number;  /** For a call of a tool that may change the world that reached the tool: what became of its effect (DESIGN 19). */
+  readonly bytes?: number;
+  /** For a call of a tool that may change the world that reached the tool: what became of its effect (DESIGN 19). */
   readonly state?: EffectState;
+  /** With `state`: whether the effect could be undone (the tool has a `revert`; a fetch never does). */
+  readonly undoable?: boolean;
+  /** With state `revert_failed`: why the undo failed. */
+  readonly revert_error?: string;
 }
 
 /** What a fetch that got an answer adds to its entry. */
@@ -40,9 +45,29 @@ export interface FetchedEntry {
   readonly bytes: number;
 }
 
-/** One tool call in progress or done. */
 /** What became of an effect: see {@link ToolCallEntry.state}. */
-export type EffectState = "applied" | "failed" | "unknown";
+export type EffectState = "applied" | "failed" | "unknown" | "reverted" | "revert_failed";
+
+/** Every effect state, in the order log lines and reports count them. */
+export const EFFECT_STATES: readonly EffectState[] = ["applied", "failed", "unknown", "reverted", "revert_failed"];
+
+/** What an undo of one write needs: what `execute` was given and returned, and how to reach the tool's `revert`. */
+export interface WriteEffect {
+  /** The input `execute` was given (checked by the tool's schema). */
+  readonly input: unknown;
+  /** What `execute` returned, once it did. */
+  result?: unknown;
+  readonly toolCallId: string;
+  readonly idempotencyKey: string;
+  /** The tool's `revert`, bound to it; undefined for a tool without one (and a fetch). */
+  readonly revert: ((input: unknown, result: unknown, options: { signal: AbortSignal; callId: string; toolCallId: string; idempotencyKey: string }) => unknown) | undefined;
+  /** The tool's `timeoutMs`: how long its revert, and a late answer of its `execute`, are waited for. @unit ms */
+  readonly timeoutMs: number;
+  /** For an `execute` that had not answered when its call stopped waiting: settles when it does (the entry's state follows). */
+  late?: Promise<void>;
+}
+
+/** One tool call in progress or done. */
 
 export interface ToolCallEntry {
   readonly tool: string;
@@ -56,6 +81,10 @@ export interface ToolCallEntry {
    * (it answered), `failed` (it threw), or `unknown` (it did not answer: timed out, cut off).
    */
   state?: EffectState;
+  /** For a write: what undoing it needs (see {@link ToolCallLog.wrote}). */
+  write?: WriteEffect;
+  /** With state `revert_failed`: why. */
+  revertError?: string;
   /** Set when the call settles; until then the record says it did not answer in time. */
   ended?: { readonly ok: boolean; readonly durationMs: number; readonly errorType?: ErrorType; readonly errorMessage?: string; readonly fetched?: FetchedEntry };
 }
@@ -73,6 +102,8 @@ export class ToolCallLog {
   readonly #wrote = new Set<string>();
   /** Calls of tools that may change the world this call's own programs made (not its delegated calls'). */
   #writes = 0;
+  /** The writes that reached the tool (or the server), in order: the call's effect ledger (DESIGN 19). */
+  readonly #effects: ToolCallEntry[] = [];
   /** By attempt: the distinct URLs that answered a fetch with a 2xx status. */
   readonly #sources = new Map<number, Set<string>>();
   /** The tool calls of the call whose program delegated to this one: its programs must not run again either. */
@@ -89,6 +120,25 @@ export class ToolCallLog {
   markWrote(tool: string): void {
     this.#writes += 1;
     this.#noteWrote(tool);
+  }
+
+  /** Puts a write that is about to reach its tool in the effect ledger, its outcome unknown until it answers. */
+  addEffect(entry: ToolCallEntry, write?: WriteEffect): void {
+    entry.state = "unknown";
+    if (write !== undefined) entry.write = write;
+    this.#effects.push(entry);
+  }
+
+  /** The call's effect ledger: its writes that reached their tool, oldest first. */
+  get effects(): readonly ToolCallEntry[] {
+    return this.#effects;
+  }
+
+  /** How many of the call's effects are in each state, for its log line. */
+  effectCounts(): Record<EffectState, number> {
+    const counts = Object.fromEntries(EFFECT_STATES.map((state) => [state, 0])) as Record<EffectState, number>;
+    for (const entry of this.#effects) counts[entry.state ?? "unknown"] += 1;
+    return counts;
   }
 
   #noteWrote(tool: string): void {
@@ -191,7 +241,8 @@ function recordOf(entry: ToolCallEntry, now: number): ToolCallRecord {
     ...(ended.errorType === undefined ? {} : { error_type: ended.errorType }),
     ...(ended.errorMessage === undefined ? {} : { error_message: ended.errorMessage }),
     ...(ended.fetched === undefined ? {} : { url: ended.fetched.url, status: ended.fetched.status, bytes: ended.fetched.bytes }),
-    ...(entry.state === undefined ? {} : { state: entry.state }),
+    ...(entry.state === undefined ? {} : { state: entry.state, undoable: entry.write?.revert !== undefined }),
+    ...(entry.revertError === undefined ? {} : { revert_error: truncateString(entry.revertError, MAX_LISTED_ERROR_CHARS) }),
   };
 }
 

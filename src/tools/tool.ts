@@ -43,6 +43,18 @@ export interface ToolExecuteOptions {
   readonly context: {};
 }
 
+/** What `revert` is given beside the input and the result (DESIGN 19). */
+export interface ToolRevertOptions {
+  /** Aborts when the revert's time (the tool's `timeoutMs`) is up, or the process shuts the agent down. */
+  readonly signal: AbortSignal;
+  /** The dynamic call whose program made the write. */
+  readonly callId: string;
+  /** The id `execute` was given for the write. */
+  readonly toolCallId: string;
+  /** The key `execute` was given (`<callId>:<n>`): how an undo finds an effect whose outcome was unknown. */
+  readonly idempotencyKey: string;
+}
+
 /**
  * One tool. `inputSchema` is a Standard Schema (an object with a `~standard` property: zod 4,
  * valibot, arktype), an AI SDK schema (`jsonSchema()`, `zodSchema()`), or a plain JSON Schema
@@ -54,6 +66,14 @@ export interface Tool<Input = any, Output = unknown> {
   readonly description?: string | ((options: { context: any }) => string) | undefined;
   readonly inputSchema: unknown;
   execute?(input: Input, options: ToolExecuteOptions): Output | PromiseLike<Output>;
+  /**
+   * Undoes one effect of `execute` (a tool that may change the world), when a call that made it
+   * fails and the agent's `onFailure` asks for it. `result` is what `execute` returned, or
+   * `undefined` when its outcome is unknown (it timed out, or the call was cut off): find the
+   * effect by `options.idempotencyKey` then. Runs in the host within the tool's `timeoutMs`, at
+   * most once per effect; its return value is ignored, a throw is recorded as `revert_failed`.
+   */
+  revert?(input: Input, result: Output | undefined, options: ToolRevertOptions): unknown;
   readonly annotations?: ToolAnnotations | undefined;
   /** Longest wait for one call of the tool. Default: 30000. @unit milliseconds */
   readonly timeoutMs?: number | undefined;

@@ -54,6 +54,8 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
       // From here the world may change: the call's programs are not run again on their own.
       draft.tools.markWrote("fetch");
+      // A request that may write is an effect (never undoable: a fetch has no revert); known applied once a response came.
+      if (entry.state === undefined) draft.tools.addEffect(entry);
     }
     // Spans an HTTP client instrumentation makes for the request are children of the fetch's.
     const sent = await inSpan(span, () => sendRequest(policy, next, run.signal, run.timeLeftMs(), context));
@@ -64,6 +66,7 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
     next = sent.next;
     context = { tree: draft.tree.egress, hops: sent.hops, first: sent.first, from: sent.from, status: sent.status };
   }
+  if (entry.state !== undefined && outcome.ok) entry.state = "applied";
   if (!outcome.ok) return fail(outcome.message, !outcome.refused, outcome.cancelled ? "cancelled" : "tool");
   const answered = { url: cleanUrl(outcome.finalUrl, policy.redactor), status: outcome.response.status, bytes: outcome.bytes };
   draft.tools.end(entry, true, undefined, answered);

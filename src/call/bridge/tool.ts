@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type AskingRun, type BridgeAnswer, bridgeFailure, readToolInput, SANDBOX_LIMITS, type ToolRequest } from "../../sandbox/index.ts";
 import { endSpan, inSpan, type Span, startSpan } from "../../tracing/index.ts";
-import { copyToolInput, copyToolResult, type GrantedTool, runWhileWaiting, type SchemaCheck, type Tool, type ToolCallEntry, withAgents } from "../../tools/index.ts";
+import { copyToolInput, copyToolResult, type GrantedTool, runWhileWaiting, type SchemaCheck, type Tool, type ToolCallEntry, withAgents, type WriteEffect } from "../../tools/index.ts";
 import { type ErrorType, safeMessage, within } from "../../shared/index.ts";
 import type { Call } from "../draft.ts";
 import { askApproval } from "./approval.ts";
@@ -68,17 +68,12 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   // A run that ended meanwhile does not start the tool: nothing of an ended call runs on.
   if (run.signal.aborted) return ended();
   // From here the world may change: the call's programs are not run again on their own.
-  let idempotencyKey: string | undefined;
-  if (granted.effect === "write") {
-    draft.tools.markWrote(granted.path);
-    idempotencyKey = `${draft.callId}:${draft.tools.writes}`;
-    // Until it answers, what became of its effect is not known.
-    entry.state = "unknown";
-  }
-  const options = { callId: draft.callId, toolCallId, messages: [], context: {}, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) };
+  const write = granted.effect === "write" ? startWrite(call, granted, entry, value, toolCallId) : undefined;
+  const options = { callId: draft.callId, toolCallId, messages: [], context: {}, ...(write === undefined ? {} : { idempotencyKey: write.idempotencyKey }) };
+  let answer: unknown;
   // The tool's span is the active one while it runs: spans its own code starts are its children.
-  const outcome = await bounded(call, run, granted, (signal) => inSpan(span, () => (granted.tool as Required<Pick<Tool, "execute">>).execute(value, { ...options, signal, abortSignal: signal })));
-  if (granted.effect === "write") entry.state = outcome.ok ? "applied" : outcome.errorType === "tool" ? "failed" : "unknown";
+  const outcome = await bounded(call, run, granted, (signal) => (answer = inSpan(span, () => (granted.tool as Required<Pick<Tool, "execute">>).execute(value, { ...options, signal, abortSignal: signal }))));
+  if (write !== undefined) settleWrite(entry, write, outcome, answer);
   if (!outcome.ok) return fail(outcome.errorType, `tools.${granted.path}: ${outcome.message}`, true);
   const copied = copyToolResult(outcome.value, SANDBOX_LIMITS.maxAnswerChars);
   // A getter's error may name host paths: taken out, as from any error of the tool.
@@ -86,6 +81,49 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   draft.tools.end(entry, true);
   // Copied within the limit for what a program receives: measured already.
   return { ok: true, value: copied.value, measured: true };
+}
+
+/** A write about to reach its tool: counted, keyed, and in the call's effect ledger with what undoing it needs. */
+function startWrite(call: Call, granted: GrantedTool, entry: ToolCallEntry, input: unknown, toolCallId: string): WriteEffect {
+  const { draft } = call;
+  draft.tools.markWrote(granted.path);
+  const { tool } = granted;
+  const write: WriteEffect = {
+    input,
+    toolCallId,
+    idempotencyKey: `${draft.callId}:${draft.tools.writes}`,
+    revert: granted.undoable ? (...args) => (tool.revert as NonNullable<Tool["revert"]>).call(tool, ...args) : undefined,
+    timeoutMs: granted.timeoutMs,
+  };
+  draft.tools.addEffect(entry, write);
+  return write;
+}
+
+/**
+ * What became of a write: `applied` when its tool answered, `failed` when it threw, else
+ * `unknown`; an `execute` that had not answered is followed, so an undo can learn what it did.
+ */
+function settleWrite(entry: ToolCallEntry, write: WriteEffect, outcome: Bounded<unknown>, answer: unknown): void {
+  if (outcome.ok) {
+    entry.state = "applied";
+    write.result = outcome.value;
+    return;
+  }
+  if (outcome.errorType === "tool") {
+    entry.state = "failed";
+    return;
+  }
+  if (answer === null || (typeof answer !== "object" && typeof answer !== "function")) return;
+  write.late = Promise.resolve(answer as PromiseLike<unknown>).then(
+    (result) => {
+      if (entry.state !== "unknown") return;
+      entry.state = "applied";
+      write.result = result;
+    },
+    () => {
+      if (entry.state === "unknown") entry.state = "failed";
+    },
+  );
 }
 
 /** improv's own check of an input (a deeply nested one may still exhaust the stack). */

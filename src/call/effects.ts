@@ -1,0 +1,50 @@
+/**
+ * A failed call's effects (DESIGN 19): once a call is known to have failed after its programs'
+ * writes reached their tools, the agent's `onFailure` is applied, once, before the call
+ * resolves and its record is written: `keep` leaves the effects, `revert` undoes them, a
+ * function decides (bounded in time; its failure is logged, never thrown at the caller).
+ */
+import { type CallFailure, DEFAULT_TOOL_TIMEOUT_MS, effectsOf, runWhileWaiting, undoEffects, withAgents } from "../tools/index.ts";
+import { type Outcome, safeMessage, within } from "../shared/index.ts";
+import type { AgentState } from "../state/index.ts";
+import type { CallDraft } from "./draft.ts";
+
+/** Applies the agent's `onFailure` to the call's effects when `outcome` is a failure and there are some; at most once per call. */
+export function settleEffects(state: AgentState, draft: CallDraft, outcome: Outcome): Promise<void> {
+  const { undo, tools } = draft;
+  if (undo.settled !== undefined) return undo.settled;
+  if (outcome.ok || tools.effects.length === 0) return Promise.resolve();
+  const rule = state.options.onFailure;
+  undo.rule = typeof rule === "function" ? "function" : rule;
+  undo.settled = rule === "keep" ? Promise.resolve() : applyRule(state, draft, outcome, rule);
+  return undo.settled;
+}
+
+async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, rule: Exclude<AgentState["options"]["onFailure"], "keep">): Promise<void> {
+  let undone: Promise<void> | undefined;
+  const revert = () => (undone ??= undoEffects(draft.tools.effects, draft.callId, (work) => draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), work))));
+  if (rule === "revert") return revert();
+  const failure: CallFailure = {
+    callId: draft.callId,
+    role: draft.role,
+    method: draft.method,
+    errorType: outcome.errorType ?? "execution",
+    // As the caller is told it: without a credential the call's tree sent.
+    errorMessage: draft.tree.redact(outcome.errorMessage ?? ""),
+    effects: Object.freeze(effectsOf(draft.tools.effects)),
+    revert: async () => {
+      await revert();
+      return Object.freeze(effectsOf(draft.tools.effects));
+    },
+  };
+  const limitMs = handlerLimitMs(draft);
+  const answer = await within(limitMs, undefined, () => new Error(`it did not settle within ${limitMs} ms`), () => draft.inCaller(() => rule(failure)));
+  if (!answer.ok) draft.undo.handlerError = answer.why === "timeout" ? `onFailure did not settle within ${limitMs} ms` : `onFailure threw: ${safeMessage(answer.error)}`;
+  // A revert the function began ends before the record says what became of the effects.
+  await undone;
+}
+
+/** How long a function given as `onFailure` may take: a tool's default time, and room to wait for each effect and undo it. @unit ms */
+function handlerLimitMs(draft: CallDraft): number {
+  return draft.tools.effects.reduce((sum, entry) => sum + 2 * (entry.write?.timeoutMs ?? 0), DEFAULT_TOOL_TIMEOUT_MS);
+}
