@@ -15,7 +15,7 @@ describe("docs match the code", () => {
     const configuration = read("docs/configuration.md");
     for (const [name, value] of Object.entries(DEFAULT_OPTIONS)) {
       const section = configuration.split(`#### ${name} (`)[1]?.split("####")[0] ?? "";
-      const shown = typeof value === "object" ? `{ ${Object.entries(value).map(([key, item]) => `${key}: ${typeof item === "string" ? JSON.stringify(item) : item}`).join(", ")} }` : String(value);
+      const shown = typeof value === "object" ? `{ ${Object.entries(value).map(([key, item]) => `${key}: ${typeof item === "string" ? JSON.stringify(item) : item}`).join(", ")} }` : typeof value === "string" ? JSON.stringify(value) : String(value);
       expect(section, name).toContain(`Default: \`${shown}\``);
     }
   });

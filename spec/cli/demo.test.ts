@@ -58,10 +58,16 @@ describe("improv demo", () => {
     expect(stdout).toContain(`ok → {"from":["${origin}/feed.json"],"call":`);
     expect(stdout).toMatch(/news\.peek\(\) +\[the cloud metadata address\] error tool: EgressError: fetch http:\/\/169\.254\.169\.254\/latest\/meta-data\/: the origin http:\/\/169\.254\.169\.254 is not in egress\.allow\./);
     expect(stdout).toContain(`$ improv telemetry ${log}`);
-    expect(stdout).toContain("  calls                 19");
-    expect(stdout).toContain("  code reads history    5  (26.3% of calls)");
+    // A checkout that fails part way: the order it placed is undone (onFailure: "revert"), and the history says so.
+    expect(stdout).toMatch(/shopper\.checkout\(\['kettle', 'unicorn'\]\) error execution: Error: nothing in the catalogue matches "unicorn"/);
+    expect(stdout).toMatch(/shopper\.orders\(\) +\[undone\? history\] ok → \["Kettle, 1\.7 l: reverted"\]/);
+    expect(stdout).toContain("order book after the failed checkout: empty (the kettle's order was cancelled)");
+    expect(stdout).toContain("  calls                 21");
+    expect(stdout).toContain("  code reads history    6  (28.6% of calls)");
+    expect(stdout).toContain("states                applied 0, failed 0, unknown 0, reverted 1, revert_failed 0");
     const lines = readLogLines(log);
-    expect(lines).toHaveLength(19);
+    expect(lines).toHaveLength(21);
+    expect(lines.find((line) => line.method === "checkout")).toMatchObject({ effects: { reverted: 1 }, on_failure: "revert" });
     expect(lines.find((line) => line.method === "headlines")).toMatchObject({ tool_call_count: 1, tool_names: ["fetch"], tool_error_count: 0, tools_referenced: ["fetch"] });
     // The support desk answered from its knowledge base, and its follow-up read which passages from history.
     expect(stdout).toMatch(/support\.answer\('refunds…'\) +ok → "Refunds reach the original card within five working days of the return being received\. \[refunds\.md#1\]"/);
@@ -81,19 +87,19 @@ describe("improv demo", () => {
 
     const second = await runCli(["demo", "--log", log], offlineEnv());
     expect(second.code).toBe(0);
-    expect(second.stdout).toContain("(19 calls remembered from earlier runs; improv demo --fresh starts over)");
+    expect(second.stdout).toContain("(21 calls remembered from earlier runs; improv demo --fresh starts over)");
     // Before it looks anything up in this run, the assistant answers from the first run's history.
     expect(second.stdout).toContain(`assistant.source()  [remembered]   ok → "CRC Handbook (from call ${firstCallId})"`);
     expect(second.stdout).toMatch(/"computed":\["add\(3\)","multiply\(4\)","convert\(100\)","summary\(\)","add\(3\)"/);
     // The log is fresh each run: the summary describes this run only.
-    expect(second.stdout).toContain("  calls                 20");
+    expect(second.stdout).toContain("  calls                 22");
     // Programs kept in the store by the first run answer the second run's calls, with no provider request.
     expect(second.stdout).toMatch(/ add +\[3\] +ok \(number\) +[0-9a-f]{8} +reused\n/);
     expect(second.stdout).toMatch(/served by kept programs \d+/);
 
     const fresh = await runCli(["demo", "--log", log, "--fresh"], offlineEnv());
     expect(fresh.stdout).toContain("(new: the agents will remember this run next time)");
-    expect(fresh.stdout).toContain("  calls                 19");
+    expect(fresh.stdout).toContain("  calls                 21");
   });
 
   test("improv agents and improv history read the demo's store", async () => {
@@ -145,7 +151,7 @@ describe("improv demo", () => {
     expect(stdout).toContain("calc.add(3)                        ok → 42");
     // The calculator's contract checks what the served program returns: a number is not the summary's object.
     expect(stdout).toMatch(/calc\.summary\(\) +\[reads history\] +error invalid_output: The value summary returned does not match its returns schema: must be object/);
-    // Seventeen application calls, the summary's tried twice; the served program never delegates.
-    expect(server.requests).toHaveLength(18);
+    // Nineteen application calls, the summary's tried twice; the served program never delegates.
+    expect(server.requests).toHaveLength(20);
   });
 });

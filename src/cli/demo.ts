@@ -61,6 +61,19 @@ export const DEMO_PROGRAMS: Record<string, string> = {
     "const calls = context.conversation_history.flatMap((r) => r.tool_calls ?? []);",
     "return calls.map((c) => `${c.tool}${c.ok ? '' : ' (failed)'}`);",
   ].join("\n"),
+  "shopper.checkout": [
+    "const placed = [];",
+    "for (const query of args[0]) {",
+    "  const { items } = await tools.catalogue.search({ query });",
+    "  if (items.length === 0) throw new Error(`nothing in the catalogue matches \"${query}\"`);",
+    "  placed.push(await tools.order({ item: items[0].name }));",
+    "}",
+    "return placed;",
+  ].join("\n"),
+  "shopper.orders": [
+    "const orders = context.conversation_history.flatMap((r) => (r.tool_calls ?? []).filter((c) => c.tool === 'order'));",
+    "return orders.map((c) => `${c.input.item}: ${c.state}`);",
+  ].join("\n"),
   "statistician.range": "return Math.max(...args[0]) - Math.min(...args[0]);",
   "news.headlines": [
     "const response = await fetch(args[0]);",
@@ -156,11 +169,20 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   const catalogue = await startCatalogue(write);
   const agents: Record<string, AgentProxy> = { calculator: calc, assistant, toolbuilder: builder, "toolbuilder → statistician": stats };
   try {
-    const shopper = await Agent.open<{}, "price" | "toolsUsed">("shopper", { ...common, tools: { convert: CURRENCY_TOOL, ...(catalogue === undefined ? {} : { catalogue }) } });
+    const book = new Map<string, string>();
+    const shopper = await Agent.open<{}, "price" | "toolsUsed" | "checkout" | "orders">("shopper", {
+      ...common,
+      tools: { convert: CURRENCY_TOOL, order: orderTool(book), ...(catalogue === undefined ? {} : { catalogue }) },
+      // A checkout that fails part way cancels the orders it placed.
+      onFailure: "revert",
+    });
     await show("shopper.price('kettle')", shopper.price("kettle"));
     await show("shopper.price('mug', kw({→GBP}))", shopper.price("mug", kw({ currency: "GBP" })));
     await show("shopper.price('unicorn')", shopper.price("unicorn"));
     await show("shopper.toolsUsed()  [reads history]", shopper.toolsUsed());
+    await show("shopper.checkout(['kettle', 'unicorn'])", shopper.checkout(["kettle", "unicorn"]));
+    await show("shopper.orders()  [undone? history]", shopper.orders());
+    write(`  order book after the failed checkout: ${book.size === 0 ? "empty (the kettle's order was cancelled)" : [...book.values()].join(", ")}`);
     agents.shopper = shopper;
   } finally {
     await catalogue?.close();
@@ -227,6 +249,21 @@ const CURRENCY_TOOL: Tool<{ value: number; from: string; to: string }> = {
   annotations: { readOnlyHint: true },
   execute: ({ value, from, to }) => ({ value: (value / (RATES_FROM_USD[from] as number)) * (RATES_FROM_USD[to] as number), unit: to }),
 };
+
+/** The demo's order desk: `order` places an order in `book` (a write tool), and its `revert` cancels it. */
+function orderTool(book: Map<string, string>): Tool<{ item: string }, string> {
+  return {
+    description: "Places an order for one catalogue item; returns the order's id.",
+    inputSchema: { type: "object", properties: { item: { type: "string" } }, required: ["item"], additionalProperties: false },
+    execute: ({ item }, { idempotencyKey }) => {
+      const id = `order-${book.size + 1}`;
+      book.set(idempotencyKey ?? id, `${id} (${item})`);
+      return id;
+    },
+    // Found by the key the order was placed under, so an order whose answer was lost is found too.
+    revert: (_input, _result, { idempotencyKey }) => void book.delete(idempotencyKey),
+  };
+}
 
 /** Starts the demo's catalogue MCP server (stdio) and lists its tools; undefined when the MCP SDK is not installed. */
 async function startCatalogue(write: (line: string) => void): Promise<McpToolSet | undefined> {

@@ -1,6 +1,7 @@
 import { PATTERN_TAGS, type PatternTag } from "../telemetry/index.ts";
 import { matchesFilter, stateFilter, type ReportFilter, type ReportFilters } from "./report-filter.ts";
 import { isAmongSlowest, keepLatest, keepSlowest, MAX_MESSAGE_CHARS, type CallSample } from "./report-samples.ts";
+import { addEffectUse, effectFieldsOf, emptyEffectStats, type EffectStats } from "./report-effects.ts";
 import { addKnowledgeUse, emptyKnowledgeStats, finishKnowledge, knowledgeFieldsOf, type KnowledgeStats } from "./report-knowledge.ts";
 import { addToolUse, count, emptyToolStats, toolFieldsOf, type ToolFields, type ToolStats } from "./report-tools.ts";
 
@@ -38,6 +39,8 @@ export interface GroupStats extends ToolStats {
   callsWithoutTokens: number;
   /** The calls' knowledge: sources, retrievals that found nothing, failures, passages, time (all zero and empty when no call had any). */
   knowledge: KnowledgeStats;
+  /** The calls' effects: writes by final state, failed calls by onFailure rule, failed calls that left effects in place. */
+  effects: EffectStats;
 }
 
 /** What `improv telemetry` reports (`--json` prints exactly this). */
@@ -103,6 +106,7 @@ function emptyStats(): GroupStats {
     cachedTokens: 0,
     callsWithoutTokens: 0,
     knowledge: emptyKnowledgeStats(),
+    effects: emptyEffectStats(),
     ...emptyToolStats(),
   };
 }
@@ -170,6 +174,7 @@ export class TelemetryAggregator {
     }
     const tools = toolFieldsOf(line);
     const knowledge = knowledgeFieldsOf(line);
+    const effects = effectFieldsOf(line);
     const failed = line.outcome_status !== "ok";
     const duration = typeof line.duration_ms === "number" && Number.isFinite(line.duration_ms) && line.duration_ms >= 0 ? line.duration_ms : null;
     const sample = failed || (duration !== null && isAmongSlowest(this.#slowest, duration, MAX_SLOWEST)) ? sampleOf(line, timestamp, role, method, duration, tools) : undefined;
@@ -177,6 +182,7 @@ export class TelemetryAggregator {
       add(stats, line);
       addToolUse(stats, tools);
       addKnowledgeUse(stats.knowledge, knowledge);
+      addEffectUse(stats.effects, effects);
       if (failed && sample && stats !== this.#overall) keepLatest(stats.latestErrors, sample, MAX_GROUP_ERRORS);
     }
     if (sample && failed) keepLatest(this.#failing, sample, MAX_FAILING);

@@ -1,6 +1,7 @@
 /** The telemetry report as text, for a terminal. */
 import { PATTERN_TAGS } from "../telemetry/index.ts";
 import { describeFilters } from "./report-filter.ts";
+import { effectLines, hasEffects } from "./report-effects.ts";
 import { knowledgeGroups, sourcesByUse, usesKnowledge } from "./report-knowledge.ts";
 import { toolGroups, toolsByUse, usesTools } from "./report-tools.ts";
 import type { CallSample } from "./report-samples.ts";
@@ -53,6 +54,7 @@ export function formatReport(report: TelemetryReport): string {
   out.push("", ...toolSection(report));
   // Only when some call had knowledge: most logs have none.
   if (usesKnowledge(overall.knowledge)) out.push("", ...knowledgeSection(report));
+  if (hasEffects(overall.effects)) out.push("", ...effectLines(overall.effects, overall.calls));
   return out.join("\n");
 }
 
