@@ -129,6 +129,22 @@ describe("OpenTelemetry spans", () => {
     expect(add?.attributes["error.type"]).toBe("tool");
   });
 
+  test("each revert of a failed call's effect is a revert_tool {tool} span under the call's invoke_agent span; a failed one has its error", async () => {
+    let n = 0;
+    const agent = Agent.for("shop", {
+      provider: new ScriptedProvider({ programs: { buy: "await tools.order({}); await tools.order({}); throw new Error('no')" } }),
+      tools: { order: { description: "Orders.", inputSchema: { type: "object" }, execute: () => ++n, revert: (_input: unknown, result: unknown) => { if (result === 1) throw new Error("too late"); } } },
+      onFailure: "revert",
+    });
+    expect((await agent.buy()).ok).toBe(false);
+    const [invoke] = named("invoke_agent shop");
+    const reverts = named("revert_tool order");
+    expect(reverts).toHaveLength(2);
+    expect(reverts.every((span) => parentOf(span) === invoke!.spanContext().spanId)).toBe(true);
+    expect(reverts.map((span) => span.status.code)).toEqual([SpanStatusCode.UNSET, SpanStatusCode.ERROR]);
+    expect(reverts[1]?.attributes).toMatchObject({ "gen_ai.tool.name": "order", "improv.effect.state": "applied", "error.type": "revert_failed" });
+  });
+
   test("with a context manager registered, a tool's execute_tool span is the active one while it runs, so spans the tool starts are its children", async () => {
     const manager = new AsyncLocalStorageContextManager().enable();
     context.setGlobalContextManager(manager);

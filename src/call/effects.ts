@@ -22,7 +22,7 @@ export function settleEffects(state: AgentState, draft: CallDraft, outcome: Outc
 
 async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, rule: Exclude<AgentState["options"]["onFailure"], "keep">): Promise<void> {
   let undone: Promise<void> | undefined;
-  const revert = () => (undone ??= undoEffects(draft.tools.effects, draft.callId, (work) => draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), work))));
+  const revert = () => (undone ??= undoEffects(draft.tools.effects, draft.callId, (work) => draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), work)), draft.span));
   if (rule === "revert") return revert();
   const failure: CallFailure = {
     callId: draft.callId,

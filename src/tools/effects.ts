@@ -5,6 +5,7 @@
  * why; an effect whose tool has no `revert` (a fetch never has) is left as it is.
  */
 import { safeMessage, within } from "../shared/index.ts";
+import { endSpan, inSpan, type Span, startSpan } from "../tracing/index.ts";
 import type { EffectState, ToolCallEntry } from "./tool-calls.ts";
 
 /** One effect of a failed call, as `onFailure` sees it. */
@@ -56,12 +57,12 @@ export function effectsOf(entries: readonly ToolCallEntry[]): Effect[] {
   }));
 }
 
-/** Undoes `entries`' applied and unknown effects that have a `revert`, newest first, one at a time. */
-export async function undoEffects(entries: readonly ToolCallEntry[], callId: string, run: RunRevert): Promise<void> {
-  for (const entry of [...entries].reverse()) await undoOne(entry, callId, run);
+/** Undoes `entries`' applied and unknown effects that have a `revert`, newest first, one at a time; each revert is a `revert_tool {tool}` span under `parent`. */
+export async function undoEffects(entries: readonly ToolCallEntry[], callId: string, run: RunRevert, parent?: Span): Promise<void> {
+  for (const entry of [...entries].reverse()) await undoOne(entry, callId, run, parent);
 }
 
-async function undoOne(entry: ToolCallEntry, callId: string, run: RunRevert): Promise<void> {
+async function undoOne(entry: ToolCallEntry, callId: string, run: RunRevert, parent: Span | undefined): Promise<void> {
   const { write } = entry;
   if (write?.revert === undefined || (entry.state !== "applied" && entry.state !== "unknown")) return;
   const { revert, timeoutMs } = write;
@@ -71,17 +72,20 @@ async function undoOne(entry: ToolCallEntry, callId: string, run: RunRevert): Pr
   if (state !== "applied" && state !== "unknown") return;
   const result = state === "applied" ? write.result : undefined;
   const timeoutMessage = `its revert did not answer within the tool's timeoutMs (${timeoutMs} ms)`;
+  const span = startSpan(`revert_tool ${entry.tool}`, "internal", { "gen_ai.tool.name": entry.tool, "gen_ai.tool.call.id": write.toolCallId, "improv.call_id": callId, "improv.effect.state": state }, parent);
   let ended: (() => void) | undefined;
   const answer = await within(timeoutMs, undefined, () => new Error(timeoutMessage), (signal) => {
-    const running = run(() => revert(write.input, result, { signal, callId, toolCallId: write.toolCallId, idempotencyKey: write.idempotencyKey }));
+    const running = run(() => inSpan(span, () => revert(write.input, result, { signal, callId, toolCallId: write.toolCallId, idempotencyKey: write.idempotencyKey })));
     ended = running.ended;
     return running.result;
   });
   ended?.();
   if (answer.ok) {
     entry.state = "reverted";
+    endSpan(span);
     return;
   }
   entry.state = "revert_failed";
   entry.revertError = answer.why === "timeout" ? timeoutMessage : `its revert threw: ${safeMessage(answer.error)}`;
+  endSpan(span, {}, "revert_failed", entry.revertError);
 }

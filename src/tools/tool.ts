@@ -45,7 +45,7 @@ export interface ToolExecuteOptions {
 
 /** What `revert` is given beside the input and the result (DESIGN 19). */
 export interface ToolRevertOptions {
-  /** Aborts when the revert's time (the tool's `timeoutMs`) is up, or the process shuts the agent down. */
+  /** Aborts when the revert's time (the tool's `timeoutMs`) is up. The call's own signal does not abort it: an undo runs to its end. */
   readonly signal: AbortSignal;
   /** The dynamic call whose program made the write. */
   readonly callId: string;
