@@ -6,6 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { Writable } from "node:stream";
 import { describe, expect, test } from "vitest";
+import { renderHtmlReport } from "../../src/cli/report-html/page.ts";
 import { runTelemetry } from "../../src/cli/telemetry-command.ts";
 import { Agent, ScriptedProvider, type Tool } from "../../src/index.ts";
 import { tempLogPath } from "../../test-support/logs.ts";
@@ -50,6 +51,9 @@ describe("improv telemetry: effects", () => {
     expect(text).toContain("calls with effects    4  (80.0% of calls)");
     expect(text).toContain("states                applied 4, failed 0, unknown 0, reverted 2, revert_failed 0");
     expect(text).toContain("failed calls by rule  keep 1, revert 2, function 0");
+    const html = renderHtmlReport(result);
+    expect(html).toContain('<a href="#effects">effects</a>');
+    expect(html).toMatch(/<table class="data" id="effects-by-method" data-rows="3">.*<th scope="row">shop\.buy<\/th><td class="n">2<\/td><td class="n">2<\/td><td class="n">0<\/td><td class="n">0<\/td><td class="n">2<\/td><td class="n">0<\/td><td class="n">1<\/td>/s);
   });
 
   test("hand-written lines: counts that are not sane are read as 0; a log without effects has no section", async () => {
@@ -70,6 +74,8 @@ describe("improv telemetry: effects", () => {
     });
     const plain = tempLogPath("improv-telemetry-effects-");
     writeFileSync(plain, line({}) + "\n");
-    expect((await report(plain)).text).not.toContain("effects (writes");
+    const { result: none, text: noneText } = await report(plain);
+    expect(noneText).not.toContain("effects (writes");
+    expect(renderHtmlReport(none)).not.toContain('id="effects"');
   });
 });

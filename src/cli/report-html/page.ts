@@ -3,15 +3,17 @@
  * no script, nothing fetched at view time), a section for each question the telemetry answers.
  */
 import { describeFilters } from "../report-filter.ts";
+import { hasEffects } from "../report-effects.ts";
 import { usesKnowledge } from "../report-knowledge.ts";
 import type { TelemetryReport } from "../telemetry-report.ts";
 import { escape } from "./markup.ts";
+import { effectsSection } from "./sections-effects.ts";
 import { knowledgeSection } from "./sections-knowledge.ts";
 import { activitySection, durationsSection, errorsSection, summarySection } from "./sections-outcomes.ts";
 import { historySection, reuseSection, tokensSection } from "./sections-programs.ts";
 import { egressSection, toolsSection } from "./sections-tools.ts";
 
-/** The sections below the summary, in page order, as the table of contents names them (knowledge only when some call had any). */
+/** The sections below the summary, in page order, as the table of contents names them (knowledge and effects only when some call had any). */
 const CONTENTS: readonly (readonly [string, string])[] = [
   ["activity", "calls over time"],
   ["errors", "what went wrong"],
@@ -22,6 +24,7 @@ const CONTENTS: readonly (readonly [string, string])[] = [
   ["tools", "tools"],
   ["egress", "egress"],
   ["knowledge", "knowledge"],
+  ["effects", "effects"],
 ];
 
 const STYLE = `
@@ -44,7 +47,8 @@ export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date
   const filters = describeFilters(report.filters);
   const scope = filters === "" ? "" : ` Calls matching ${escape(filters)}.`;
   const knowledge = usesKnowledge(report.overall.knowledge);
-  const contents = CONTENTS.filter(([id]) => knowledge || id !== "knowledge").map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
+  const effects = hasEffects(report.overall.effects);
+  const contents = CONTENTS.filter(([id]) => (knowledge || id !== "knowledge") && (effects || id !== "effects")).map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>improv telemetry</title>
@@ -61,6 +65,6 @@ ${reuseSection(report)}
 ${tokensSection(report)}
 ${toolsSection(report)}
 ${egressSection(report)}
-${knowledge ? `${knowledgeSection(report)}\n` : ""}</body></html>
+${knowledge ? `${knowledgeSection(report)}\n` : ""}${effects ? `${effectsSection(report)}\n` : ""}</body></html>
 `;
 }
