@@ -27,7 +27,7 @@ export type { ScriptedCall, ScriptedEntry, ScriptedProgram, ScriptedProviderOpti
 export { DEFAULT_OPENAI_MODEL, OpenAIProvider } from "./providers/index.ts";
 export { extractProgram } from "./programs/index.ts";
 export type { OpenAIProviderOptions } from "./providers/index.ts";
-export type { HistoryRecord, OutcomeSummary, Speaker } from "./history/index.ts";
+export type { AttemptRecord, HistoryRecord, OutcomeSummary, RepairSkipped, Speaker } from "./history/index.ts";
 export type { HistoryQuery } from "./history/index.ts";
 export type { TraceNode } from "./history/index.ts";
 export type { JsonValue } from "./shared/index.ts";

@@ -234,5 +234,6 @@ function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentS
     cached: cached === undefined ? (before?.cached ?? null) : (before?.cached ?? 0) + cached,
     cacheWrite: cacheWrite === undefined ? (before?.cacheWrite ?? null) : (before?.cacheWrite ?? 0) + cacheWrite,
   };
+  draft.attemptLog.countTokens(prompt, completion, cached, cacheWrite);
   state.options.budget?.charge((prompt ?? 0) + (completion ?? 0));
 }

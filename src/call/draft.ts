@@ -2,6 +2,7 @@
  * A dynamic call in progress: where it came from, and everything it learns along the way for
  * its record and log line (the draft), with the agent it is for.
  */
+import { AttemptLog } from "./attempts.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { AgentState } from "../state/index.ts";
@@ -97,6 +98,8 @@ export interface CallDraft {
   knowledge: KnowledgeAssembly | undefined;
   /** The tool calls (and fetches) the call's programs made. */
   readonly tools: ToolCallLog;
+  /** The call's attempts, each begun and ended by the step that makes it (`reuse.ts`, `lifecycle.ts`), for the record and the log line. */
+  readonly attemptLog: AttemptLog;
   /** What was done about the call's effects once it failed (`effects.ts`). */
   readonly undo: UndoLedger;
   /** What the call tree this call is part of shares: its programs' request budget, the fetches' count and barrier. */
@@ -211,6 +214,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     knowledge: undefined,
     tools: new ToolCallLog(origin.parentTools),
     undo: { settled: undefined, rule: undefined, handlerError: undefined },
+    attemptLog: new AttemptLog(),
     tree: origin.tree ?? new CallTree(),
     turn: undefined,
     span: undefined,

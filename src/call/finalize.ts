@@ -1,4 +1,4 @@
-import { createRecord, KeptValues, type RecordInput, type SerializedRecord } from "../history/index.ts";
+import { createRecord, KeptValues, type RecordInput, type RepairSkipped, type SerializedRecord } from "../history/index.ts";
 import { asJsonSafe, type JsonValue, Outcome } from "../shared/index.ts";
 import { redactData, type Redactor } from "../egress/index.ts";
 import type { AgentState } from "../state/index.ts";
@@ -36,13 +36,15 @@ export async function finalize(
   // A failure's effects are kept or undone first: the record says what became of them.
   await settleEffects(target, draft, outcome);
   draft.reuse.artifactHit = endedByKeptProgram(draft, outcome);
+  // The attempt that ran ends with the outcome being committed (a store failure below replaces it).
+  draft.attemptLog.end(outcome);
   // One duration for both, so the record and the log line agree.
   const durationMs = (draft.time.answeredMs ?? performance.now()) - draft.startedMs;
   // Once the call's tree sent credentials, nothing of it is written with a recognizable copy (the run's value and context were cleaned as it ended).
   const redactor = draft.tree.egress.redactor;
   let final = redactor === undefined ? outcome : redactOutcome(outcome, redactor);
   const keepValue = final.ok && draft.program.valueText !== undefined && KeptValues.fits(target.options.keepValues, draft.program.valueText);
-  let serialized = buildRecord(draft, final, durationMs, keepValue, redactor);
+  let serialized = buildRecord(target, draft, final, durationMs, keepValue, redactor);
   let appended = true;
   const { link } = target;
   if (link === undefined) {
@@ -68,7 +70,8 @@ export async function finalize(
       final = Outcome.failure(draft.callId, "store", storeFailure(error));
       // Nothing of the call is kept: its effects are kept or undone as for any failure, and the log line says which.
       await settleEffects(target, draft, final);
-      serialized = buildRecord(draft, final, durationMs, false, redactor);
+      draft.attemptLog.end(final);
+      serialized = buildRecord(target, draft, final, durationMs, false, redactor);
       appended = false;
     }
     if (result !== undefined) {
@@ -94,7 +97,7 @@ export function storeFailure(error: unknown): string {
   return `The store failed, so nothing of this call was kept (${message}). Call again.`;
 }
 
-function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, keepsValue: boolean, redactor: Redactor | undefined): SerializedRecord {
+function buildRecord(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, durationMs: number, keepsValue: boolean, redactor: Redactor | undefined): SerializedRecord {
   const input: RecordInput = {
     contentRef: keepsValue ? draft.callId : undefined,
     callId: draft.callId,
@@ -115,8 +118,15 @@ function buildRecord(draft: CallDraft, outcome: Outcome, durationMs: number, kee
     toolCalls: draft.tools.recordFields(),
     sources: draft.tools.sourcesOf(draft.asked.attempts),
     knowledge: draft.knowledge?.records,
+    attempts: draft.attemptLog.records(draft.tools),
+    repairSkipped: repairSkippedOf(target, draft, outcome),
   };
   return createRecord(redactor === undefined ? input : redactRecordInput(input, redactor));
+}
+
+/** Why the call's failed program was not repaired, for its record and log line (see `AttemptLog.repairSkipped`). */
+function repairSkippedOf(target: FinalizeTarget, draft: CallDraft, outcome: Outcome): RepairSkipped | undefined {
+  return draft.attemptLog.repairSkipped(outcome, draft.tools.wrote, () => draft.asked.attempts >= target.options.maxGenerationAttempts || "missing" in target.providers());
 }
 
 /** What the program could have put in a record (its arguments, method name, program text, tool calls, sources, messages), without a recognizable copy of a credential. */
@@ -130,6 +140,7 @@ function redactRecordInput(input: RecordInput, redactor: Redactor): RecordInput 
     program: program === null ? null : { ...program, code: redactor.redact(program.code) },
     reuseDecision: reuseDecision === undefined ? undefined : { ...reuseDecision, reason: redactor.redact(reuseDecision.reason) },
     toolCalls: redactData(input.toolCalls, redactor),
+    attempts: input.attempts === undefined ? undefined : redactData(input.attempts, redactor),
     sources: redactData(input.sources, redactor),
   };
 }
@@ -179,6 +190,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     historySize: history.length,
     recordAppended: appended,
     tools: draft.tools.logFields(),
+    attemptDetails: { attempts: draft.attemptLog.logged(draft.tools), repair_skipped: repairSkippedOf(target, draft, outcome) ?? null },
     effects: { effects: draft.tools.effectCounts(), on_failure: draft.undo.rule ?? null, on_failure_error: draft.undo.handlerError ?? null },
     knowledge: draft.knowledge === undefined ? undefined : knowledgeFields(draft.knowledge),
     otel: spanIds(draft.span),

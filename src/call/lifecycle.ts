@@ -152,8 +152,10 @@ async function tellCall(call: Call): Promise<Outcome> {
     const overdue = callOverdue(state, draft);
     if (overdue !== undefined) return overdue;
     draft.asked.attempts = attempt;
+    draft.attemptLog.begin(attempt);
     const written = await askProvider(asked, prompts.request(attempt), state, draft);
     if (written instanceof Outcome) {
+      draft.attemptLog.end(written);
       // Cancelled, a spent token budget, or a failure the provider says asking again cannot help with.
       if (written.errorType === "cancelled" || written.errorType === "budget_exceeded" || (written.errorType === "provider" && !written.retriable)) return written;
       draft.asked.failures.push({ attempt, errorType: written.errorType ?? "provider", message: written.errorMessage ?? "" });
@@ -165,7 +167,9 @@ async function tellCall(call: Call): Promise<Outcome> {
     draft.asked.provider = written.provider;
     // Written after a failure's feedback, it is a repair of what failed.
     draft.program.programSource = draft.asked.failures.some((failure) => failure.code !== undefined) ? "repaired" : "generated";
+    draft.attemptLog.wrote(written.code, draft.program.programSource, written);
     const { outcome, mistake } = await runAttempt(call, written.code, attempt);
+    draft.attemptLog.end(outcome, mistake === undefined ? undefined : { errorType: mistake.errorType, message: mistake.message });
     if (mistake === undefined) {
       if (outcome.ok && reuse !== undefined) await keepIfDecided(reuse, draft, written.code);
       return outcome;

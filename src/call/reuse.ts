@@ -57,7 +57,11 @@ export async function runKept(call: Call, reuse: Reuse): Promise<AttemptEnd | un
     draft.program.code = kept.code;
     draft.program.programSource = "reused";
     draft.reuse.keptRun = { key: reuse.key, code: kept.code, counted: false };
+    draft.attemptLog.begin(0, "reused");
+    draft.attemptLog.wrote(kept.code, "reused");
     end = await runAttempt(call, kept.code, 0, reuse.key);
+    if (end === STALE) draft.attemptLog.drop();
+    else draft.attemptLog.end(end.outcome, end.mistake === undefined ? undefined : { errorType: end.mistake.errorType, message: end.mistake.message });
   }
   if (end === STALE || kept === undefined) {
     draft.program.code = null;

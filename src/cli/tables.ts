@@ -21,8 +21,32 @@ export function historyTable(records: readonly HistoryRecord[]): string {
     (r.trace_id ?? "").slice(0, 8),
     r.program_source ?? "-",
   ]);
-  return table(["call", "speaker", "depth", "method", "args", "outcome", "trace", "program"], rows);
+  const attempts = attemptLines(records);
+  const main = table(["call", "speaker", "depth", "method", "args", "outcome", "trace", "program"], rows);
+  return attempts.length === 0 ? main : `${main}\n\nattempts of the calls that took more than one, or were not repaired:\n${attempts.join("\n")}`;
 }
+
+/** Each attempt of the calls that made several, or whose failure was not repaired: `  1b2c3d4e divide  #1 generated  execution: …`. */
+function attemptLines(records: readonly HistoryRecord[]): string[] {
+  const lines: string[] = [];
+  for (const record of records) {
+    const attempts = record.attempts ?? [];
+    if (attempts.length < 2 && record.repair_skipped === undefined) continue;
+    for (const attempt of attempts) {
+      const what = attempt.error_type === undefined ? "ok" : `${attempt.error_type}: ${(attempt.error_message ?? "").replace(/\s+/g, " ").slice(0, 80)}`;
+      const by = attempt.model === undefined ? "" : ` by ${attempt.model}`;
+      lines.push(`  ${record.call_id.slice(0, 8)} ${record.method_name.slice(0, 24)}  #${attempt.n} ${attempt.program_source ?? "(no program)"}${by}, ${attempt.tool_call_count} tool calls  ${what}`);
+    }
+    if (record.repair_skipped !== undefined) lines.push(`  ${record.call_id.slice(0, 8)} ${record.method_name.slice(0, 24)}  not repaired: ${REPAIR_SKIPPED[record.repair_skipped]}`);
+  }
+  return lines;
+}
+
+const REPAIR_SKIPPED: Readonly<Record<NonNullable<HistoryRecord["repair_skipped"]>, string>> = {
+  effects: "its program had called tools that may change the world",
+  attempts_used: "its attempts were used up",
+  not_a_mistake: "the failure was not the program's own mistake",
+};
 
 /** A plain-text table of stored agents. */
 export function agentsTable(agents: readonly AgentSummary[]): string {

@@ -62,6 +62,38 @@ export interface HistoryRecord {
   readonly tool_call_count?: number;
   /** The call's knowledge (DESIGN 18): per source, what was asked and found (ids and scores, never the passages' text), and its error. */
   readonly knowledge?: readonly KnowledgeRecord[];
+  /** The call's attempts (DESIGN 20), oldest first, the last {@link MAX_RECORDED_ATTEMPTS}: a kept program's run is `n: 0`. */
+  readonly attempts?: readonly AttemptRecord[];
+  /** Why a call whose program failed was not repaired: its program had written (`effects`), its attempts were used up, or the failure was not the program's mistake. */
+  readonly repair_skipped?: RepairSkipped;
+}
+
+/** Attempts a record keeps: the last ones. */
+export const MAX_RECORDED_ATTEMPTS = 5;
+
+/** Why a failed call was not repaired (see {@link HistoryRecord.repair_skipped}). */
+export type RepairSkipped = "effects" | "attempts_used" | "not_a_mistake";
+
+/** One attempt of a call: a kept program's run (`n: 0`), or a provider's request and the run of the program it wrote. */
+export interface AttemptRecord {
+  readonly n: number;
+  /** Where the attempt's program came from; absent when the provider gave none. */
+  readonly program_source?: ProgramSource;
+  /** ISO 8601 UTC with milliseconds. */
+  readonly started_at: string;
+  readonly completed_at: string;
+  /** The provider and model that answered, for an attempt that asked one. */
+  readonly provider?: string;
+  readonly model?: string;
+  /** Tokens its requests reported. */
+  readonly tokens?: { readonly prompt: number; readonly completion: number; readonly cached?: number; readonly cache_write?: number };
+  /** How the attempt failed: the program's mistake fed to the next attempt, or the call's failure. */
+  readonly error_type?: ErrorType;
+  readonly error_message?: string;
+  /** Tool calls (and fetches) its program made. */
+  readonly tool_call_count: number;
+  /** The first 16 hex digits of the SHA-256 of its program's text; the log line carries the text. */
+  readonly program_hash?: string;
 }
 
 /** Where a call's program came from, as the record and the log line say. */
@@ -100,6 +132,9 @@ export interface RecordInput {
   readonly sources?: { readonly sources?: readonly string[]; readonly source_count?: number };
   /** The call's knowledge sources, as assembled; absent when the agent has none. */
   readonly knowledge?: readonly KnowledgeRecord[] | undefined;
+  /** The call's attempts, bounded already; absent when none was made. */
+  readonly attempts?: readonly AttemptRecord[] | undefined;
+  readonly repairSkipped?: RepairSkipped | undefined;
 }
 
 // Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
@@ -147,6 +182,8 @@ export function createRecord(input: RecordInput): SerializedRecord {
     ...(input.reuseDecision === undefined ? {} : { reuse_decision: { kept: input.reuseDecision.kept, reason: truncateString(input.reuseDecision.reason, 500) } }),
     ...input.toolCalls,
     ...(input.knowledge === undefined ? {} : { knowledge: input.knowledge.map(knowledgeEntry) }),
+    ...(input.attempts === undefined || input.attempts.length === 0 ? {} : { attempts: input.attempts.slice(-MAX_RECORDED_ATTEMPTS) }),
+    ...(input.repairSkipped === undefined ? {} : { repair_skipped: input.repairSkipped }),
   };
   return fitRecord(record);
 }
@@ -201,6 +238,7 @@ function fitRecord(record: HistoryRecord): SerializedRecord {
   const argsFirst = jsonBytes(record.args) >= jsonBytes(record.kwargs);
   const shrinkers: ((r: HistoryRecord) => HistoryRecord)[] = [
     (r) => (r.tool_calls === undefined ? r : { ...r, tool_calls: r.tool_calls.map(shortToolCall) }),
+    (r) => (r.attempts === undefined ? r : { ...r, attempts: r.attempts.map((attempt) => (attempt.error_message === undefined ? attempt : { ...attempt, error_message: truncateString(attempt.error_message, 200) })) }),
     (r) => (r.program === undefined ? r : { ...r, program: truncateString(r.program, 2_000) }),
     (r) => (r.error_message === undefined ? r : { ...r, error_message: truncateString(r.error_message, 2_000) }),
     argsFirst ? withoutArgs : withoutKwargs,

@@ -59,6 +59,8 @@ export interface LogLineInput {
   readonly recordAppended?: boolean;
   /** What the call's programs did with tools (counts over every call, failed attempts' included). */
   readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_failed_names: readonly string[]; readonly tool_ms: number };
+  /** The call's attempts (the last 5, each with its program's text, bounded) and why a failed call was not repaired (DESIGN 20). */
+  readonly attemptDetails?: { readonly attempts: readonly unknown[]; readonly repair_skipped: string | null };
   /** What became of the call's writes (DESIGN 19): each state's count, the `onFailure` applied, and why a function given as `onFailure` failed. */
   readonly effects?: { readonly effects: Readonly<Record<EffectState, number>>; readonly on_failure: "keep" | "revert" | "function" | null; readonly on_failure_error: string | null };
   /** The call's knowledge: its sources' names, the passages retrieved in all, and the time it took. */
@@ -120,6 +122,8 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     tool_ms: input.tools?.tool_ms ?? 0,
     tool_access_detected: toolScan?.toolAccessDetected ?? false,
     tools_referenced: toolScan?.toolsReferenced ?? [],
+    attempts: input.attemptDetails?.attempts ?? [],
+    repair_skipped: input.attemptDetails?.repair_skipped ?? null,
     effects: input.effects?.effects ?? emptyEffects(),
     on_failure: input.effects?.on_failure ?? null,
     on_failure_error: input.effects?.on_failure_error ?? null,

@@ -104,6 +104,8 @@ export class ToolCallLog {
   #writes = 0;
   /** The writes that reached the tool (or the server), in order: the call's effect ledger (DESIGN 19). */
   readonly #effects: ToolCallEntry[] = [];
+  /** By attempt: how many tool calls its program made. */
+  readonly #byAttempt = new Map<number, number>();
   /** By attempt: the distinct URLs that answered a fetch with a 2xx status. */
   readonly #sources = new Map<number, Set<string>>();
   /** The tool calls of the call whose program delegated to this one: its programs must not run again either. */
@@ -167,6 +169,7 @@ export class ToolCallLog {
     const listed = this.#listed.length < MAX_LISTED_TOOL_CALLS;
     const entry: ToolCallEntry = { tool, effect, attempt, startedMs: performance.now(), input: listed ? listedInput(input) : null };
     this.#count += 1;
+    this.#byAttempt.set(attempt, (this.#byAttempt.get(attempt) ?? 0) + 1);
     if (this.#names.size < MAX_LOGGED_NAMES) this.#names.add(tool);
     if (listed) this.#listed.push(entry);
     this.#open.add(entry);
@@ -205,6 +208,11 @@ export class ToolCallLog {
 
   get count(): number {
     return this.#count;
+  }
+
+  /** Tool calls attempt `attempt`'s program made (0: a kept program's). */
+  countIn(attempt: number): number {
+    return this.#byAttempt.get(attempt) ?? 0;
   }
 
   /** The record's `tool_calls` and `tool_call_count`; empty when no tool was called. */
