@@ -8,6 +8,7 @@ import { gzipSync } from "node:zlib";
 import { describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
 import { OpenAITestServer } from "../../test-support/openai-server.ts";
+import { renderHtmlReport } from "../../src/cli/report-html/page.ts";
 import { runTelemetry, UsageError, type TelemetryCommandOptions } from "../../src/cli/telemetry-command.ts";
 import { readLogLines } from "../../test-support/logs.ts";
 
@@ -165,6 +166,24 @@ describe("improv telemetry", () => {
     const result = improv("telemetry", log, "--method", "nothing");
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/^improv telemetry\n {2}calls {17}0 {2}\(7 left out by --method nothing\)\n {2}no calls matched --method nothing\n/);
+  });
+
+  test("a folder with no logs in it: a usage mistake that says none were found, exit code 2", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    mkdirSync(join(directory, "nested"));
+    writeFileSync(join(directory, "nested", "notes.txt"), "not a log");
+    const message = `Found no log files in "${directory}" (files ending .jsonl, .ndjson, .log or .json, gzipped or not, searched in subfolders too). Name a log file, or the folder improv logs to.`;
+    await expect(run({ inputs: [directory] }).promise).rejects.toThrow(new UsageError(message));
+    expect(improv("telemetry", directory)).toMatchObject({ status: 2, stderr: `improv telemetry: ${message}\n` });
+  });
+
+  test("the HTML report's tokens part says why it has nothing to draw, instead of rows of zeros", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "calls.jsonl");
+    writeFileSync(file, `${JSON.stringify({ timestamp: "2025-01-01T00:00:00.000Z", call_id: "a", outcome_status: "ok", role: "r", method: "m", generation_attempt: 1, prompt_tokens: null, completion_tokens: null })}\n`);
+    const html = renderHtmlReport(await run({ inputs: [file] }).promise);
+    expect(html).toContain('<p class="empty" id="tokens-none">No provider reported token usage for its 1 requests (ScriptedProvider reports none).</p>');
+    expect(html).not.toContain('id="tokens"');
   });
 
   test("bad filter flags are usage mistakes: a typed error, and exit code 2 from the command line", async () => {

@@ -61,6 +61,7 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
   if (since !== undefined && until !== undefined && since > until) throw new UsageError(`--since (${since.toISOString()}) is after --until (${until.toISOString()}): no call could match.`);
   if (options.inputs.length === 0) throw new UsageError("Name at least one log file or directory, or - for standard input.");
   const sources = await resolveSources(options.inputs, options.stdin);
+  if (sources.length === 0) throw new UsageError(`Found no log files in ${options.inputs.map((input) => `"${input}"`).join(", ")} (files ending .jsonl, .ndjson, .log or .json, gzipped or not, searched in subfolders too). Name a log file, or the folder improv logs to.`);
   const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}), ...(role === undefined ? {} : { role }), ...(method === undefined ? {} : { method }) });
   const totalBytes = sources.reduce((total, source) => total + source.size, 0);
   const threshold = options.progressThresholdBytes ?? PROGRESS_THRESHOLD_BYTES;

@@ -2,7 +2,7 @@
 import { PATTERN_TAGS } from "../../telemetry/index.ts";
 import type { TelemetryReport } from "../telemetry-report.ts";
 import { rowChart } from "./charts.ts";
-import { asPercent, busiest, section, share } from "./markup.ts";
+import { asPercent, busiest, escape, section, share } from "./markup.ts";
 import { dataTable } from "./tables.ts";
 
 export function historySection(report: TelemetryReport): string {
@@ -85,6 +85,11 @@ export function reuseSection(report: TelemetryReport): string {
 
 export function tokensSection(report: TelemetryReport): string {
   const { overall } = report;
+  // Rows of zeros would say nothing: say why there is nothing to draw.
+  if (overall.promptTokens === 0 && overall.completionTokens === 0) {
+    const why = overall.requests === 0 ? "No call asked a provider (kept programs served them all, or none got that far)." : `No provider reported token usage for its ${overall.requests} requests (ScriptedProvider reports none).`;
+    return section("cost", "Provider requests and tokens", "What the calls cost, as the providers reported it.", `<p class="empty" id="tokens-none">${escape(why)}</p>`);
+  }
   const tokens = rowChart(
     "tokens",
     "Tokens by role and method",
