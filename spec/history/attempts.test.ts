@@ -41,10 +41,12 @@ describe("attempts in the record and the log line", () => {
     expect(Date.parse(attempts[0]!.completed_at)).toBeLessThanOrEqual(Date.parse(attempts[1]!.started_at));
     expect(record.repair_skipped).toBeUndefined();
     const line = logLines().at(-1)!;
-    expect((line.attempts as { program: string; n: number }[]).map((attempt) => [attempt.n, attempt.program])).toEqual([
+    // The last attempt's program is the line's code: not written twice.
+    expect((line.attempts as { program?: string; n: number }[]).map((attempt) => [attempt.n, attempt.program])).toEqual([
       [1, first],
-      [2, second],
+      [2, undefined],
     ]);
+    expect(line.code).toBe(second);
     expect(line.repair_skipped).toBeNull();
   });
 

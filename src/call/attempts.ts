@@ -94,10 +94,12 @@ export class AttemptLog {
     return this.#attempts.slice(-MAX_RECORDED_ATTEMPTS).map((attempt) => recordOf(attempt, tools, now));
   }
 
-  /** The log line's `attempts`: the records, each with its program's text (bounded). */
-  logged(tools: ToolCallLog): LoggedAttempt[] {
+  /** The log line's `attempts`: the records, each with its program's text (bounded), but for one whose program is the line's `code` already. */
+  logged(tools: ToolCallLog, lineCode: string | null): LoggedAttempt[] {
     const now = new Date();
-    return this.#attempts.slice(-MAX_RECORDED_ATTEMPTS).map((attempt) => ({ ...recordOf(attempt, tools, now), ...(attempt.code === undefined ? {} : { program: truncateString(attempt.code, MAX_LOGGED_PROGRAM_CHARS) }) }));
+    return this.#attempts
+      .slice(-MAX_RECORDED_ATTEMPTS)
+      .map((attempt) => ({ ...recordOf(attempt, tools, now), ...(attempt.code === undefined || attempt.code === lineCode ? {} : { program: truncateString(attempt.code, MAX_LOGGED_PROGRAM_CHARS) }) }));
   }
 
   /**

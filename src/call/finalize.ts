@@ -190,7 +190,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     historySize: history.length,
     recordAppended: appended,
     tools: draft.tools.logFields(),
-    attemptDetails: { attempts: draft.attemptLog.logged(draft.tools), repair_skipped: repairSkippedOf(target, draft, outcome) ?? null },
+    attemptDetails: { attempts: draft.attemptLog.logged(draft.tools, draft.program.code), repair_skipped: repairSkippedOf(target, draft, outcome) ?? null },
     effects: { effects: draft.tools.effectCounts(), on_failure: draft.undo.rule ?? null, on_failure_error: draft.undo.handlerError ?? null },
     knowledge: draft.knowledge === undefined ? undefined : knowledgeFields(draft.knowledge),
     otel: spanIds(draft.span),
