@@ -1,19 +1,17 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { runTelemetry } from "../../src/cli/telemetry-command.ts";
 import { Agent, fromRetrieval, literal, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
+import { chromiumAvailable, launchChromium, openCollecting } from "../../test-support/browser.ts";
 import { OpenAITestServer } from "../../test-support/openai-server.ts";
 import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI === "true") throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium.`);
 const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
 function sink(): Writable & { text: string } {
@@ -78,7 +76,7 @@ async function realLog(directory: string): Promise<string> {
 
 type Line = Record<string, unknown>;
 
-describe.skipIf(!available)("improv telemetry --html", () => {
+describe.skipIf(!chromiumAvailable)("improv telemetry --html", () => {
   let browser: Browser;
   let log: string;
   let lines: Line[];
@@ -88,7 +86,7 @@ describe.skipIf(!available)("improv telemetry --html", () => {
     directory = mkdtempSync(join(tmpdir(), "improv-html-"));
     log = await realLog(directory);
     lines = readLogLines<Line>(log);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-background-networking"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
@@ -96,19 +94,7 @@ describe.skipIf(!available)("improv telemetry --html", () => {
   });
 
   /** Opens a report in the browser, collecting console errors, page errors and any request that leaves the file. */
-  async function open(file: string): Promise<{ page: Page; problems: string[] }> {
-    const page = await browser.newPage();
-    const problems: string[] = [];
-    page.on("console", (message) => {
-      if (message.type() === "error") problems.push(message.text());
-    });
-    page.on("pageerror", (error) => problems.push(error.message));
-    page.on("request", (request) => {
-      if (!request.url().startsWith("file:")) problems.push(`network: ${request.url()}`);
-    });
-    await page.goto(`file://${file}`);
-    return { page, problems };
-  }
+  const open = (file: string) => openCollecting(browser, `file://${file}`);
 
   async function report(name: string, filters: { role?: string; method?: string } = {}): Promise<string> {
     const file = join(directory, name, "report.html");
@@ -123,13 +109,14 @@ describe.skipIf(!available)("improv telemetry --html", () => {
   test("one self-contained page that renders in a real browser, every section present and every chart with data, no console errors", async () => {
     const file = await report("all");
     const html = readFileSync(file, "utf8");
-    // Nothing to load: no script, stylesheet, image or font. (URLs appear only as text, in error messages.)
-    expect(html).not.toMatch(/<script|<link|<img|<iframe|\ssrc=|url\(|@import/i);
+    // Nothing to load: no script file, stylesheet, image or font, and a policy that forbids loading any. (URLs appear only as text, in error messages.)
+    expect(html).not.toMatch(/<link|<img|<iframe|\ssrc=|url\(|@import/i);
+    expect(html).toContain(`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">`);
     const { page, problems } = await open(file);
     try {
       expect(await page.title()).toBe("improv telemetry");
       const sections = await page.$$eval("section[data-section]", (found) => found.map((section) => section.id));
-      expect(sections).toEqual(["summary", "activity", "errors", "durations", "history", "reuse-and-repair", "cost", "tools", "egress"]);
+      expect(sections).toEqual(["summary", "activity", "errors", "durations", "history", "reuse-and-repair", "cost", "tools", "egress", "calls"]);
       for (const id of sections) expect(await page.isVisible(`#${id}`), id).toBe(true);
       // The table of contents reaches every section below the summary.
       expect(await page.$$eval("nav a", (links) => links.map((link) => link.getAttribute("href")))).toEqual(sections.slice(1).map((id) => `#${id}`));
@@ -267,7 +254,7 @@ describe.skipIf(!available)("improv telemetry --html", () => {
     const { page, problems } = await open(file);
     try {
       const sections = await page.$$eval("section[data-section]", (found) => found.map((section) => section.id));
-      expect(sections.at(-1)).toBe("knowledge");
+      expect(sections.slice(-2)).toEqual(["knowledge", "calls"]);
       expect(await page.isVisible("#knowledge")).toBe(true);
       expect(await page.$$eval("nav a", (links) => links.map((link) => link.getAttribute("href")))).toEqual(sections.slice(1).map((id) => `#${id}`));
       expect(await page.$eval("#knowledge-sources", (figure) => Number(figure.getAttribute("data-points")))).toBe(2);
@@ -310,7 +297,7 @@ describe.skipIf(!available)("improv telemetry --html", () => {
       expect(await page.$$eval("#reuse svg text.label", (labels) => labels.map((label) => label.textContent))).toEqual(["ledger.add"]);
       await page.goto(`file://${noneFile}`);
       expect(await page.textContent("#no-calls")).toBe("No calls matched --role nobody.");
-      expect(await page.$$eval("section[data-section]", (found) => found.length)).toBe(9);
+      expect(await page.$$eval("section[data-section]", (found) => found.length)).toBe(10);
       expect(await rows(page, "failing-calls")).toEqual([["No call failed."]]);
       expect(problems).toEqual([]);
     } finally {

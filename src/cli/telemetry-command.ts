@@ -1,3 +1,4 @@
+import { CallCollector } from "./report-calls.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Readable, Writable } from "node:stream";
@@ -62,7 +63,9 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
   if (options.inputs.length === 0) throw new UsageError("Name at least one log file or directory, or - for standard input.");
   const sources = await resolveSources(options.inputs, options.stdin);
   if (sources.length === 0) throw new UsageError(`Found no log files in ${options.inputs.map((input) => `"${input}"`).join(", ")} (files ending .jsonl, .ndjson, .log or .json, gzipped or not, searched in subfolders too). Name a log file, or the folder improv logs to.`);
-  const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}), ...(role === undefined ? {} : { role }), ...(method === undefined ? {} : { method }) });
+  // The call explorer is part of the HTML page only: a text or JSON report keeps no calls.
+  const collector = options.html === undefined ? undefined : new CallCollector();
+  const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}), ...(role === undefined ? {} : { role }), ...(method === undefined ? {} : { method }) }, collector === undefined ? undefined : (line) => collector.add(line));
   const totalBytes = sources.reduce((total, source) => total + source.size, 0);
   const threshold = options.progressThresholdBytes ?? PROGRESS_THRESHOLD_BYTES;
   const progress = options.stderr.isTTY && totalBytes > threshold ? new Progress(options.stderr, totalBytes) : undefined;
@@ -82,7 +85,7 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
   if (options.html !== undefined) {
     const path = resolve(options.html);
     mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, renderHtmlReport(report));
+    writeFileSync(path, renderHtmlReport(report, new Date(), collector?.data()));
     options.stderr.write(`improv telemetry: wrote the HTML report to ${path}\n`);
   }
   return report;

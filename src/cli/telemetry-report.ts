@@ -132,8 +132,12 @@ export class TelemetryAggregator {
   readonly #notKeptReasons: Record<string, number> = {};
   readonly #filter: ReportFilter;
 
-  constructor(filter: ReportFilter = {}) {
+  readonly #onCall: ((line: Record<string, unknown>) => void) | undefined;
+
+  /** `onCall` is given each call line the report covers (the filters' matches), for the call explorer. */
+  constructor(filter: ReportFilter = {}, onCall?: (line: Record<string, unknown>) => void) {
     this.#filter = filter;
+    this.#onCall = onCall;
   }
 
   /** Takes one raw line; `where` locates it (`file:line`) for the malformed list. */
@@ -168,6 +172,7 @@ export class TelemetryAggregator {
       this.#filteredOut += 1;
       return;
     }
+    this.#onCall?.(line);
     if (timestamp !== null) {
       if (this.#first === null || timestamp < this.#first) this.#first = timestamp;
       if (this.#last === null || timestamp > this.#last) this.#last = timestamp;

@@ -7,7 +7,9 @@ import { hasEffects } from "../report-effects.ts";
 import { usesKnowledge } from "../report-knowledge.ts";
 import type { TelemetryReport } from "../telemetry-report.ts";
 import { escape } from "./markup.ts";
+import type { ExplorerData } from "../report-calls.ts";
 import { effectsSection } from "./sections-effects.ts";
+import { explorerSection } from "./sections-explorer.ts";
 import { knowledgeSection } from "./sections-knowledge.ts";
 import { activitySection, durationsSection, errorsSection, summarySection } from "./sections-outcomes.ts";
 import { historySection, reuseSection, tokensSection } from "./sections-programs.ts";
@@ -25,6 +27,7 @@ const CONTENTS: readonly (readonly [string, string])[] = [
   ["egress", "egress"],
   ["knowledge", "knowledge"],
   ["effects", "effects"],
+  ["calls", "calls"],
 ];
 
 const STYLE = `
@@ -39,18 +42,26 @@ table.data tbody th{font-weight:500}table.data .n{white-space:nowrap}table.data 
 table.calls{font-size:12px}table.calls tbody th{font:11px ui-monospace,monospace;white-space:nowrap}table.calls td:nth-child(2){white-space:nowrap}
 figure.chart{margin:0 0 2rem;padding:0}figcaption{font-weight:600;margin-bottom:.4rem}svg{width:100%;height:auto;font-size:11px}
 .axis,.label,.value{fill:#444}.axis.title{fill:#666}.grid{stroke:#e3e3e3}.baseline{stroke:#999}
+.explorer-controls{display:flex;flex-wrap:wrap;gap:.4rem 1rem;font-size:13px;margin:.4rem 0}.explorer-controls select,.explorer-controls input{font:inherit}
+button.call-id{font:11px ui-monospace,monospace;background:none;border:0;color:#3b6fb6;cursor:pointer;padding:0;text-decoration:underline}button.call-id.current{font-weight:700;color:#222}
+.call-detail{border:1px solid #ddd;padding:.5rem 1rem;margin:1rem 0}.call-detail dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:13px}.call-detail dt{font-weight:600}.call-detail dd{margin:0;overflow-wrap:anywhere;white-space:pre-wrap}
+pre.program{background:#f6f7f9;padding:.5rem;font-size:12px;overflow:auto;max-height:24rem;white-space:pre-wrap}ul.tree{font-size:13px}
 .note,.empty{color:#666;font-size:12px;margin:.3rem 0}.legend span{margin-right:1rem}.legend span::before{content:"";display:inline-block;width:10px;height:10px;background:var(--c);margin-right:4px}
 `;
 
-/** The report as a self-contained HTML page. */
-export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date()): string {
+/**
+ * The report as a self-contained HTML page; with `calls`, its call explorer too. The page's
+ * policy lets it load nothing: its own style and script run, nothing is fetched.
+ */
+export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date(), calls?: ExplorerData): string {
   const filters = describeFilters(report.filters);
   const scope = filters === "" ? "" : ` Calls matching ${escape(filters)}.`;
   const knowledge = usesKnowledge(report.overall.knowledge);
   const effects = hasEffects(report.overall.effects);
-  const contents = CONTENTS.filter(([id]) => (knowledge || id !== "knowledge") && (effects || id !== "effects")).map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
+  const contents = CONTENTS.filter(([id]) => (knowledge || id !== "knowledge") && (effects || id !== "effects") && (calls !== undefined || id !== "calls")).map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
 <title>improv telemetry</title>
 <style>${STYLE}</style></head><body>
 <h1>improv telemetry</h1>
@@ -65,6 +76,6 @@ ${reuseSection(report)}
 ${tokensSection(report)}
 ${toolsSection(report)}
 ${egressSection(report)}
-${knowledge ? `${knowledgeSection(report)}\n` : ""}${effects ? `${effectsSection(report)}\n` : ""}</body></html>
+${knowledge ? `${knowledgeSection(report)}\n` : ""}${effects ? `${effectsSection(report)}\n` : ""}${calls === undefined ? "" : `${explorerSection(calls)}\n`}</body></html>
 `;
 }

@@ -1,0 +1,193 @@
+/**
+ * The calls a report's call explorer shows (DESIGN 20): each call line the report covers, read
+ * only where sane and cut to size, the latest {@link MAX_EXPLORER_CALLS} of them; programs kept
+ * once each by their hash, so a log of kept-program runs does not repeat the same text.
+ */
+import { createHash } from "node:crypto";
+
+/** Calls the explorer keeps: the latest ones read. */
+export const MAX_EXPLORER_CALLS = 10_000;
+/** Longest arguments (as JSON) and error message a call keeps. @unit characters */
+const MAX_ARGS_CHARS = 2_000;
+const MAX_MESSAGE_CHARS = 1_000;
+/** Longest program text kept, and most characters of programs in all. @unit characters */
+const MAX_PROGRAM_CHARS = 20_000;
+const MAX_PROGRAMS_CHARS = 8_000_000;
+const MAX_NAMES = 20;
+const MAX_NAME_CHARS = 200;
+
+/** One attempt of a call, as the explorer shows it. */
+export interface ExplorerAttempt {
+  readonly n: number;
+  readonly source: string | null;
+  readonly model: string | null;
+  readonly errorType: string | null;
+  readonly errorMessage: string | null;
+  readonly toolCalls: number;
+  /** The key of its program in {@link ExplorerData.programs}; null when it had none or it was not kept. */
+  readonly program: string | null;
+}
+
+/** One call, as the explorer shows it. */
+export interface ExplorerCall {
+  readonly id: string;
+  readonly parent: string | null;
+  readonly trace: string | null;
+  readonly depth: number;
+  /** When the line was written (the call's end): ISO 8601. */
+  readonly time: string | null;
+  readonly role: string;
+  readonly method: string;
+  readonly durationMs: number | null;
+  readonly status: string;
+  readonly errorType: string | null;
+  readonly errorMessage: string | null;
+  /** The arguments as JSON text, cut to size. */
+  readonly args: string;
+  readonly kwargs: string;
+  readonly programSource: string | null;
+  readonly model: string | null;
+  readonly program: string | null;
+  readonly attempts: readonly ExplorerAttempt[];
+  readonly repairSkipped: string | null;
+  readonly tools: { readonly count: number; readonly names: readonly string[]; readonly errors: number; readonly failed: readonly string[] };
+  readonly knowledge: { readonly sources: readonly string[]; readonly empty: readonly string[]; readonly failed: readonly string[]; readonly retrieved: number };
+  readonly effects: Readonly<Record<string, number>> | null;
+  readonly onFailure: string | null;
+  readonly tokens: { readonly prompt: number; readonly completion: number } | null;
+}
+
+/** What the explorer is given. */
+export interface ExplorerData {
+  readonly calls: readonly ExplorerCall[];
+  /** Program texts by key. */
+  readonly programs: Readonly<Record<string, string>>;
+  /** Calls left out: the report covered more than {@link MAX_EXPLORER_CALLS}. */
+  readonly leftOut: number;
+}
+
+/** Collects the calls of a report for its explorer, in bounded memory. */
+export class CallCollector {
+  readonly #calls: ExplorerCall[] = [];
+  #next = 0;
+  #seen = 0;
+  readonly #programs = new Map<string, string>();
+  #programChars = 0;
+
+  add(line: Record<string, unknown>): void {
+    this.#seen += 1;
+    const call = this.#callOf(line);
+    // A ring: past the limit, the oldest read is replaced.
+    if (this.#calls.length < MAX_EXPLORER_CALLS) this.#calls.push(call);
+    else this.#calls[this.#next] = call;
+    this.#next = (this.#next + 1) % MAX_EXPLORER_CALLS;
+  }
+
+  /** The calls in time order (lines without a time last, in the order read), and the programs they name. */
+  data(): ExplorerData {
+    const ordered = this.#calls.length < MAX_EXPLORER_CALLS ? [...this.#calls] : [...this.#calls.slice(this.#next), ...this.#calls.slice(0, this.#next)];
+    const keyed = ordered.map((call, index) => ({ call, index, at: call.time === null ? Number.POSITIVE_INFINITY : Date.parse(call.time) }));
+    keyed.sort((a, b) => (a.at === b.at ? a.index - b.index : (Number.isNaN(a.at) ? Infinity : a.at) - (Number.isNaN(b.at) ? Infinity : b.at)));
+    const calls = keyed.map((entry) => entry.call);
+    const used = new Set(calls.flatMap((call) => [call.program, ...call.attempts.map((attempt) => attempt.program)]).filter((key): key is string => key !== null));
+    const programs: Record<string, string> = {};
+    for (const [key, text] of this.#programs) if (used.has(key)) programs[key] = text;
+    return { calls, programs, leftOut: this.#seen - calls.length };
+  }
+
+  #callOf(line: Record<string, unknown>): ExplorerCall {
+    const code = typeof line.code === "string" ? this.#keep(line.code) : null;
+    const attempts = Array.isArray(line.attempts) ? line.attempts.slice(-5).filter(isRecord).map((attempt) => this.#attemptOf(attempt)) : [];
+    const prompt = count(line.prompt_tokens);
+    const completion = count(line.completion_tokens);
+    return {
+      id: text(line.call_id, 100) ?? "(no id)",
+      parent: text(line.parent_call_id, 100),
+      trace: text(line.trace_id, 100),
+      depth: count(line.depth) ?? 0,
+      time: typeof line.timestamp === "string" && !Number.isNaN(Date.parse(line.timestamp)) ? text(line.timestamp, 40) : null,
+      role: text(line.role, MAX_NAME_CHARS) ?? "(unknown)",
+      method: text(line.method, MAX_NAME_CHARS) ?? "(unknown)",
+      durationMs: typeof line.duration_ms === "number" && Number.isFinite(line.duration_ms) && line.duration_ms >= 0 ? line.duration_ms : null,
+      status: line.outcome_status === "ok" ? "ok" : "error",
+      errorType: text(line.error_type, 40),
+      errorMessage: text(line.error_message, MAX_MESSAGE_CHARS),
+      args: json(line.args ?? []),
+      kwargs: json(line.kwargs ?? {}),
+      programSource: text(line.program_source, 20),
+      model: text(line.model, MAX_NAME_CHARS),
+      program: code,
+      attempts,
+      repairSkipped: text(line.repair_skipped, 20),
+      tools: { count: count(line.tool_call_count) ?? 0, names: names(line.tool_names), errors: count(line.tool_error_count) ?? 0, failed: names(line.tool_failed_names) },
+      knowledge: { sources: names(line.knowledge_sources), empty: names(line.knowledge_empty), failed: names(line.knowledge_failed), retrieved: count(line.retrieved_count) ?? 0 },
+      effects: effectsOf(line.effects),
+      onFailure: text(line.on_failure, 20),
+      tokens: prompt === undefined && completion === undefined ? null : { prompt: prompt ?? 0, completion: completion ?? 0 },
+    };
+  }
+
+  #attemptOf(attempt: Record<string, unknown>): ExplorerAttempt {
+    // An attempt's program is on the line when it is not the line's code, which is kept under the same hash.
+    const hash = text(attempt.program_hash, 16);
+    const program = typeof attempt.program === "string" ? this.#keep(attempt.program, hash ?? undefined) : hash !== null && this.#programs.has(hash) ? hash : null;
+    return {
+      n: count(attempt.n) ?? 0,
+      source: text(attempt.program_source, 20),
+      model: text(attempt.model, MAX_NAME_CHARS),
+      errorType: text(attempt.error_type, 40),
+      errorMessage: text(attempt.error_message, MAX_MESSAGE_CHARS),
+      toolCalls: count(attempt.tool_call_count) ?? 0,
+      program,
+    };
+  }
+
+  /** Keeps a program's text once, under the hash records give it (its SHA-256's first 16 hex digits); null once the programs' budget is spent. */
+  #keep(code: string, hash?: string): string | null {
+    const key = hash ?? createHash("sha256").update(code).digest("hex").slice(0, 16);
+    if (this.#programs.has(key)) return key;
+    const kept = code.length > MAX_PROGRAM_CHARS ? `${code.slice(0, MAX_PROGRAM_CHARS)}\n…[cut: the program is ${code.length} characters]` : code;
+    if (this.#programChars + kept.length > MAX_PROGRAMS_CHARS) return null;
+    this.#programChars += kept.length;
+    this.#programs.set(key, kept);
+    return key;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function text(value: unknown, max: number): string | null {
+  if (typeof value !== "string") return null;
+  return value.length > max ? `${value.slice(0, max)}…` : value;
+}
+
+function count(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+function names(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value.slice(0, MAX_NAMES).filter((name): name is string => typeof name === "string").map((name) => name.slice(0, MAX_NAME_CHARS));
+}
+
+function json(value: unknown): string {
+  let textOf: string;
+  try {
+    textOf = JSON.stringify(value) ?? "null";
+  } catch {
+    textOf = "(not JSON)";
+  }
+  return textOf.length > MAX_ARGS_CHARS ? `${textOf.slice(0, MAX_ARGS_CHARS)}…[cut: ${textOf.length} characters]` : textOf;
+}
+
+function effectsOf(value: unknown): Record<string, number> | null {
+  if (!isRecord(value)) return null;
+  const counts: Record<string, number> = {};
+  for (const state of ["applied", "failed", "unknown", "reverted", "revert_failed"]) {
+    const found = count(value[state]);
+    if (found !== undefined && found > 0) counts[state] = found;
+  }
+  return Object.keys(counts).length === 0 ? null : counts;
+}
