@@ -11,7 +11,10 @@ import { Writable } from "node:stream";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { runTelemetry } from "../../src/cli/telemetry-command.ts";
-import { Agent, ScriptedProvider } from "../../src/index.ts";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { storeLines } from "../../src/cli/record-lines.ts";
+import { Agent, ScriptedProvider, SqliteStore } from "../../src/index.ts";
 import { chromiumAvailable, launchChromium, openCollecting } from "../../test-support/browser.ts";
 
 
@@ -157,6 +160,39 @@ describe.skipIf(!chromiumAvailable)("the call explorer", () => {
     } finally {
       await page.close();
     }
+  });
+
+  test("built from a store: each record as its call's line, with its tool calls whole; the CLI's --store and --agent", async () => {
+    const path = join(directory, "agents.db");
+    const store = new SqliteStore(path);
+    const order = { description: "Orders.", inputSchema: { type: "object" }, execute: () => "o-1", revert: () => undefined };
+    const provider = new ScriptedProvider({ programs: { buy: "await tools.order({ item: 'kettle' }); throw new Error('card declined')", look: "return 1" } });
+    const shop = await Agent.open("shop", { provider, store, id: "shop-1", tools: { order }, onFailure: "revert" });
+    await shop.buy();
+    await shop.look();
+    await store.close();
+    const reading = new SqliteStore(path);
+    const file = join(directory, "store.html");
+    const stdout = sink();
+    await runTelemetry({ inputs: [], json: false, html: file, stdout, stderr: sink(), lines: { from: reading.label, read: () => storeLines(reading) } });
+    await reading.close();
+    expect(stdout.text).toMatch(/ calls {17}2\n/);
+    const { page, problems } = await open(file);
+    try {
+      await page.selectOption("#explorer-method", "shop.buy");
+      await page.click("#explorer-rows button.call-id");
+      expect(await page.$$eval("#call-detail ol.tool-calls li", (items) => items.map((item) => item.textContent))).toEqual(['order ok · reverted · {"item":"kettle"}']);
+      expect(await page.textContent("#call-detail dl")).toContain("1 reverted");
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+    const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+    const improv = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: "utf8", timeout: 60_000 });
+    expect(improv("telemetry", "--store", path, "--agent", "shop-1").stdout).toMatch(/ calls {17}2\n/);
+    expect(improv("telemetry", "--store", path, "--agent", "nobody").stdout).toMatch(/ calls {17}0\n/);
+    expect(improv("telemetry", "--agent", "shop-1")).toMatchObject({ status: 2, stderr: "improv telemetry: --agent names an agent of the store given with --store.\n" });
+    expect(improv("telemetry")).toMatchObject({ status: 2, stderr: "improv telemetry: Name at least one log file or directory, or - for standard input (or a store with --store).\n" });
   });
 
   test("10,000 calls from four processes, interleaved: in time order, 100 a page; the page's size and load time", async () => {

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { storeLines } from "./record-lines.ts";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { Writable } from "node:stream";
@@ -81,7 +82,9 @@ program
 program
   .command("telemetry")
   .description("Report on call logs: calls, errors by type, how generated code uses history, by role and method.")
-  .argument("<inputs...>", "JSONL log files (plain or .gz), directories of them, or - for standard input")
+  .argument("[inputs...]", "JSONL log files (plain or .gz), directories of them, or - for standard input")
+  .option("--store <store>", "also read the history records of a store (a SQLite file or sqlite: URL, or a postgres:// URL), each as its call's log line")
+  .option("--agent <id>", "with --store: only this agent's records")
   .option("--json", "print the report as JSON")
   .option("--since <time>", "only calls at or after this time (ISO 8601)")
   .option("--until <time>", "only calls at or before this time (ISO 8601)")
@@ -90,10 +93,18 @@ program
   .option("--html <file>", "also write the report as a self-contained HTML page with charts")
   // A flag without its value, or one it does not know, is a usage mistake like a bad date: exit code 2.
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
-  .action(async (inputs: string[], options: { json?: boolean; since?: string; until?: string; role?: string; method?: string; html?: string }) => {
+  .action(async (inputs: string[], options: { json?: boolean; since?: string; until?: string; role?: string; method?: string; html?: string; store?: string; agent?: string }) => {
+    let store: Store | undefined;
     try {
+      if (options.agent !== undefined && options.store === undefined) throw new UsageError("--agent names an agent of the store given with --store.");
+      if (options.store !== undefined) {
+        if (!/^postgres(ql)?:\/\//i.test(options.store) && !existsSync(sqlitePath(options.store))) throw new UsageError(`No store at ${options.store}: the file does not exist.`);
+        store = openStore(options.store);
+      }
+      const opened = store;
       await runTelemetry({
         inputs,
+        ...(opened === undefined ? {} : { lines: { from: opened.label, read: () => storeLines(opened, options.agent) } }),
         json: options.json === true,
         ...(options.html === undefined ? {} : { html: options.html }),
         ...(options.since === undefined ? {} : { since: options.since }),
@@ -106,6 +117,8 @@ program
     } catch (error) {
       process.stderr.write(`improv telemetry: ${(error as Error).message}\n`);
       process.exitCode = error instanceof UsageError || /^Cannot read/.test((error as Error).message) ? 2 : 1;
+    } finally {
+      await store?.close().catch(() => undefined);
     }
   });
 

@@ -15,6 +15,8 @@ const MAX_PROGRAM_CHARS = 20_000;
 const MAX_PROGRAMS_CHARS = 8_000_000;
 const MAX_NAMES = 20;
 const MAX_NAME_CHARS = 200;
+/** Tool calls a call read from a store lists (records list at most 50). */
+const MAX_TOOL_CALLS = 50;
 
 /** One attempt of a call, as the explorer shows it. */
 export interface ExplorerAttempt {
@@ -26,6 +28,18 @@ export interface ExplorerAttempt {
   readonly toolCalls: number;
   /** The key of its program in {@link ExplorerData.programs}; null when it had none or it was not kept. */
   readonly program: string | null;
+}
+
+/** One tool call of a call read from a store. */
+export interface ExplorerToolCall {
+  readonly tool: string;
+  readonly input: string;
+  readonly ok: boolean;
+  readonly state: string | null;
+  readonly error: string | null;
+  /** For a fetch: the URL that answered and its status. */
+  readonly url: string | null;
+  readonly status: number | null;
 }
 
 /** One call, as the explorer shows it. */
@@ -53,6 +67,8 @@ export interface ExplorerCall {
   readonly tools: { readonly count: number; readonly names: readonly string[]; readonly errors: number; readonly failed: readonly string[] };
   readonly knowledge: { readonly sources: readonly string[]; readonly empty: readonly string[]; readonly failed: readonly string[]; readonly retrieved: number };
   readonly effects: Readonly<Record<string, number>> | null;
+  /** Each tool call, for a call read from a store (a log line only counts them). */
+  readonly toolCalls: readonly ExplorerToolCall[] | null;
   readonly onFailure: string | null;
   readonly tokens: { readonly prompt: number; readonly completion: number } | null;
 }
@@ -98,6 +114,9 @@ export class CallCollector {
   #callOf(line: Record<string, unknown>): ExplorerCall {
     const code = typeof line.code === "string" ? this.#keep(line.code) : null;
     const attempts = Array.isArray(line.attempts) ? line.attempts.slice(-5).filter(isRecord).map((attempt) => this.#attemptOf(attempt)) : [];
+    // The last attempt ran the line's code, though a record's code cut short no longer has the attempt's hash.
+    const last = attempts.at(-1);
+    if (last !== undefined && last.program === null && last.source !== null && code !== null) attempts[attempts.length - 1] = { ...last, program: code };
     const prompt = count(line.prompt_tokens);
     const completion = count(line.completion_tokens);
     return {
@@ -122,6 +141,7 @@ export class CallCollector {
       tools: { count: count(line.tool_call_count) ?? 0, names: names(line.tool_names), errors: count(line.tool_error_count) ?? 0, failed: names(line.tool_failed_names) },
       knowledge: { sources: names(line.knowledge_sources), empty: names(line.knowledge_empty), failed: names(line.knowledge_failed), retrieved: count(line.retrieved_count) ?? 0 },
       effects: effectsOf(line.effects),
+      toolCalls: Array.isArray(line.tool_calls) ? line.tool_calls.slice(0, MAX_TOOL_CALLS).filter(isRecord).map(toolCallOf) : null,
       onFailure: text(line.on_failure, 20),
       tokens: prompt === undefined && completion === undefined ? null : { prompt: prompt ?? 0, completion: completion ?? 0 },
     };
@@ -152,6 +172,18 @@ export class CallCollector {
     this.#programs.set(key, kept);
     return key;
   }
+}
+
+function toolCallOf(call: Record<string, unknown>): ExplorerToolCall {
+  return {
+    tool: text(call.tool, MAX_NAME_CHARS) ?? "(unknown)",
+    input: json(call.input ?? null),
+    ok: call.ok === true,
+    state: text(call.state, 20),
+    error: text(call.error_message, MAX_MESSAGE_CHARS),
+    url: text(call.url, 2_000),
+    status: count(call.status) ?? null,
+  };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

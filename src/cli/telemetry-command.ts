@@ -25,6 +25,8 @@ export interface TelemetryCommandOptions {
   readonly stdout: Writable;
   readonly stderr: Writable & { isTTY?: boolean };
   readonly stdin?: () => Readable;
+  /** Lines from elsewhere than files (a store's records, as log lines), with where they came from; read after the files. */
+  readonly lines?: { readonly from: string; readonly read: () => AsyncIterable<Record<string, unknown>> };
   /** Inputs larger than this show progress on a terminal. Default: 8 MiB. */
   readonly progressThresholdBytes?: number;
 }
@@ -60,9 +62,9 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
   const role = parseName(options.role, "--role");
   const method = parseName(options.method, "--method");
   if (since !== undefined && until !== undefined && since > until) throw new UsageError(`--since (${since.toISOString()}) is after --until (${until.toISOString()}): no call could match.`);
-  if (options.inputs.length === 0) throw new UsageError("Name at least one log file or directory, or - for standard input.");
+  if (options.inputs.length === 0 && options.lines === undefined) throw new UsageError("Name at least one log file or directory, or - for standard input (or a store with --store).");
   const sources = await resolveSources(options.inputs, options.stdin);
-  if (sources.length === 0) throw new UsageError(`Found no log files in ${options.inputs.map((input) => `"${input}"`).join(", ")} (files ending .jsonl, .ndjson, .log or .json, gzipped or not, searched in subfolders too). Name a log file, or the folder improv logs to.`);
+  if (sources.length === 0 && options.inputs.length > 0) throw new UsageError(`Found no log files in ${options.inputs.map((input) => `"${input}"`).join(", ")} (files ending .jsonl, .ndjson, .log or .json, gzipped or not, searched in subfolders too). Name a log file, or the folder improv logs to.`);
   // The call explorer is part of the HTML page only: a text or JSON report keeps no calls.
   const collector = options.html === undefined ? undefined : new CallCollector();
   const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}), ...(role === undefined ? {} : { role }), ...(method === undefined ? {} : { method }) }, collector === undefined ? undefined : (line) => collector.add(line));
@@ -80,6 +82,10 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
     );
   }
   progress?.done();
+  if (options.lines !== undefined) {
+    let n = 0;
+    for await (const line of options.lines.read()) aggregator.addObject(line, `${options.lines.from}:${(n += 1)}`);
+  }
   const report = aggregator.report();
   options.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatReport(report)}\n`);
   if (options.html !== undefined) {

@@ -151,6 +151,16 @@ export class TelemetryAggregator {
       this.#recordMalformed(where, "not JSON");
       return;
     }
+    this.#addParsed(line, where);
+  }
+
+  /** Takes one line already parsed (a store's record as its log line, say). */
+  addObject(line: Record<string, unknown>, where: string): void {
+    this.#lines += 1;
+    this.#addParsed(line, where);
+  }
+
+  #addParsed(line: unknown, where: string): void {
     if (typeof line !== "object" || line === null || typeof (line as { call_id?: unknown }).call_id !== "string" || typeof (line as { outcome_status?: unknown }).outcome_status !== "string") {
       this.#recordMalformed(where, "not an improv call line");
       return;

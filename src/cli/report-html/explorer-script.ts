@@ -133,6 +133,13 @@ export const EXPLORER_SCRIPT = String.raw`
     if (call.knowledge.sources.length > 0) field(facts, "knowledge", call.knowledge.sources.join(", ") + ": " + call.knowledge.retrieved + " passages" + (call.knowledge.failed.length ? ", failed: " + call.knowledge.failed.join(", ") : "") + (call.knowledge.empty.length ? ", found nothing: " + call.knowledge.empty.join(", ") : ""));
     if (call.effects !== null) field(facts, "effects", Object.entries(call.effects).map(([state, count]) => count + " " + state).join(", ") + (call.onFailure ? " (onFailure " + call.onFailure + ")" : ""));
     detail.append(facts);
+    if (call.toolCalls !== null && call.toolCalls.length > 0) {
+      const list = el("ol", undefined, "tool-calls");
+      for (const tool of call.toolCalls) {
+        list.append(el("li", tool.tool + " " + (tool.ok ? "ok" : "failed") + (tool.state ? " · " + tool.state : "") + (tool.url ? " · " + tool.status + " " + tool.url : "") + " · " + tool.input + (tool.error ? " · " + tool.error : "")));
+      }
+      detail.append(el("h4", "Tool calls"), list);
+    }
     const attempts = el("ol", undefined, "attempts");
     if (call.attempts.length === 0) {
       detail.append(el("h4", "Program"), program(call.program));
