@@ -1,11 +1,14 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 
 const root = new URL("..", import.meta.url).pathname;
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+/** Where an older Node.js may be found on a machine (Debian's package puts it in /usr/bin). */
+const OLDER_NODE = ["/usr/bin/node", "/usr/local/bin/node"];
+
 const npm = (args: string[], cwd: string) =>
   spawnSync("npm", args, { cwd, encoding: "utf8", timeout: 240_000, env: { ...process.env, npm_config_loglevel: "warn", npm_config_fund: "false", npm_config_audit: "false" } });
 
@@ -38,6 +41,17 @@ describe("the package as users get it", () => {
     expect(viaRequire.stderr).toBe("");
     const cli = spawnSync(join(app, "node_modules/.bin/improv"), ["--version"], { encoding: "utf8" });
     expect(cli.stdout.trim()).toBe(version);
+
+    // On an older Node.js (the machine's own, when it has one), importing the package or running its CLI says which Node.js it needs, first.
+    const older = OLDER_NODE.find((path) => existsSync(path) && Number(execFileSync(path, ["-p", "process.versions.node.split('.')[0]"], { encoding: "utf8" }).trim()) < 24);
+    if (older !== undefined) {
+      const imported = spawnSync(older, ["--input-type=module", "-e", 'await import("improv")'], { cwd: app, encoding: "utf8", timeout: 60_000 });
+      expect(imported.status).not.toBe(0);
+      expect(imported.stderr).toMatch(/Error: improv needs Node\.js 24 or later; this is Node\.js \d+\.\d+\.\d+\. Install Node\.js 24 \(nvm install 24, or from nodejs\.org\), or run your script with npm's Node\.js 24: npx -y node@24 your-script\.js\./);
+      const oldCli = spawnSync(older, [join(app, "node_modules/.bin/improv"), "--version"], { encoding: "utf8", timeout: 60_000 });
+      expect(oldCli).toMatchObject({ status: 1, stdout: "" });
+      expect(oldCli.stderr).toMatch(/^improv needs Node\.js 24 or later; this is Node\.js \d+/);
+    }
 
     // The published types, in an application compiled with exactOptionalPropertyTypes: an option
     // may be passed straight from a variable that may be undefined.

@@ -71,6 +71,18 @@ console.log(JSON.stringify({ ok: outcome.ok, at: performance.now() }));`;
     expect(performance.now() - started).toBeLessThan(poolTimings.closedIdleMs);
   }, 60_000);
 
+  test("a closed agent refuses values: setting, remember() and delete throw a TypeError that says it was closed", async () => {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const agent = Agent.for("closing", { provider: provider() }) as any;
+    agent.total = 1;
+    await Agent.close(agent);
+    const message = 'Cannot change "total" on agent "closing": it was closed (Agent.close()). Make a new one with Agent.for() or Agent.open().';
+    expect(() => (agent.total = 2)).toThrow(new TypeError(message));
+    expect(() => agent.remember({ total: 3 })).toThrow(new TypeError(message));
+    expect(() => delete agent.total).toThrow(new TypeError(message));
+    expect(agent.total).toBe(1);
+  });
+
   test("waits at most timeoutMs for calls in flight, and closes the agent's children too", async () => {
     const agent = Agent.for("impatient", { provider: provider() });
     const child = agent.delegate("helper");

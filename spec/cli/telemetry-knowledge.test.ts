@@ -249,7 +249,7 @@ describe("improv telemetry: knowledge", () => {
     const result = improv("telemetry", log, "--html", file);
     expect(result.status).toBe(0);
     const html = readFileSync(file, "utf8");
-    expect(html).toContain('<a href="#knowledge">knowledge</a></nav>');
+    expect(html).toContain('<a href="#knowledge">knowledge</a><a href="#calls">calls</a></nav>');
     expect(html).toContain('<section id="knowledge" data-section="knowledge"><h2>Knowledge</h2>');
     expect(html).toContain("3 calls (75.0%) had knowledge; 3 passages were retrieved (1.0 per call with knowledge); gathering took 2.00 ms at the median and 40.0 ms at the 95th percentile; 1 calls ended knowledge");
     expect(html).toContain('<tr><th scope="row">calls with knowledge</th><td>3 (75.0%)</td></tr>');

@@ -94,6 +94,10 @@ describe("purpose and method contracts", () => {
     expect(() => Agent.for("x", { methods: { add: { returns: 42 as never } } })).toThrow('Option "methods.add.returns" must be a Standard Schema');
     expect(() => Agent.for("x", { methods: { then: {} } })).toThrow('"then" is not a method name agents can have');
     expect(() => Agent.for("x", { methods: { add: { describe: "x" } as never } })).toThrow('"methods.add" has "describe", which is not description or returns');
+    // A bare schema where { returns } belongs: said so, with what to write.
+    const bare = 'Option "methods.add" is a schema, not a method\'s contract: write { returns: <the schema> } (and a description if you like), as in methods: { add: { returns: schema } }.';
+    expect(() => Agent.for("x", { methods: { add: z.number() as never } })).toThrow(bare);
+    expect(() => Agent.for("x", { methods: { add: { type: "number" } as never } })).toThrow(bare);
     expect(() => Agent.for("x", { purpose: "p".repeat(2_001) })).toThrow('Option "purpose" must be a non-empty string of at most 2000 characters.');
     expect(() => Agent.for("x", { methods: { add: { returns: { type: "nonsense" } } } })).toThrow('Option "methods.add.returns" is not a usable JSON Schema');
     expect(() => Agent.for("x", { methods: { add: { returns: { $async: true, type: "number" } } } })).toThrow('Option "methods.add.returns" is not a usable JSON Schema ($async schemas cannot be checked here; remove $async).');

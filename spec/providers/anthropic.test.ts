@@ -1,3 +1,6 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { Agent, AnthropicProvider, DEFAULT_ANTHROPIC_MAX_TOKENS, DEFAULT_ANTHROPIC_MODEL } from "../../src/index.ts";
 import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
@@ -83,6 +86,16 @@ describe("AnthropicProvider over HTTP", () => {
     const r = await Agent.for("greeter").hello();
     expect(r.value).toBe("from env");
     expect(server.requests[0]!.body.model).toBe(DEFAULT_ANTHROPIC_MODEL);
+  });
+
+  test("the default model is one the installed SDK knows and does not call deprecated", () => {
+    // The SDK warns about the models in this list (with their end-of-life date) on every request; its file is not exported, so it is read by path.
+    const sdk = createRequire(import.meta.url).resolve("@anthropic-ai/sdk");
+    const deprecated = createRequire(sdk)(join(dirname(sdk), "internal/data/deprecated-models.js")) as { DEPRECATED_MODELS: Record<string, string> };
+    expect(Object.keys(deprecated.DEPRECATED_MODELS).length).toBeGreaterThan(0);
+    expect(Object.keys(deprecated.DEPRECATED_MODELS)).not.toContain(DEFAULT_ANTHROPIC_MODEL);
+    const models = readFileSync(join(dirname(sdk), "resources/messages/messages.d.ts"), "utf8");
+    expect(models).toContain(`'${DEFAULT_ANTHROPIC_MODEL}'`);
   });
 
   test("options are checked at construction", () => {

@@ -79,9 +79,18 @@ export function readContract(purpose: unknown, methods: unknown, given = "Option
   return Object.freeze({ purpose: purpose as string | undefined, methods: read, fingerprint });
 }
 
+/** Whether a method's contract is a bare schema (zod, valibot, arktype, an AI SDK or plain JSON Schema) given where `{ returns }` belongs. */
+function looksLikeSchema(value: object): boolean {
+  const keys = Object.keys(value);
+  if ("~standard" in value || "_def" in value || "_zod" in value) return true;
+  if (keys.includes("description") || keys.includes("returns")) return false;
+  return keys.includes("def") || keys.includes("jsonSchema") || keys.includes("type") || keys.includes("properties") || keys.includes("$schema");
+}
+
 function readMethod(name: string, contract: unknown, where: string, fromProgram: boolean): ReadMethodContract {
   if (!METHOD_NAME.test(name) || RESERVED_NAMES.has(name)) throw new TypeError(`${where} "methods": "${name.slice(0, 100)}" is not a method name agents can have (an identifier, not a reserved name).`);
   if (typeof contract !== "object" || contract === null || Array.isArray(contract)) throw new TypeError(`${where} "methods.${name}" must be an object: { description?, returns? }.`);
+  if (looksLikeSchema(contract)) throw new TypeError(`${where} "methods.${name}" is a schema, not a method's contract: write { returns: <the schema> } (and a description if you like), as in methods: { ${name}: { returns: schema } }.`);
   const { description, returns, ...rest } = contract as Record<string, unknown>;
   const unknown = Object.keys(rest);
   if (unknown.length > 0) throw new TypeError(`${where} "methods.${name}" has "${unknown[0]}", which is not description or returns.`);

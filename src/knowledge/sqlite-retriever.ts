@@ -6,8 +6,8 @@
 import { mkdirSync } from "node:fs";
 import { endianness } from "node:os";
 import { dirname, resolve } from "node:path";
-import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
-import { checkOptionNames, describeType, readSnapshot } from "../shared/index.ts";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
+import { checkOptionNames, describeType, readSnapshot, sqliteDatabase } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, PassageRetriever, SearchOptions } from "./types.ts";
 import { checkEmbedder, checkPassages, checkSearch, cosine, embedNormalised, result, type StoredMetadata, TopK, VectorRows } from "./vectors.ts";
 
@@ -85,7 +85,7 @@ class SqliteRetriever implements PassageRetriever {
     this.#table = table;
     try {
       if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-      this.#db = new DatabaseSync(path, { timeout: busyTimeoutMs });
+      this.#db = new (sqliteDatabase())(path, { timeout: busyTimeoutMs });
     } catch (error) {
       throw new Error(`${this.#label} cannot open the file: ${(error as Error).message}`, { cause: error });
     }

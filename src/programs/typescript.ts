@@ -1,4 +1,4 @@
-import { stripTypeScriptTypes } from "node:module";
+import * as nodeModule from "node:module";
 
 /**
  * Wraps a method body for stripping: a body may `return` at its top level, which TypeScript
@@ -17,7 +17,7 @@ let warningMuted = false;
  */
 export function stripTypes(code: string): string | undefined {
   try {
-    const stripped = muteExperimentalWarning(() => stripTypeScriptTypes(`${PREFIX}${code}${SUFFIX}`, { mode: "strip" }));
+    const stripped = muteExperimentalWarning(() => nodeModule.stripTypeScriptTypes(`${PREFIX}${code}${SUFFIX}`, { mode: "strip" }));
     if (!stripped.startsWith(PREFIX) || !stripped.endsWith(SUFFIX)) return undefined;
     return stripped.slice(PREFIX.length, stripped.length - SUFFIX.length);
   } catch {

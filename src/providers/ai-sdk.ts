@@ -80,7 +80,7 @@ function loadAi(): typeof Ai {
  *
  * @example
  * import { anthropic } from "@ai-sdk/anthropic";
- * const provider = new AISDKProvider({ model: anthropic("claude-sonnet-4-5") });
+ * const provider = new AISDKProvider({ model: anthropic("claude-sonnet-5-5") });
  */
 export class AISDKProvider implements Provider {
   readonly name: string;

@@ -9,7 +9,7 @@ import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
 
 /** The model used when neither the options nor `IMPROV_MODEL` name one. */
-export const DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5";
+export const DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5-5";
 
 /** The `max_tokens` of a request unless `maxTokens` says otherwise: room for a long method body. */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
@@ -97,7 +97,7 @@ const TOOL_NAME = "write_program";
  * The system prompt carries `cache_control`, so repeated calls of a role read it from the cache.
  *
  * @example
- * const provider = new AnthropicProvider({ model: "claude-sonnet-4-5" }); // ANTHROPIC_API_KEY
+ * const provider = new AnthropicProvider({ model: "claude-sonnet-5-5" }); // ANTHROPIC_API_KEY
  * const calc = Agent.for("calculator", { provider });
  */
 export class AnthropicProvider implements Provider {

@@ -6,7 +6,7 @@ export const ENV_VARIABLES = {
   OPENAI_BASE_URL: "server of OpenAIProvider (any OpenAI-compatible API); default OpenAI's",
   ANTHROPIC_API_KEY: "key of AnthropicProvider; the default provider when OPENAI_API_KEY is unset",
   ANTHROPIC_BASE_URL: "server of AnthropicProvider; default Anthropic's",
-  IMPROV_MODEL: "model of the provider the environment chooses (default gpt-4.1-mini for OpenAI, claude-sonnet-4-5 for Anthropic)",
+  IMPROV_MODEL: "model of the provider the environment chooses (default gpt-4.1-mini for OpenAI, claude-sonnet-5-5 for Anthropic)",
   IMPROV_LOG: "call log file when the log option is absent",
   IMPROV_DEBUG: "debug when the option is absent (1/0)",
   IMPROV_VERBOSE: "verbose when the option is absent (1/0): print each program and outcome to stderr",

@@ -10,5 +10,5 @@ export { ERROR_TYPES, ImprovError, Outcome, isRetriable } from "./outcome.ts";
 export type { ErrorType, FailedOutcome, OkOutcome, OutcomeFields, OutcomeStatus } from "./outcome.ts";
 export { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
 export { safeMessage } from "./safe-message.ts";
-export { readSnapshot } from "./sqlite.ts";
+export { readSnapshot, sqliteDatabase } from "./sqlite.ts";
 export { within } from "./within.ts";

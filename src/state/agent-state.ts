@@ -172,6 +172,7 @@ export class AgentState {
 
   /** Application write of one context key (setter or `remember`). Throws `TypeError` for data that cannot cross. */
   write(name: string, value: unknown): void {
+    this.#refuseWhenClosed(name);
     if (name === "conversation_history") {
       this.#replaceHistory(value);
       return;
@@ -188,11 +189,17 @@ export class AgentState {
 
   /** Application delete of one of its keys. */
   remove(name: string): void {
+    this.#refuseWhenClosed(name);
     if (!this.appKeys.has(name)) return;
     this.#change((values, appKeys) => {
       delete values[name];
       appKeys.delete(name);
     });
+  }
+
+  /** A closed agent keeps no more values: a write would be lost (a durable one's never reaches its store). */
+  #refuseWhenClosed(name: string): void {
+    if (this.calls.closing) throw new TypeError(`Cannot change "${name}" on agent "${this.role}": it was closed (Agent.close()). Make a new one with Agent.for() or Agent.open().`);
   }
 
   #change(change: ValueChange): void {

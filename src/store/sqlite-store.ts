@@ -1,12 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { refuseOtherUrls, type KeptProgram, type ProgramToKeep } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
-import { checkOptionNames, closeTimeout, Drain, readSnapshot } from "../shared/index.ts";
+import { checkOptionNames, closeTimeout, Drain, readSnapshot, sqliteDatabase } from "../shared/index.ts";
 import { checksBytes, RoleMismatchError, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type TurnOptions, type WriteResult } from "./store.ts";
 import { beginSqliteTurn, type HeldLeases, type TurnRow, type TurnStatements } from "./sqlite-turn.ts";
 
@@ -85,7 +85,7 @@ export class SqliteStore implements SyncStore {
     this.label = `sqlite:${this.path}`;
     try {
       if (this.path !== ":memory:") mkdirSync(dirname(this.path), { recursive: true });
-      this.#db = new DatabaseSync(this.path, { timeout: busyTimeoutMs });
+      this.#db = new (sqliteDatabase())(this.path, { timeout: busyTimeoutMs });
       // WAL is a property of the file: set once, kept by every later connection.
       // auto_vacuum takes effect only on a new, empty file; it lets prune() give space back.
       this.#db.exec(`PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${durability === "full" ? "FULL" : "NORMAL"}; PRAGMA journal_size_limit = ${JOURNAL_SIZE_LIMIT}; PRAGMA foreign_keys = ON;`);
