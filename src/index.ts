@@ -8,7 +8,7 @@ export { kw } from "./call/index.ts";
 export type { KeywordArguments } from "./call/index.ts";
 export { AGENT_OPTION_NAMES, DEFAULT_OPTIONS } from "./state/index.ts";
 export type { AgentOptions, ToolApprovalRequest } from "./state/index.ts";
-export { DEFAULT_TOOL_TIMEOUT_MS } from "./tools/index.ts";
+export { DEFAULT_TOOL_TIMEOUT_MS, annotate } from "./tools/index.ts";
 export type { EffectState, Tool, ToolAnnotations, ToolExecuteOptions, ToolRevertOptions, ToolSet, Tools } from "./tools/index.ts";
 export type { CallFailure, Effect, OnFailure, ToolCallRecord } from "./tools/index.ts";
 export { McpConnectionError, mcpTools } from "./tools/index.ts";

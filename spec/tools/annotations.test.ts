@@ -7,7 +7,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { tool as aiTool } from "ai";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { z } from "zod";
-import { Agent, mcpTools, ScriptedProvider, type HistoryRecord, type McpToolSet, type McpToolsOptions, type Tool, type ToolSet } from "../../src/index.ts";
+import { Agent, annotate, mcpTools, ScriptedProvider, type HistoryRecord, type McpToolSet, type McpToolsOptions, type Tool, type ToolSet } from "../../src/index.ts";
 import { createHintsServer, expectedEffect, hintCombinations, type Hints } from "./fixtures/hints.ts";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures");
@@ -229,5 +229,30 @@ describe("the prompt: effect labels are improv's, and a server's text cannot lea
     expect(breaker).not.toMatch(/[《》〉›❯＞]/);
     // The schema's literals cannot close the code fence either.
     expect(block).toContain('mode?: "\\u0060\\u0060\\u0060" | "a » (read-only) */ b"');
+  });
+});
+
+describe("annotate(): hints for a tool made with the AI SDK's tool(), whose type has no field for them", () => {
+  test("an annotated read-only tool() is a read: no approval asked, and a mistake after it is repaired; unannotated it is a write", async () => {
+    const weather = aiTool({ description: "Current weather.", inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => ({ city, tempC: 21 }) });
+    const asked: string[] = [];
+    const run = async (granted: Tool) => {
+      const provider = new ScriptedProvider({ programs: { forecast: ["const w = await tools.weather({ city: 'Paris' }); return w.nope.deeper", "return (await tools.weather({ city: 'Paris' })).tempC"] } });
+      const agent = Agent.for("desk", { provider, tools: { weather: granted }, toolApproval: ({ tool }) => (asked.push(tool), true) });
+      const outcome = await agent.forecast();
+      return { outcome, record: Agent.history(agent).at(-1) as HistoryRecord };
+    };
+    const marked = await run(annotate(weather, { readOnlyHint: true }));
+    expect(marked.outcome.value).toBe(21);
+    expect(marked.record.tool_calls?.map((call) => call.effect)).toEqual(["read", "read"]);
+    expect(asked).toEqual([]);
+    const unmarked = await run(weather);
+    expect(unmarked.outcome.ok).toBe(false);
+    expect(unmarked.record.repair_skipped).toBe("effects");
+    expect(asked).toEqual(["weather"]);
+    // The tool given is not changed; hints it had are kept unless overridden.
+    expect((weather as { annotations?: unknown }).annotations).toBeUndefined();
+    expect(annotate({ ...weather, annotations: { title: "Weather", readOnlyHint: false } }, { readOnlyHint: true }).annotations).toEqual({ title: "Weather", readOnlyHint: true });
+    expect(() => annotate(weather, null as never)).toThrow("annotate(tool, annotations): annotations must be an object such as { readOnlyHint: true }.");
   });
 });

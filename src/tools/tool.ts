@@ -81,6 +81,18 @@ export interface Tool<Input = any, Output = unknown> {
   readonly outputSchema?: unknown;
 }
 
+/**
+ * A tool with the application's hints about what it does (MCP's vocabulary), over any it had:
+ * `annotate(tool({ … }), { readOnlyHint: true })`. The AI SDK's `tool()` has no field for them,
+ * and a tool without hints counts as one that may change the world (asked about by
+ * `toolApproval`, never run again on its own). The tool itself is not changed.
+ */
+export function annotate<T extends object>(tool: T, annotations: ToolAnnotations): T & { readonly annotations: ToolAnnotations } {
+  if (typeof annotations !== "object" || annotations === null) throw new TypeError("annotate(tool, annotations): annotations must be an object such as { readOnlyHint: true }.");
+  const own = (tool as { annotations?: unknown }).annotations;
+  return { ...tool, annotations: { ...(typeof own === "object" && own !== null ? own : {}), ...annotations } };
+}
+
 /** Tools under one name: `tools.set.tool(input)` in programs. */
 export interface ToolSet {
   readonly [name: string]: Tool;
