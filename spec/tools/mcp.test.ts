@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -148,6 +149,25 @@ describe("mcpTools over stdio", () => {
     const cwd = realpathSync(scratch);
     const set = await open(notesServer({ NOTES_OWNER: "ada" }, cwd));
     expect(await call(set, "whoami")).toMatchObject({ owner: "ada", cwd });
+  });
+
+  test("a script that never calls close() still exits once its work is done: the server holds the process only while a request waits", () => {
+    const script = join(scratch, "forgetful.ts");
+    const mcp = new URL("../../src/tools/mcp.ts", import.meta.url).href;
+    writeFileSync(
+      script,
+      `import { mcpTools } from ${JSON.stringify(mcp)};
+       const notes = await mcpTools({ command: process.execPath, args: [${JSON.stringify(join(fixtures, "notes-server.ts"))}] });
+       console.log(await notes.get_weather.execute({ city: "Oslo" }, {}));
+       await new Promise((resolve) => setTimeout(resolve, 300));
+       console.log(await notes.append.execute({ text: "later" }, {}));\n`,
+    );
+    const began = performance.now();
+    const run = spawnSync(process.execPath, [script], { encoding: "utf8", timeout: 30_000 });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe("Sunny in Oslo\n21 °C\nNoted (1).\n");
+    expect(performance.now() - began).toBeLessThan(25_000);
   });
 
   test("close() ends the server process, is safe to call twice, and later calls fail typed", async () => {

@@ -121,15 +121,58 @@ function stdioEndpoint(server: McpStdioServer, connectTimeoutMs: number): Endpoi
     });
     const stderr = tailOf(transport.stderr);
     const client = newClient(Client);
+    const holdWhileClosing = holdOnlyWhileAsking(client, transport);
     try {
       await client.connect(transport, { timeout: connectTimeoutMs });
     } catch (error) {
       await client.close().catch(() => undefined);
       throw withDetail(error, stderr());
     }
-    return { client, isLive: () => client.transport !== undefined, failure: stderr, close: () => client.close() };
+    const close = () => {
+      holdWhileClosing();
+      return client.close();
+    };
+    return { client, isLive: () => client.transport !== undefined, failure: stderr, close };
   };
   return { name, reopens: true, open };
+}
+
+/**
+ * A server process kept for later calls must not keep the application alive by itself (a script
+ * that forgot `close()` would never exit): its process and pipes hold the event loop only while
+ * a request to it waits for its answer.
+ */
+function holdOnlyWhileAsking(client: McpClient, transport: StdioClientTransport): () => void {
+  type Handle = { ref?: () => void; unref?: () => void } | null | undefined;
+  // The SDK keeps the child process to itself; read where it is, and do nothing if it moved.
+  const handles = (): Handle[] => {
+    const child = (transport as unknown as { _process?: { stdin?: Handle; stdout?: Handle; stderr?: Handle } & Handle })._process;
+    return child === undefined ? [] : [child, child.stdin, child.stdout, child.stderr];
+  };
+  let waiting = 0;
+  const hold = (held: boolean) => {
+    for (const handle of handles()) (held ? handle?.ref : handle?.unref)?.call(handle);
+  };
+  // Closing waits for the process to end: the wait holds the application until it has.
+  let closing = false;
+  const holdWhileClosing = () => {
+    closing = true;
+    hold(true);
+  };
+  const sdk = client as { request?: (...args: unknown[]) => Promise<unknown> };
+  const request = sdk.request;
+  if (typeof request !== "function") return holdWhileClosing;
+  sdk.request = async (...args: unknown[]) => {
+    waiting += 1;
+    if (waiting === 1) hold(true);
+    try {
+      return await request.apply(client, args);
+    } finally {
+      waiting -= 1;
+      if (waiting === 0 && !closing) hold(false);
+    }
+  };
+  return holdWhileClosing;
 }
 
 function httpEndpoint(server: McpHttpServer, connectTimeoutMs: number): Endpoint {
