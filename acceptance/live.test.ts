@@ -11,16 +11,17 @@ import { Agent, AnthropicProvider, ERROR_TYPES, OpenAIProvider, kw, type Provide
 import { readLogLines, tempLogPath } from "../test-support/logs.ts";
 
 const keySet = (name: string) => (process.env[name] ?? "").trim() !== "";
-const providers: { name: string; live: boolean; make: () => Provider }[] = [
-  { name: "OpenAIProvider", live: keySet("OPENAI_API_KEY"), make: () => new OpenAIProvider() },
-  { name: "AnthropicProvider", live: keySet("ANTHROPIC_API_KEY"), make: () => new AnthropicProvider() },
+const providers: { name: string; key: string; live: boolean; make: () => Provider }[] = [
+  { name: "OpenAIProvider", key: "OPENAI_API_KEY", live: keySet("OPENAI_API_KEY"), make: () => new OpenAIProvider() },
+  { name: "AnthropicProvider", key: "ANTHROPIC_API_KEY", live: keySet("ANTHROPIC_API_KEY"), make: () => new AnthropicProvider() },
 ];
 const validateRecord = new Ajv2020({ strict: true }).compile(
   JSON.parse(readFileSync(new URL("../schema/history-record.schema.json", import.meta.url), "utf8")) as object,
 );
 
-describe.each(providers)("acceptance against a live model through $name", ({ live, make }) => {
-  test.skipIf(!live)("calls, a follow-up from history, and a delegation give typed outcomes, one record each, and valid logs", async () => {
+describe.each(providers)("acceptance against a live model through $name", ({ key, live, make }) => {
+  test("calls, a follow-up from history, and a delegation give typed outcomes, one record each, and valid logs", async (ctx) => {
+    if (!live) ctx.skip(`needs a live model: set ${key} to run it`);
     const log = tempLogPath("improv-live-");
     const calc = Agent.for<{ value: number }>("calculator", { provider: make(), log, providerTimeoutMs: 60_000, maxGenerationAttempts: 3 });
     calc.value = 5;

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
 import { CALL_PATHS } from "../../test-support/call-paths.ts";
 import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
@@ -35,13 +35,20 @@ describe("finalize runs exactly once per call", () => {
     expect(Agent.history(agent)).toHaveLength(0);
   });
 
-  test("a log that cannot be written changes neither the outcome nor the record", async () => {
-    const agent = Agent.for("finalizer", {
-      provider: new ScriptedProvider({ programs: { m: "return 5" } }),
-      log: { info: () => { throw new Error("disk full"); } } as never,
-    });
-    const r = await agent.m();
-    expect(r.value).toBe(5);
-    expect(Agent.history(agent)).toHaveLength(1);
+  test("a log that cannot be written changes neither the outcome nor the record; it is said once on stderr", async () => {
+    // The notice this test provokes is caught here, not printed among the run's output.
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    try {
+      const agent = Agent.for("finalizer", {
+        provider: new ScriptedProvider({ programs: { m: "return 5" } }),
+        log: { info: () => { throw new Error("disk full"); } } as never,
+      });
+      const r = await agent.m();
+      expect(r.value).toBe(5);
+      expect(Agent.history(agent)).toHaveLength(1);
+      expect(stderr.mock.calls.map((call) => String(call[0])).filter((text) => text.startsWith("improv: could not write a call log line (disk full)"))).toHaveLength(1);
+    } finally {
+      stderr.mockRestore();
+    }
   });
 });

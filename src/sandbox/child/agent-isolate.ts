@@ -3,6 +3,8 @@ import { SANDBOX_LIMITS } from "../limits.ts";
 import { RunDeadline } from "../run-deadline.ts";
 import { createEncoder } from "../prelude/encode.ts";
 import { hardenRealm } from "../prelude/harden.ts";
+import { createWebGlobals } from "../prelude/web.ts";
+import { urlParts } from "./url-parts.ts";
 import { createPrinter } from "../prelude/print.ts";
 import { createConsole } from "../prelude/console.ts";
 import { createHostCalls } from "../prelude/host-calls.ts";
@@ -15,7 +17,7 @@ import { MIRROR_CHUNK_RECORDS, type BridgeAnswer, type IsolateResult, type Mirro
  * one and fails on any name it uses that is neither its own nor an intrinsic): `hardenRealm`
  * runs first; the runtime is composed from the rest.
  */
-export const ISOLATE_PIECES = { hardenRealm, createRuntime, createEncoder, createPrinter, createMirror, createConsole, createHostCalls } as const;
+export const ISOLATE_PIECES = { createWebGlobals, hardenRealm, createRuntime, createEncoder, createPrinter, createMirror, createConsole, createHostCalls } as const;
 
 /**
  * Replaces the held-back buffer (see `AgentIsolate.allowMirror`). Detaching the old one with
@@ -47,7 +49,8 @@ return () => {
  * process calls (the runtime's, the hold-back's and the collection's) in one array. Compiled
  * once per sandbox process (see {@link compiledRuntime}).
  */
-const RUNTIME_SOURCE = `(function improvRuntime(post, limits) {
+const RUNTIME_SOURCE = `(function improvRuntime(post, limits, urlParts) {
+  (${createWebGlobals})(urlParts);
   (${hardenRealm})();
   const runtime = (${createRuntime})({
     createEncoder: (${createEncoder}),
@@ -241,8 +244,10 @@ export class AgentIsolate {
       const post = new ivm.Callback((callId: unknown, requestId: unknown, request: unknown) => {
         posted.push([String(callId), Number(requestId), request]);
       });
+      // Node's URL parser for programs' URL: strings in, strings out, never a throw.
+      const parseUrl = new ivm.Callback(urlParts);
       const make = compiledRuntime(isolate).runSync(context, { reference: true, timeout: 10_000 }) as ivm.Reference;
-      const entries = make.applySync(undefined, [post, new ivm.ExternalCopy(SANDBOX_LIMITS).copyInto()], { result: { reference: true }, timeout: 10_000 }) as ivm.Reference;
+      const entries = make.applySync(undefined, [post, new ivm.ExternalCopy(SANDBOX_LIMITS).copyInto(), parseUrl], { result: { reference: true }, timeout: 10_000 }) as ivm.Reference;
       const api = Object.fromEntries(API.map((name, index) => [name, entries.getSync(index, { reference: true }) as ivm.Reference])) as Record<(typeof API)[number], ivm.Reference>;
       const heap = isolate.getHeapStatisticsSync();
       const runtimeMb = Math.ceil(heap.used_heap_size / 2 ** 20);
