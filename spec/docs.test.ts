@@ -34,7 +34,7 @@ describe("docs match the code", () => {
 
   test("the README links every page in docs/", () => {
     const readme = read("README.md");
-    for (const page of ["architecture", "configuration", "programs", "history", "storage", "observability", "security", "performance"]) {
+    for (const page of ["architecture", "configuration", "programs", "history", "storage", "observability", "security", "performance", "testing"]) {
       expect(readme).toContain(`docs/${page}.md`);
     }
   });

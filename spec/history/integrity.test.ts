@@ -1,4 +1,4 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { Agent, ScriptedProvider } from "../../src/index.ts";
 import { agentWith, type AnyAgent } from "../../test-support/agents.ts";
 
@@ -118,11 +118,11 @@ describe("application-supplied history", () => {
     outcome_summary: { status: "ok", ok: true, error_type: null, retriable: false, value_class: "string" },
   };
 
+  /** The warnings a test provokes, caught (not printed among the run's output) until `stop`. */
   function collectWarnings(): { messages: string[]; stop: () => void } {
     const messages: string[] = [];
-    const listener = (warning: Error) => messages.push(warning.message);
-    process.on("warning", listener);
-    return { messages, stop: () => process.off("warning", listener) };
+    const spy = vi.spyOn(process, "emitWarning").mockImplementation(((warning: string | Error) => void messages.push(typeof warning === "string" ? warning : warning.message)) as typeof process.emitWarning);
+    return { messages, stop: () => spy.mockRestore() };
   }
 
   test("valid records are kept, replace the history, and generated code reads them", async () => {
