@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, test } from "vitest";
 
 const root = new URL("..", import.meta.url).pathname;
@@ -75,6 +75,21 @@ describe("the package as users get it", () => {
     writeFileSync(join(app, "tsconfig.json"), JSON.stringify({ compilerOptions: { strict: true, exactOptionalPropertyTypes: true, module: "nodenext", moduleResolution: "nodenext", target: "es2023", types: ["node"], noEmit: true, typeRoots: [join(root, "node_modules/@types")] }, files: ["check.ts"] }));
     const typed = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(app, "tsconfig.json")], { cwd: app, encoding: "utf8", timeout: 120_000 });
     expect(typed.stdout + typed.stderr).toBe("");
+
+    // Every README snippet, as a user's TypeScript file would hold it, under the settings `tsc --init` writes (strict, noUncheckedIndexedAccess, exactOptionalPropertyTypes, verbatimModuleSyntax).
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const snippets = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => ({ code: match[1]!, line: readme.slice(0, match.index).split("\n").length }));
+    expect(snippets.length).toBeGreaterThanOrEqual(7);
+    for (const { code, line } of snippets) writeFileSync(join(app, `readme-${line}.ts`), code);
+    for (const dependency of ["zod", "@ai-sdk/openai-compatible"]) {
+      mkdirSync(dirname(join(app, "node_modules", dependency)), { recursive: true });
+      if (!existsSync(join(app, "node_modules", dependency))) symlinkSync(join(root, "node_modules", dependency), join(app, "node_modules", dependency));
+    }
+    writeFileSync(join(app, "package.json"), JSON.stringify({ ...JSON.parse(readFileSync(join(app, "package.json"), "utf8")), type: "module" }));
+    const initSettings = { module: "nodenext", target: "esnext", types: ["node"], typeRoots: [join(root, "node_modules/@types")], noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true, strict: true, verbatimModuleSyntax: true, isolatedModules: true, noUncheckedSideEffectImports: true, moduleDetection: "force", skipLibCheck: true, noEmit: true };
+    writeFileSync(join(app, "tsconfig.readme.json"), JSON.stringify({ compilerOptions: initSettings, files: snippets.map(({ line }) => `readme-${line}.ts`) }));
+    const readmeTyped = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(app, "tsconfig.readme.json")], { cwd: app, encoding: "utf8", timeout: 120_000 });
+    expect(readmeTyped.stdout + readmeTyped.stderr).toBe("");
 
     const dist = join(app, "node_modules/improv/dist");
     const maps = (readdirSync(dist, { recursive: true, encoding: "utf8" }) as string[]).filter((file) => file.endsWith(".map"));

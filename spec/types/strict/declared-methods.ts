@@ -23,3 +23,14 @@ export async function strictContracts(): Promise<string | undefined> {
   await calc.other();
   return label.ok ? label.value.toUpperCase() : undefined;
 }
+
+/** zod 3 (3.24 and later implement Standard Schema; zod 4 ships it as `zod/v3`) types a `returns` as zod 4 does. */
+export async function zod3Contracts(): Promise<number | undefined> {
+  const { z } = await import("zod/v3");
+  const calc = Agent.for("calculator", { methods: { total: { returns: z.number() }, tags: { returns: z.array(z.string()) } } });
+  const total = await calc.total();
+  const tags = await calc.tags();
+  const first: string | undefined = tags.ok ? tags.value[0] : undefined;
+  void first;
+  return total.ok ? total.value : undefined;
+}
