@@ -1,6 +1,6 @@
 import { inspect } from "node:util";
 import { type AgentOptions, agentsInProcess, AgentState, resolveOptions } from "./state/index.ts";
-import { handedBackChild, keptValue, kw, performCall } from "./call/index.ts";
+import { type CallEvent, handedBackChild, keptValue, kw, performCall } from "./call/index.ts";
 import { type AgentReference, replaceAgentReferences, sandboxPool } from "./sandbox/index.ts";
 import { checkOptionNames, closeTimeout, ImprovError, MAX_NAME_LENGTH, type Outcome, RESERVED_NAMES } from "./shared/index.ts";
 import { buildTrace, type HistoryQuery, type HistoryRecord, type TraceEntry, type TraceNode, validateHistoryQuery } from "./history/index.ts";
@@ -182,8 +182,8 @@ export class Agent {
       throw new TypeError(`Agent.call(agent, method, args, options) needs a method name: a string of 1 to ${MAX_NAME_LENGTH} characters that is not reserved.`);
     }
     if (!Array.isArray(args)) throw new TypeError("Agent.call(agent, method, args, options): args must be an array of the positional arguments.");
-    const { kwargs, signal, limits } = readCallOptions(options);
-    return performCall(state, method, kwargs === undefined ? args : [...args, kw(kwargs)], { speaker: "user", handOutAgent: handOutFrom(state), signal, limits }) as Promise<Outcome<T>>;
+    const { kwargs, signal, limits, onEvent } = readCallOptions(options);
+    return performCall(state, method, kwargs === undefined ? args : [...args, kw(kwargs)], { speaker: "user", handOutAgent: handOutFrom(state), signal, limits, onEvent }) as Promise<Outcome<T>>;
   }
 
   /** The agent's role. */
@@ -280,16 +280,23 @@ export interface CallOptions {
   readonly callTimeoutMs?: number | undefined;
   /** This call's limit on its program's own running time, instead of the agent's. @unit ms */
   readonly executionTimeoutMs?: number | undefined;
+  /**
+   * Told each step of the call as it goes, for a UI: asking the provider, a program ready,
+   * running it, each tool call and fetch, an attempt that failed, and the end (see `CallEvent`).
+   * Called synchronously; what it throws is ignored.
+   */
+  readonly onEvent?: ((event: CallEvent) => void) | undefined;
 }
 
-const CALL_OPTION_NAMES = ["kwargs", "signal", "callTimeoutMs", "executionTimeoutMs"] as const;
+const CALL_OPTION_NAMES = ["kwargs", "signal", "callTimeoutMs", "executionTimeoutMs", "onEvent"] as const;
 
-function readCallOptions(options: unknown): { kwargs?: Record<string, unknown>; signal?: AbortSignal; limits: { callTimeoutMs?: number; executionTimeoutMs?: number } } {
+function readCallOptions(options: unknown): { kwargs?: Record<string, unknown>; signal?: AbortSignal; limits: { callTimeoutMs?: number; executionTimeoutMs?: number }; onEvent?: (event: CallEvent) => void } {
   if (typeof options !== "object" || options === null || Array.isArray(options)) throw new TypeError("Agent.call(agent, method, args, options): options must be an object such as { signal, callTimeoutMs }.");
   for (const name of Object.keys(options)) {
     if (!(CALL_OPTION_NAMES as readonly string[]).includes(name)) throw new TypeError(`Unknown option "${name}" for Agent.call(). Valid options: ${CALL_OPTION_NAMES.join(", ")}.`);
   }
-  const { kwargs, signal, callTimeoutMs, executionTimeoutMs } = options as CallOptions;
+  const { kwargs, signal, callTimeoutMs, executionTimeoutMs, onEvent } = options as CallOptions;
+  if (onEvent !== undefined && typeof onEvent !== "function") throw new TypeError('Agent.call() option "onEvent" must be a function (event) => void.');
   if (kwargs !== undefined && (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs))) throw new TypeError('Agent.call() option "kwargs" must be an object of named arguments.');
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('Agent.call() option "signal" must be an AbortSignal.');
   const limit = (value: unknown, name: string) => {
@@ -298,7 +305,7 @@ function readCallOptions(options: unknown): { kwargs?: Record<string, unknown>; 
     return value as number;
   };
   const limits = { callTimeoutMs: limit(callTimeoutMs, "callTimeoutMs"), executionTimeoutMs: limit(executionTimeoutMs, "executionTimeoutMs") };
-  return { ...(kwargs === undefined ? {} : { kwargs: kwargs as Record<string, unknown> }), ...(signal === undefined ? {} : { signal }), limits };
+  return { ...(kwargs === undefined ? {} : { kwargs: kwargs as Record<string, unknown> }), ...(signal === undefined ? {} : { signal }), limits, ...(onEvent === undefined ? {} : { onEvent }) };
 }
 
 /** What the application receives for an agent a program of `state`'s handed back: the live child, or its text when it cannot be made. */

@@ -5,7 +5,7 @@ export type { AgentMembers, AgentProxy, CallOptions, DeclaredMethods, DynamicMet
 export type { MethodContract, StandardSchemaLike } from "./contracts/index.ts";
 export type { EgressOptions } from "./egress/index.ts";
 export { kw } from "./call/index.ts";
-export type { KeywordArguments } from "./call/index.ts";
+export type { CallEvent, KeywordArguments } from "./call/index.ts";
 export { AGENT_OPTION_NAMES, DEFAULT_OPTIONS } from "./state/index.ts";
 export type { AgentOptions, ToolApprovalRequest } from "./state/index.ts";
 export { DEFAULT_TOOL_TIMEOUT_MS, annotate } from "./tools/index.ts";

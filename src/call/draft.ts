@@ -2,6 +2,7 @@
  * A dynamic call in progress: where it came from, and everything it learns along the way for
  * its record and log line (the draft), with the agent it is for.
  */
+import { type CallEvent, type EmitEvent, eventsFor } from "./events.ts";
 import { AttemptLog } from "./attempts.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
@@ -42,6 +43,8 @@ export interface CallOrigin {
    * such an agent is its text.
    */
   readonly handOutAgent?: ((reference: AgentReference) => unknown) | undefined;
+  /** For a call of the application's: told each step of the call as it goes (`Agent.call`'s `onEvent`). */
+  readonly onEvent?: ((event: CallEvent) => void) | undefined;
   /** For a call of the application's: its own limits and cancellation (`Agent.call`). */
   readonly limits?: { readonly callTimeoutMs?: number; readonly executionTimeoutMs?: number } | undefined;
 }
@@ -100,6 +103,8 @@ export interface CallDraft {
   readonly tools: ToolCallLog;
   /** The call's attempts, each begun and ended by the step that makes it (`reuse.ts`, `lifecycle.ts`), for the record and the log line. */
   readonly attemptLog: AttemptLog;
+  /** Tells the application each step of the call, when it asked (see `events.ts`). */
+  readonly emit: EmitEvent;
   /** What was done about the call's effects once it failed (`effects.ts`). */
   readonly undo: UndoLedger;
   /** What the call tree this call is part of shares: its programs' request budget, the fetches' count and barrier. */
@@ -191,8 +196,9 @@ export interface CallTokens {
 /** A fresh draft for a call of `state`'s method. */
 export function newDraft(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): CallDraft {
   const startedMs = performance.now();
+  const callId = randomUUID();
   return {
-    callId: randomUUID(),
+    callId,
     role: state.role,
     method,
     speaker: origin.speaker,
@@ -215,6 +221,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     tools: new ToolCallLog(origin.parentTools),
     undo: { settled: undefined, rule: undefined, handlerError: undefined },
     attemptLog: new AttemptLog(),
+    emit: eventsFor(origin.onEvent, { callId, role: state.role, method, startedMs }),
     tree: origin.tree ?? new CallTree(),
     turn: undefined,
     span: undefined,

@@ -4,3 +4,4 @@ export type { KeywordArguments } from "./arguments.ts";
 export { keptValue } from "./bridge/content.ts";
 export { handedBackChild } from "./bridge/delegate.ts";
 export { performCall } from "./lifecycle.ts";
+export type { CallEvent } from "./events.ts";

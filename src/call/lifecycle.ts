@@ -82,6 +82,7 @@ async function performOpenCall(state: AgentState, method: string, rawArgs: reado
       writtenLater?.(write);
     } else outcome = (await state.queue.run(() => finalize(state, draft, outcome))) as Outcome;
   }
+  draft.emit({ type: "done", status: outcome.status, errorType: outcome.errorType ?? null });
   // Agents the program handed back: live ones for the application, their text for a program.
   if (outcome.ok && draft.program.agentsInValue) {
     const handOut = origin.handOutAgent ?? ((reference: AgentReference) => reference.text);
@@ -153,9 +154,11 @@ async function tellCall(call: Call): Promise<Outcome> {
     if (overdue !== undefined) return overdue;
     draft.asked.attempts = attempt;
     draft.attemptLog.begin(attempt);
+    draft.emit({ type: "asking", attempt });
     const written = await askProvider(asked, prompts.request(attempt), state, draft);
     if (written instanceof Outcome) {
       draft.attemptLog.end(written);
+      draft.emit({ type: "attempt_failed", attempt, errorType: written.errorType ?? "provider", errorMessage: draft.tree.redact(written.errorMessage ?? "") });
       // Cancelled, a spent token budget, or a failure the provider says asking again cannot help with.
       if (written.errorType === "cancelled" || written.errorType === "budget_exceeded" || (written.errorType === "provider" && !written.retriable)) return written;
       draft.asked.failures.push({ attempt, errorType: written.errorType ?? "provider", message: written.errorMessage ?? "" });
@@ -168,8 +171,10 @@ async function tellCall(call: Call): Promise<Outcome> {
     // Written after a failure's feedback, it is a repair of what failed.
     draft.program.programSource = draft.asked.failures.some((failure) => failure.code !== undefined) ? "repaired" : "generated";
     draft.attemptLog.wrote(written.code, draft.program.programSource, written);
+    draft.emit({ type: "program", attempt, source: draft.program.programSource });
     const { outcome, mistake } = await runAttempt(call, written.code, attempt);
     draft.attemptLog.end(outcome, mistake === undefined ? undefined : { errorType: mistake.errorType, message: mistake.message });
+    if (mistake !== undefined) draft.emit({ type: "attempt_failed", attempt, errorType: mistake.errorType, errorMessage: draft.tree.redact(mistake.message) });
     if (mistake === undefined) {
       if (outcome.ok && reuse !== undefined) await keepIfDecided(reuse, draft, written.code);
       return outcome;

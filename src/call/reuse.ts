@@ -59,6 +59,7 @@ export async function runKept(call: Call, reuse: Reuse): Promise<AttemptEnd | un
     draft.reuse.keptRun = { key: reuse.key, code: kept.code, counted: false };
     draft.attemptLog.begin(0, "reused");
     draft.attemptLog.wrote(kept.code, "reused");
+    draft.emit({ type: "program", attempt: 0, source: "reused" });
     end = await runAttempt(call, kept.code, 0, reuse.key);
     if (end === STALE) draft.attemptLog.drop();
     else draft.attemptLog.end(end.outcome, end.mistake === undefined ? undefined : { errorType: end.mistake.errorType, message: end.mistake.message });
@@ -78,7 +79,10 @@ export async function runKept(call: Call, reuse: Reuse): Promise<AttemptEnd | un
       // Counts are kept on a best-effort basis: a store that cannot count does not fail the call.
     }
   }
-  if (end.mistake !== undefined) draft.asked.failures.push(end.mistake);
+  if (end.mistake !== undefined) {
+    draft.asked.failures.push(end.mistake);
+    draft.emit({ type: "attempt_failed", attempt: 0, errorType: end.mistake.errorType, errorMessage: end.mistake.message });
+  }
   return end;
 }
 

@@ -32,6 +32,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
   if (state.options.verbose) showProgram(state.role, draft.method, draft.callId, draft.asked.attempts, draft.program.programSource, code);
   // Named for what it is: `execute_tool` is the conventions' name for tool calls, which are its children.
   draft.program.runSpan = startSpan(`run_program ${draft.method}`, "internal", { "improv.operation": "run_program", "improv.method": draft.method, "improv.call_id": draft.callId, "improv.program_source": draft.program.programSource }, draft.span);
+  draft.emit({ type: "running", attempt: draft.asked.attempts });
   const runBegan = performance.now();
   const ran = await runProgram({
     agentId: state.id,

@@ -22,6 +22,7 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
   const method = request.method.toUpperCase().slice(0, 20);
   const effect: ToolEffect = mayWrite(method) ? "write" : "read";
   const asked = cleanUrl(request.url, policy.redactor);
+  draft.emit({ type: "fetch", method, url: asked });
   const entry = draft.tools.start("fetch", { method, url: asked }, effect, draft.asked.attempts);
   const span = startSpan(
     "execute_tool fetch",

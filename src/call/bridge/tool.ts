@@ -20,6 +20,7 @@ export async function answerTool(request: ToolRequest, call: Call, run: AskingRu
   const decoded = readToolInput(request);
   const input = decoded.ok ? asJson(granted, decoded.value) : decoded;
   // The record shows what the tool is given; an input refused shows as decoded, with stand-ins for what JSON cannot hold.
+  draft.emit({ type: "tool", tool: granted.path, effect: granted.effect });
   const entry = draft.tools.start(granted.path, input.ok ? input.value : decoded.ok ? decoded.value : null, granted.effect, draft.asked.attempts);
   const toolCallId = randomUUID();
   const span = startSpan(
