@@ -30,12 +30,12 @@ test("the README quick start does what it says", async () => {
 
 test("the README's durable example carries on where an earlier run left off", async () => {
   const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-  expect(readme).toContain('const calc = await Agent.open<{ value: number }>("calculator", { provider, store, id: "calc-1" });');
+  expect(readme).toContain('const calc = await Agent.open<{ value: number }, "add">("calculator", { provider, store, id: "calc-1" });');
   const path = join(mkdtempSync(join(tmpdir(), "improv-readme-")), "improv.db");
   const provider = new ScriptedProvider({ programs: { add: "context.value = (context.value ?? 0) + args[0]; return context.value" } });
   for (const run of [1, 2]) {
     const store = new SqliteStore(path);
-    const calc = await Agent.open<{ value: number }>("calculator", { provider, store, id: "calc-1" });
+    const calc = await Agent.open<{ value: number }, "add">("calculator", { provider, store, id: "calc-1" });
     expect((await calc.add(3)).value).toBe(3 * run);
     expect(Agent.history(calc)).toHaveLength(run);
     await store.close();

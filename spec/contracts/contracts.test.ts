@@ -221,7 +221,7 @@ describe("Agent.call: one call with its own limits and cancellation", () => {
     const { agent } = scripted("worker", { x: "return 1" });
     expect(() => Agent.call(agent, "then", [])).toThrow("needs a method name");
     expect(() => Agent.call(agent, "x", "a" as never)).toThrow("args must be an array");
-    expect(() => Agent.call(agent, "x", [], { timeout: 1 } as never)).toThrow('Unknown option "timeout" for Agent.call(). Valid options: kwargs, signal, callTimeoutMs, executionTimeoutMs.');
+    expect(() => Agent.call(agent, "x", [], { timeout: 1 } as never)).toThrow('Unknown option "timeout" for Agent.call(). Valid options: kwargs, signal, callTimeoutMs, executionTimeoutMs, onEvent.');
     expect(() => Agent.call(agent, "x", [], { callTimeoutMs: 0 })).toThrow('option "callTimeoutMs" must be a whole number');
     expect(() => Agent.call({}, "x", [])).toThrow("Agent.call() expects an agent made by Agent.for(role).");
   });
