@@ -15,7 +15,7 @@ describe("Agent.for", () => {
       new TypeError(`Unknown option "timeout" for Agent.for(). Valid options: ${AGENT_OPTION_NAMES.join(", ")}.`),
     );
     expect(AGENT_OPTION_NAMES).toEqual([
-      "provider", "model", "log", "debug", "verbose", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "maxTokens",
+      "provider", "model", "log", "debug", "verbose", "maxGenerationAttempts", "providerTimeoutMs", "executionTimeoutMs", "callTimeoutMs", "maxTokens", "pricing", "maxCostUsd",
       "memoryLimitMb", "maxDelegationDepth", "historyPreviewLimit", "traceId", "signal", "store", "id", "reuse", "maxReuseFailures", "keepValues", "historyPreview", "tools", "toolApproval", "maxWriteCalls", "onFailure", "egress", "knowledge", "purpose", "methods",
     ]);
   });

@@ -24,6 +24,8 @@ export { AISDKProvider } from "./providers/index.ts";
 export type { AISDKLanguageModel, AISDKProviderOptions } from "./providers/index.ts";
 export { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./providers/index.ts";
 export { TokenBudget } from "./providers/index.ts";
+export { CostBudget } from "./providers/index.ts";
+export type { ModelPrice, Pricing } from "./providers/index.ts";
 export { ScriptedProvider } from "./providers/index.ts";
 export type { ScriptedCall, ScriptedEntry, ScriptedProgram, ScriptedProviderOptions } from "./providers/index.ts";
 export { DEFAULT_OPENAI_MODEL, OpenAIProvider } from "./providers/index.ts";

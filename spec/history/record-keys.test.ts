@@ -15,7 +15,7 @@ type EveryKey<T, List extends readonly (keyof T)[]> = Exclude<keyof T, List[numb
 const RECORD_KEYS = [
   "call_id", "timestamp", "speaker", "method_name", "args", "kwargs", "outcome_summary", "trace_id", "parent_call_id", "depth",
   "duration_ms", "error_type", "error_message", "program_source", "artifact_hit", "program", "provider", "model", "reuse_decision",
-  "tool_calls", "tool_call_count", "knowledge", "attempts", "repair_skipped",
+  "tool_calls", "tool_call_count", "knowledge", "attempts", "repair_skipped", "cost_usd",
 ] as const;
 const SUMMARY_KEYS = ["status", "ok", "error_type", "retriable", "value_class", "content_ref", "sources", "source_count"] as const;
 const TOOL_CALL_KEYS = ["tool", "input", "ok", "duration_ms", "effect", "attempt", "error_type", "error_message", "url", "status", "bytes", "state", "undoable", "revert_error"] as const;

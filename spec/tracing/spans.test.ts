@@ -76,16 +76,19 @@ describe("OpenTelemetry spans", () => {
   test("a chat span carries the tokens the provider reported, prompt-cache reads and writes included; a fallback makes one chat span per provider asked", async () => {
     const failing = new ScriptedProvider({ name: "primary", programs: { add: { error: "overloaded", kind: "server" } } });
     const answering = new ScriptedProvider({ name: "backup", programs: { add: { code: "return args[0] + args[1]", usage: { promptTokens: 1200, completionTokens: 20, cachedTokens: 1024, cacheWriteTokens: 64 } } } });
-    await Agent.for("calculator", { provider: [failing, answering] }).add(2, 3);
+    // Priced: 112 plain input at $3, 1024 cached at $0.3, 64 written at $3.75 and 20 output at $15, per million tokens.
+    await Agent.for("calculator", { provider: [failing, answering], pricing: { scripted: { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 } } }).add(2, 3);
     const chats = exporter.getFinishedSpans().filter((span) => span.name.startsWith("chat"));
     expect(chats.map((span) => span.attributes["gen_ai.provider.name"])).toEqual(["primary", "backup"]);
     expect(chats[0]?.attributes["error.type"]).toBe("provider");
+    expect(chats[0]?.attributes["improv.cost_usd"]).toBeUndefined();
     expect(chats[1]?.attributes).toMatchObject({
       "gen_ai.usage.input_tokens": 1200,
       "gen_ai.usage.output_tokens": 20,
       "gen_ai.usage.cache_read.input_tokens": 1024,
       "gen_ai.usage.cache_creation.input_tokens": 64,
     });
+    expect(chats[1]?.attributes["improv.cost_usd"]).toBeCloseTo((112 * 3 + 1024 * 0.3 + 64 * 3.75 + 20 * 15) / 1e6, 12);
   });
 
   test("a reused program: no chat span, artifact_hit on invoke_agent", async () => {

@@ -6,7 +6,7 @@
  */
 import type { AgentState } from "../state/index.ts";
 import { type ErrorType, Outcome, within } from "../shared/index.ts";
-import { delay, gateOf, type Generation, type GenerationRequest, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
+import { costOf, delay, gateOf, type Generation, type GenerationRequest, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
 import { endSpan, startSpan } from "../tracing/index.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
 import { choosePreview } from "../history/index.ts";
@@ -90,8 +90,9 @@ export async function askProvider(providers: readonly Provider[], request: Gener
   let index = 0;
   let waits = 0;
   for (;;) {
-    const { budget } = state.options;
+    const { budget, costBudget } = state.options;
     if (budget?.spent) return failed(draft, "budget_exceeded", budget.refusal(), { retriable: false });
+    if (costBudget?.spent) return failed(draft, "budget_exceeded", costBudget.refusal(), { retriable: false });
     const provider = providers[index]!;
     const answer = await askOnSpan(provider, request, state, draft);
     if (!("failure" in answer)) return answer;
@@ -143,6 +144,7 @@ async function askOnSpan(provider: Provider, request: GenerationRequest, state: 
     { "gen_ai.operation.name": "chat", "gen_ai.provider.name": name, "gen_ai.request.model": requestModel, "improv.call_id": draft.callId, "improv.attempt": request.attempt },
     draft.span,
   );
+  const costBefore = draft.asked.costUsd;
   const answer = await askOnce(provider, request, state, draft);
   if ("failure" in answer) {
     endSpan(span, {}, answer.failure.outcome.errorType, answer.failure.outcome.errorMessage);
@@ -155,6 +157,7 @@ async function askOnSpan(provider: Provider, request: GenerationRequest, state: 
     "gen_ai.usage.output_tokens": usage?.completionTokens,
     "gen_ai.usage.cache_read.input_tokens": usage?.cachedTokens,
     "gen_ai.usage.cache_creation.input_tokens": usage?.cacheWriteTokens,
+    "improv.cost_usd": draft.asked.costUsd === costBefore || draft.asked.costUsd === null ? undefined : draft.asked.costUsd - (costBefore ?? 0),
   });
   return { code: answer.code, model: answer.model, provider: name };
 }
@@ -207,7 +210,7 @@ function fail(draft: CallDraft, errorType: ErrorType, message: string, options: 
 /** The program a provider's answer holds, or the attempt's error outcome. */
 function readGeneration(generation: Generation | undefined, draft: CallDraft, attempt: number, state: AgentState): Outcome | (Omit<WrittenProgram, "provider"> & { usage?: Generation["usage"] }) {
   if (typeof generation !== "object" || generation === null) return failed(draft, "provider", "The provider returned nothing; generate() must resolve to { code, model }.");
-  countTokens(draft, generation.usage, state);
+  countTokens(draft, generation.usage, state, typeof generation.model === "string" ? generation.model : undefined);
   const { code } = generation;
   if (typeof code !== "string" || code.trim() === "") {
     return failed(draft, "invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${attempt}).`);
@@ -219,7 +222,7 @@ function readGeneration(generation: Generation | undefined, draft: CallDraft, at
  * Adds the tokens a provider reported for one request to the call's totals and the agent's
  * token budget (whole numbers ≥ 0 only: the report is the provider's).
  */
-function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentState): void {
+function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentState, model: string | undefined): void {
   if (typeof usage !== "object" || usage === null) return;
   const count = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined);
   const prompt = count(usage.promptTokens);
@@ -236,4 +239,14 @@ function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentS
   };
   draft.attemptLog.countTokens(prompt, completion, cached, cacheWrite);
   state.options.budget?.charge((prompt ?? 0) + (completion ?? 0));
+  const { pricing, costBudget } = state.options;
+  if (pricing === undefined) return;
+  const price = model === undefined ? undefined : pricing[model];
+  if (price === undefined) {
+    draft.asked.unpriced = true;
+    return;
+  }
+  const cost = costOf({ prompt: prompt ?? 0, completion: completion ?? 0, cached: cached ?? 0, cacheWrite: cacheWrite ?? 0 }, price);
+  draft.asked.costUsd = (draft.asked.costUsd ?? 0) + cost;
+  costBudget?.charge(cost);
 }

@@ -140,6 +140,10 @@ export interface AskLedger {
   provider: string | undefined;
   /** Tokens the providers reported over the call's attempts; null while none was reported. */
   tokens: CallTokens | null;
+  /** What the requests cost in US dollars, by the agent's `pricing`; null while none was priced. */
+  costUsd: number | null;
+  /** A request reported tokens for a model `pricing` has no price for: the call's cost is not known. */
+  unpriced: boolean;
   /** Attempts that failed, oldest first: each one's error feeds the next attempt and the log line. */
   readonly failures: AttemptFailure[];
 }
@@ -213,7 +217,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     signal: origin.signal === undefined ? state.options.signal : state.options.signal === undefined ? origin.signal : AbortSignal.any([state.options.signal, origin.signal]),
     args: rawArgs,
     kwargs: {},
-    asked: { attempts: 0, system: undefined, user: undefined, model: undefined, provider: undefined, tokens: null, failures: [] },
+    asked: { attempts: 0, system: undefined, user: undefined, model: undefined, provider: undefined, tokens: null, costUsd: null, unpriced: false, failures: [] },
     program: { code: null, programSource: "generated", parsed: undefined, runOutcome: undefined, console: [], valueText: undefined, agentsInValue: false, runSpan: undefined },
     reuse: { keptRun: undefined, reuseDecision: undefined, keptProgramDropped: false, artifactHit: false },
     time: { providerMs: 0, runMs: 0, delegatedMs: 0, turnWaitMs: 0 },

@@ -120,8 +120,19 @@ function buildRecord(target: FinalizeTarget, draft: CallDraft, outcome: Outcome,
     knowledge: draft.knowledge?.records,
     attempts: draft.attemptLog.records(draft.tools),
     repairSkipped: repairSkippedOf(target, draft, outcome),
+    costUsd: costOfCall(target, draft) ?? undefined,
   };
   return createRecord(redactor === undefined ? input : redactRecordInput(input, redactor));
+}
+
+/**
+ * What the call cost in US dollars (to a millionth of a cent): 0 for a call that asked no
+ * provider; null when it is not known (no pricing, or a model without a price).
+ */
+function costOfCall(target: FinalizeTarget, draft: CallDraft): number | null {
+  const { costUsd, unpriced } = draft.asked;
+  if (target.options.pricing === undefined || unpriced) return null;
+  return Math.round((costUsd ?? 0) * 1e8) / 1e8;
 }
 
 /** Why the call's failed program was not repaired, for its record and log line (see `AttemptLog.repairSkipped`). */
@@ -175,6 +186,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     durationMs,
     attempts: draft.asked.attempts,
     tokens: draft.asked.tokens ?? (draft.asked.attempts === 0 ? { prompt: 0, completion: 0, cached: null, cacheWrite: null } : null),
+    costUsd: costOfCall(target, draft),
     programSource: draft.program.code === null ? null : draft.program.programSource,
     artifactHit: draft.reuse.artifactHit,
     reuseDecision: decisionOf(draft, outcome),

@@ -37,6 +37,9 @@ export interface GroupStats extends ToolStats {
   /** Prompt tokens read from a prompt cache (part of `promptTokens`), as the provider reported them. */
   cachedTokens: number;
   callsWithoutTokens: number;
+  /** What the calls with a known cost (`cost_usd`, by their agents' pricing) cost in all, in US dollars, and how many they were. */
+  costUsd: number;
+  callsWithCost: number;
   /** The calls' knowledge: sources, retrievals that found nothing, failures, passages, time (all zero and empty when no call had any). */
   knowledge: KnowledgeStats;
   /** The calls' effects: writes by final state, failed calls by onFailure rule, failed calls that left effects in place. */
@@ -105,6 +108,8 @@ function emptyStats(): GroupStats {
     completionTokens: 0,
     cachedTokens: 0,
     callsWithoutTokens: 0,
+    costUsd: 0,
+    callsWithCost: 0,
     knowledge: emptyKnowledgeStats(),
     effects: emptyEffectStats(),
     ...emptyToolStats(),
@@ -288,6 +293,12 @@ function add(stats: GroupStats, line: Record<string, unknown>): void {
   stats.promptTokens += prompt ?? 0;
   stats.completionTokens += completion ?? 0;
   stats.cachedTokens += count(line.cached_tokens) ?? 0;
+  const cost = line.cost_usd;
+  // A line may claim no more than a million dollars: past that it is corrupt, and would drown every real figure.
+  if (typeof cost === "number" && Number.isFinite(cost) && cost >= 0 && cost <= 1_000_000) {
+    stats.costUsd += cost;
+    stats.callsWithCost += 1;
+  }
   if (Array.isArray(line.history_query_patterns)) {
     for (const tag of line.history_query_patterns) {
       if ((PATTERN_TAGS as readonly unknown[]).includes(tag)) stats.patterns[tag as PatternTag] = (stats.patterns[tag as PatternTag] ?? 0) + 1;

@@ -40,6 +40,7 @@ export function formatReport(report: TelemetryReport): string {
   out.push(`  provider requests     ${overall.requests}`);
   const cached = overall.cachedTokens > 0 ? ` (${overall.cachedTokens} of them read from the prompt cache, ${percent(overall.cachedTokens, overall.promptTokens).trim()})` : "";
   out.push(`  tokens                ${overall.promptTokens} prompt${cached} + ${overall.completionTokens} completion${overall.callsWithoutTokens ? `  (${overall.callsWithoutTokens} calls without a usage report)` : ""}`);
+  if (overall.callsWithCost > 0) out.push(`  cost                  $${overall.costUsd.toFixed(4)}  (${overall.callsWithCost} calls with a price; $${(overall.costUsd / overall.callsWithCost).toFixed(6)} a call)`);
   out.push(`  code reads history    ${overall.readsHistory}  (${percent(overall.readsHistory, overall.calls).trim()} of calls)`);
   out.push("  history operations    (calls using each, share of history-reading calls)");
   for (const tag of PATTERN_TAGS) {

@@ -64,6 +64,8 @@ export interface HistoryRecord {
   readonly knowledge?: readonly KnowledgeRecord[];
   /** The call's attempts (DESIGN 20), oldest first, the last {@link MAX_RECORDED_ATTEMPTS}: a kept program's run is `n: 0`. */
   readonly attempts?: readonly AttemptRecord[];
+  /** What the call's provider requests cost in US dollars, by the agent's `pricing` (0 when it asked none); absent without pricing, or when a model that answered had no price. */
+  readonly cost_usd?: number;
   /** Why a call whose program failed was not repaired: its program had written (`effects`), its attempts were used up, or the failure was not the program's mistake. */
   readonly repair_skipped?: RepairSkipped;
 }
@@ -135,6 +137,7 @@ export interface RecordInput {
   /** The call's attempts, bounded already; absent when none was made. */
   readonly attempts?: readonly AttemptRecord[] | undefined;
   readonly repairSkipped?: RepairSkipped | undefined;
+  readonly costUsd?: number | undefined;
 }
 
 // Whole records are JSON-safe by construction and are measured with JSON.stringify, the fast
@@ -184,6 +187,7 @@ export function createRecord(input: RecordInput): SerializedRecord {
     ...(input.knowledge === undefined ? {} : { knowledge: input.knowledge.map(knowledgeEntry) }),
     ...(input.attempts === undefined || input.attempts.length === 0 ? {} : { attempts: input.attempts.slice(-MAX_RECORDED_ATTEMPTS) }),
     ...(input.repairSkipped === undefined ? {} : { repair_skipped: input.repairSkipped }),
+    ...(input.costUsd === undefined ? {} : { cost_usd: input.costUsd }),
   };
   return fitRecord(record);
 }

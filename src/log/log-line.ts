@@ -29,6 +29,8 @@ export interface LogLineInput {
   readonly code: string | null;
   readonly parsed: ParsedProgram | undefined;
   readonly durationMs: number;
+  /** What the call's requests cost in US dollars by the agent's `pricing`; null when not known. */
+  readonly costUsd?: number | null;
   readonly attempts: number;
   /**
    * Tokens the providers reported, summed over the call's attempts; null when they reported none
@@ -98,6 +100,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     completion_tokens: input.tokens?.completion ?? null,
     cached_tokens: input.tokens?.cached ?? null,
     cache_write_tokens: input.tokens?.cacheWrite ?? null,
+    cost_usd: input.costUsd ?? null,
     program_source: input.programSource ?? null,
     artifact_hit: input.artifactHit === true,
     reuse_decision: input.reuseDecision ?? null,

@@ -12,3 +12,5 @@ export { DEFAULT_MAX_CONCURRENT_REQUESTS, gateOf } from "./request-gate.ts";
 export { ScriptedProvider } from "./scripted.ts";
 export type { ScriptedCall, ScriptedEntry, ScriptedProgram, ScriptedProviderOptions } from "./scripted.ts";
 export { TokenBudget } from "./token-budget.ts";
+export { CostBudget, costOf, readPricing } from "./cost.ts";
+export type { ModelPrice, Pricing } from "./cost.ts";

@@ -3,7 +3,7 @@ import { DEFAULT_KEEP_VALUES, type HistoryPreviewOption, type HistoryPreviewRule
 import { readReuse, type ReuseOption, type ReuseRule } from "../programs/index.ts";
 import type { Logger } from "pino";
 import { checkOptionNames, describeType, readEnv, readEnvFlag } from "../shared/index.ts";
-import { isProvider, type Provider, TokenBudget } from "../providers/index.ts";
+import { CostBudget, isProvider, type Pricing, type Provider, readPricing, TokenBudget } from "../providers/index.ts";
 import { isStore, openStore, type Store } from "../store/index.ts";
 import { type Contract, type MethodContract, NO_CONTRACT, readContract } from "../contracts/index.ts";
 import { type EgressOptions, type EgressPolicy, readEgress } from "../egress/index.ts";
@@ -30,6 +30,14 @@ export interface AgentOptions {
    * calls that would ask a provider end `budget_exceeded`. Default: no limit.
    */
   maxTokens?: number | TokenBudget | undefined;
+  /**
+   * Prices by model name (as the provider reports the model that answered), in US dollars per
+   * million tokens: `{ "gpt-4.1-mini": { input: 0.4, cachedInput: 0.1, output: 1.6 } }`. With it,
+   * records, log lines and spans say what each call cost (`cost_usd`). Default: none.
+   */
+  pricing?: Pricing | undefined;
+  /** The most the agent (or all agents given the same `CostBudget`) may spend on its providers, in US dollars, counted with `pricing`. Default: no limit. */
+  maxCostUsd?: number | CostBudget | undefined;
   /** Model name passed to the provider. Default: the provider's own. */
   model?: string | undefined;
   /**
@@ -149,6 +157,8 @@ export interface ResolvedOptions {
   /** The providers to ask, in order (at least one), or undefined for the environment's. */
   readonly providers: readonly Provider[] | undefined;
   readonly budget: TokenBudget | undefined;
+  readonly pricing: Pricing | undefined;
+  readonly costBudget: CostBudget | undefined;
   readonly model: string | undefined;
   readonly log: string | Logger | false;
   readonly debug: boolean;
@@ -210,6 +220,8 @@ const OPTION_NAMES: { readonly [K in keyof AgentOptions]-?: true } = {
   executionTimeoutMs: true,
   callTimeoutMs: true,
   maxTokens: true,
+  pricing: true,
+  maxCostUsd: true,
   memoryLimitMb: true,
   maxDelegationDepth: true,
   historyPreviewLimit: true,
@@ -269,6 +281,8 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   return {
     providers: providers ?? base.providers,
     budget: maxTokens === undefined ? base.budget : maxTokens instanceof TokenBudget ? maxTokens : new TokenBudget(maxTokens),
+    pricing: readPricing(given.pricing) ?? base.pricing,
+    costBudget: readCostBudget(given.maxCostUsd) ?? base.costBudget,
     model: optionalString(given, "model") ?? base.model,
     log: log ?? base.log,
     debug: optionalBoolean(given, "debug") ?? base.debug,
@@ -298,6 +312,13 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   };
 }
 
+/** The `maxCostUsd` option: a shared `CostBudget`, or a limit of the agent's own. */
+function readCostBudget(given: unknown): CostBudget | undefined {
+  if (given === undefined || given instanceof CostBudget) return given;
+  if (typeof given !== "number" || !Number.isFinite(given) || given <= 0) throw new RangeError(`Option "maxCostUsd" must be a number of US dollars above 0, or a CostBudget, got ${describeType(given)}.`);
+  return new CostBudget(given);
+}
+
 /** The `onFailure` option, checked. */
 function readOnFailure(given: unknown): OnFailure | undefined {
   if (given === undefined || given === "keep" || given === "revert" || typeof given === "function") return given as OnFailure | undefined;
@@ -324,6 +345,8 @@ function rootDefaults(): ResolvedOptions {
   return {
     providers: undefined,
     budget: undefined,
+    pricing: undefined,
+    costBudget: undefined,
     model: undefined,
     log: readEnv("IMPROV_LOG") ?? false,
     debug: readEnvFlag("IMPROV_DEBUG") ?? false,

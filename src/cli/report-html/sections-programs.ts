@@ -95,7 +95,7 @@ export function tokensSection(report: TelemetryReport): string {
     "Tokens by role and method",
     ["prompt", "completion"],
     busiest(report.byMethod).map(([name, stats]) => ({ label: name, parts: [stats.promptTokens, stats.completionTokens] })),
-    `${overall.promptTokens} prompt${overall.cachedTokens > 0 ? ` (${overall.cachedTokens} read from the prompt cache)` : ""} + ${overall.completionTokens} completion tokens in ${overall.requests} provider requests${overall.callsWithoutTokens > 0 ? `; ${overall.callsWithoutTokens} calls carried no usage report (ScriptedProvider reports none)` : ""}. Calls served by kept programs cost none.`,
+    `${overall.promptTokens} prompt${overall.cachedTokens > 0 ? ` (${overall.cachedTokens} read from the prompt cache)` : ""} + ${overall.completionTokens} completion tokens in ${overall.requests} provider requests${overall.callsWithoutTokens > 0 ? `; ${overall.callsWithoutTokens} calls carried no usage report (ScriptedProvider reports none)` : ""}. Calls served by kept programs cost none.${overall.callsWithCost > 0 ? ` By the agents' pricing, the ${overall.callsWithCost} calls with a price cost $${overall.costUsd.toFixed(4)}.` : ""}`,
   );
   return section("cost", "Provider requests and tokens", "What the calls cost, as the providers reported it.", tokens);
 }
