@@ -4,9 +4,8 @@
  * when each began and ended, who wrote it, its tokens and how it failed; and why a failed call
  * was not repaired.
  */
-import { createHash } from "node:crypto";
 import type { AttemptRecord, ProgramSource, RepairSkipped } from "../history/index.ts";
-import { MAX_RECORDED_ATTEMPTS } from "../history/index.ts";
+import { MAX_RECORDED_ATTEMPTS, programHash } from "../history/index.ts";
 import { type ErrorType, type Outcome, truncateString } from "../shared/index.ts";
 import type { ToolCallLog } from "../tools/index.ts";
 
@@ -129,6 +128,6 @@ function recordOf(attempt: Attempt, tools: ToolCallLog, now: Date): AttemptRecor
     ...(tokens === undefined ? {} : { tokens: { prompt: tokens.prompt, completion: tokens.completion, ...(tokens.cached === undefined ? {} : { cached: tokens.cached }), ...(tokens.cacheWrite === undefined ? {} : { cache_write: tokens.cacheWrite }) } }),
     ...(error === undefined ? {} : { error_type: error.errorType, error_message: truncateString(error.message, MAX_ATTEMPT_ERROR_CHARS) }),
     tool_call_count: tools.countIn(attempt.n),
-    ...(attempt.code === undefined ? {} : { program_hash: (attempt.hash ??= createHash("sha256").update(attempt.code).digest("hex").slice(0, 16)) }),
+    ...(attempt.code === undefined ? {} : { program_hash: (attempt.hash ??= programHash(attempt.code)) }),
   };
 }

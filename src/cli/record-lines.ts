@@ -7,6 +7,7 @@
 import type { HistoryRecord } from "../history/index.ts";
 import type { Store } from "../store/index.ts";
 import { scanProgram } from "../telemetry/index.ts";
+import { noEffects } from "../tools/index.ts";
 
 /** Every record of every agent in `store` (or of `agentId` only), as log lines, agent by agent. */
 export async function* storeLines(store: Store, agentId?: string): AsyncGenerator<Record<string, unknown>> {
@@ -32,8 +33,8 @@ export function lineOfRecord(record: HistoryRecord, role: string): Record<string
   const attempts = record.attempts ?? [];
   const tokens = attempts.reduce<{ prompt: number; completion: number } | null>((sum, attempt) => (attempt.tokens === undefined ? sum : { prompt: (sum?.prompt ?? 0) + attempt.tokens.prompt, completion: (sum?.completion ?? 0) + attempt.tokens.completion }), null);
   const scan = record.program === undefined ? undefined : scanProgram(record.program);
-  const effects: Record<string, number> = { applied: 0, failed: 0, unknown: 0, reverted: 0, revert_failed: 0 };
-  for (const call of calls) if (call.state !== undefined) effects[call.state] = (effects[call.state] ?? 0) + 1;
+  const effects = noEffects();
+  for (const call of calls) if (call.state !== undefined) effects[call.state] += 1;
   const knowledge = record.knowledge ?? [];
   return {
     // A log line is written when its call ends.

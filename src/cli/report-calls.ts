@@ -3,7 +3,9 @@
  * only where sane and cut to size, the latest {@link MAX_EXPLORER_CALLS} of them; programs kept
  * once each by their hash, so a log of kept-program runs does not repeat the same text.
  */
-import { createHash } from "node:crypto";
+import { programHash } from "../history/index.ts";
+import { EFFECT_STATES } from "../tools/index.ts";
+import { count } from "./report-tools.ts";
 
 /** Calls the explorer keeps: the latest ones read. */
 export const MAX_EXPLORER_CALLS = 10_000;
@@ -164,7 +166,7 @@ export class CallCollector {
 
   /** Keeps a program's text once, under the hash records give it (its SHA-256's first 16 hex digits); null once the programs' budget is spent. */
   #keep(code: string, hash?: string): string | null {
-    const key = hash ?? createHash("sha256").update(code).digest("hex").slice(0, 16);
+    const key = hash ?? programHash(code);
     if (this.#programs.has(key)) return key;
     const kept = code.length > MAX_PROGRAM_CHARS ? `${code.slice(0, MAX_PROGRAM_CHARS)}\n…[cut: the program is ${code.length} characters]` : code;
     if (this.#programChars + kept.length > MAX_PROGRAMS_CHARS) return null;
@@ -195,10 +197,6 @@ function text(value: unknown, max: number): string | null {
   return value.length > max ? `${value.slice(0, max)}…` : value;
 }
 
-function count(value: unknown): number | undefined {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
-}
-
 function names(value: unknown): string[] {
   if (!Array.isArray(value)) return [];
   return value.slice(0, MAX_NAMES).filter((name): name is string => typeof name === "string").map((name) => name.slice(0, MAX_NAME_CHARS));
@@ -217,7 +215,7 @@ function json(value: unknown): string {
 function effectsOf(value: unknown): Record<string, number> | null {
   if (!isRecord(value)) return null;
   const counts: Record<string, number> = {};
-  for (const state of ["applied", "failed", "unknown", "reverted", "revert_failed"]) {
+  for (const state of EFFECT_STATES) {
     const found = count(value[state]);
     if (found !== undefined && found > 0) counts[state] = found;
   }

@@ -4,11 +4,9 @@
  * ended in each state, which `onFailure` rule failed calls met, and how many failed calls left
  * effects in place (applied, unknown, or an undo that failed).
  */
+import { EFFECT_STATES, type EffectState, noEffects } from "../tools/index.ts";
 import { count } from "./report-tools.ts";
 
-/** A write's final state, as log lines count them. */
-const STATES = ["applied", "failed", "unknown", "reverted", "revert_failed"] as const;
-type State = (typeof STATES)[number];
 const RULES = ["keep", "revert", "function"] as const;
 type Rule = (typeof RULES)[number];
 
@@ -20,7 +18,7 @@ export interface EffectStats {
   /** Calls whose programs' writes reached a tool (or sent a fetch that may write). */
   callsWithEffects: number;
   /** Writes by final state, summed. */
-  states: Record<State, number>;
+  states: Record<EffectState, number>;
   /** Failed calls with effects, by the `onFailure` rule they met. */
   onFailure: Record<Rule, number>;
   /** Failed calls that left effects in place: applied, unknown, or whose undo failed. */
@@ -31,7 +29,7 @@ export interface EffectStats {
 
 /** The effect fields of one line, each kept only when sane (older lines have none). */
 export interface EffectFields {
-  readonly states: Readonly<Record<State, number>>;
+  readonly states: Readonly<Record<EffectState, number>>;
   readonly rule: Rule | undefined;
   readonly failed: boolean;
   readonly handlerError: boolean;
@@ -39,10 +37,10 @@ export interface EffectFields {
 
 export function effectFieldsOf(line: Record<string, unknown>): EffectFields {
   const given = typeof line.effects === "object" && line.effects !== null && !Array.isArray(line.effects) ? (line.effects as Record<string, unknown>) : {};
-  const states = Object.fromEntries(STATES.map((state) => {
+  const states = Object.fromEntries(EFFECT_STATES.map((state) => {
     const value = count(given[state]);
     return [state, value !== undefined && value <= MAX_SANE_EFFECTS ? value : 0];
-  })) as Record<State, number>;
+  })) as Record<EffectState, number>;
   const rule = RULES.find((name) => name === line.on_failure);
   return { states, rule, failed: line.outcome_status !== "ok", handlerError: typeof line.on_failure_error === "string" && line.on_failure_error !== "" };
 }
@@ -50,7 +48,7 @@ export function effectFieldsOf(line: Record<string, unknown>): EffectFields {
 export function emptyEffectStats(): EffectStats {
   return {
     callsWithEffects: 0,
-    states: Object.fromEntries(STATES.map((state) => [state, 0])) as Record<State, number>,
+    states: noEffects(),
     onFailure: { keep: 0, revert: 0, function: 0 },
     failedLeftEffects: 0,
     handlerErrors: 0,
@@ -59,10 +57,10 @@ export function emptyEffectStats(): EffectStats {
 
 export function addEffectUse(stats: EffectStats, fields: EffectFields): void {
   if (fields.handlerError) stats.handlerErrors += 1;
-  const total = STATES.reduce((sum, state) => sum + fields.states[state], 0);
+  const total = EFFECT_STATES.reduce((sum, state) => sum + fields.states[state], 0);
   if (total === 0) return;
   stats.callsWithEffects += 1;
-  for (const state of STATES) stats.states[state] += fields.states[state];
+  for (const state of EFFECT_STATES) stats.states[state] += fields.states[state];
   if (!fields.failed) return;
   if (fields.rule !== undefined) stats.onFailure[fields.rule] += 1;
   if (fields.states.applied + fields.states.unknown + fields.states.revert_failed > 0) stats.failedLeftEffects += 1;
@@ -80,7 +78,7 @@ export function effectLines(stats: EffectStats, calls: number): string[] {
   return [
     "effects (writes that reached a tool, by final state)",
     `  calls with effects    ${stats.callsWithEffects}  (${share} of calls)`,
-    `  states                ${STATES.map((state) => `${state} ${states[state]}`).join(", ")}`,
+    `  states                ${EFFECT_STATES.map((state) => `${state} ${states[state]}`).join(", ")}`,
     `  failed calls by rule  ${RULES.map((rule) => `${rule} ${onFailure[rule]}`).join(", ")}`,
     `  failed, effects left  ${stats.failedLeftEffects}  (failed calls with effects applied, unknown or whose undo failed)`,
     `  onFailure errors      ${stats.handlerErrors}`,

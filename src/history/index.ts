@@ -7,7 +7,7 @@ export type { KeepValuesOption, KeepValuesRule } from "./kept-values.ts";
 export { normalizeHistory } from "./normalize.ts";
 export { choosePreview, readHistoryPreview } from "./preview.ts";
 export type { HistoryPreviewOption, HistoryPreviewRule, PreviewEntry } from "./preview.ts";
-export { MAX_RECORDED_ATTEMPTS, createRecord } from "./record.ts";
+export { MAX_RECORDED_ATTEMPTS, createRecord, programHash } from "./record.ts";
 export type { AttemptRecord, HistoryRecord, OutcomeSummary, ProgramSource, RecordInput, RepairSkipped, SerializedRecord, Speaker } from "./record.ts";
 export { buildTrace } from "./trace.ts";
 export type { TraceEntry, TraceNode } from "./trace.ts";

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { KnowledgeRecord } from "../knowledge/index.ts";
 import { configure } from "safe-stable-stringify";
 import { asJsonSafe, type ErrorType, type JsonValue, type OutcomeStatus, truncateString, valueClass } from "../shared/index.ts";
@@ -68,6 +69,11 @@ export interface HistoryRecord {
   readonly cost_usd?: number;
   /** Why a call whose program failed was not repaired: its program had written (`effects`), its attempts were used up, or the failure was not the program's mistake. */
   readonly repair_skipped?: RepairSkipped;
+}
+
+/** A program's `program_hash`: the first 16 hex digits of the SHA-256 of its text. */
+export function programHash(code: string): string {
+  return createHash("sha256").update(code).digest("hex").slice(0, 16);
 }
 
 /** Attempts a record keeps: the last ones. */

@@ -4,7 +4,7 @@ import type { HistoryRecord, ProgramSource } from "../history/index.ts";
 import type { ParsedProgram } from "../programs/index.ts";
 import { scanProgram, scanToolUse } from "../telemetry/index.ts";
 import { redactData, type Redactor } from "../egress/index.ts";
-import { EFFECT_STATES, type EffectState } from "../tools/index.ts";
+import { type EffectState, noEffects } from "../tools/index.ts";
 
 /** The name of this runtime in log lines, so logs of several runtimes can be told apart. */
 export const RUNTIME_NAME = "improv";
@@ -127,7 +127,7 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     tools_referenced: toolScan?.toolsReferenced ?? [],
     attempts: input.attemptDetails?.attempts ?? [],
     repair_skipped: input.attemptDetails?.repair_skipped ?? null,
-    effects: input.effects?.effects ?? emptyEffects(),
+    effects: input.effects?.effects ?? noEffects(),
     on_failure: input.effects?.on_failure ?? null,
     on_failure_error: input.effects?.on_failure_error ?? null,
     knowledge_sources: input.knowledge?.knowledge_sources ?? [],
@@ -144,10 +144,6 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     line.context = contextSnapshot(input.debug.context, input.historySize, input.debug.historyPreview);
   }
   return input.redactor === undefined ? line : redactData(line, input.redactor);
-}
-
-function emptyEffects(): Record<EffectState, number> {
-  return Object.fromEntries(EFFECT_STATES.map((state) => [state, 0])) as Record<EffectState, number>;
 }
 
 /**

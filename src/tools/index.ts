@@ -14,7 +14,7 @@ export { copyToolResult } from "./result.ts";
 export { schemaToType } from "./schema-type.ts";
 export { jsonSchemaProblem, readSchema } from "./schema.ts";
 export type { ReadSchema } from "./schema.ts";
-export { EFFECT_STATES, ToolCallLog, boundedInput } from "./tool-calls.ts";
+export { EFFECT_STATES, ToolCallLog, boundedInput, noEffects } from "./tool-calls.ts";
 export type { EffectState, ToolCallEntry, ToolCallRecord, WriteEffect } from "./tool-calls.ts";
 export { DEFAULT_TOOL_TIMEOUT_MS, annotate } from "./tool.ts";
 export type { Tool, ToolAnnotations, ToolExecuteOptions, ToolRevertOptions, ToolSet, Tools } from "./tool.ts";

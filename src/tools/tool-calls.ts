@@ -51,6 +51,11 @@ export type EffectState = "applied" | "failed" | "unknown" | "reverted" | "rever
 /** Every effect state, in the order log lines and reports count them. */
 export const EFFECT_STATES: readonly EffectState[] = ["applied", "failed", "unknown", "reverted", "revert_failed"];
 
+/** Each effect state counted 0: the counts of a call that made no write. */
+export function noEffects(): Record<EffectState, number> {
+  return Object.fromEntries(EFFECT_STATES.map((state) => [state, 0])) as Record<EffectState, number>;
+}
+
 /** What an undo of one write needs: what `execute` was given and returned, and how to reach the tool's `revert`. */
 export interface WriteEffect {
   /** The input `execute` was given (checked by the tool's schema). */
@@ -138,7 +143,7 @@ export class ToolCallLog {
 
   /** How many of the call's effects are in each state, for its log line. */
   effectCounts(): Record<EffectState, number> {
-    const counts = Object.fromEntries(EFFECT_STATES.map((state) => [state, 0])) as Record<EffectState, number>;
+    const counts = noEffects();
     for (const entry of this.#effects) counts[entry.state ?? "unknown"] += 1;
     return counts;
   }
