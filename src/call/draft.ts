@@ -13,7 +13,7 @@ import type { ParsedProgram, ReuseDecision } from "../programs/index.ts";
 import type { KnowledgeAssembly } from "../knowledge/index.ts";
 import type { Span } from "../tracing/index.ts";
 import type { AgentTurn } from "../store/index.ts";
-import { agentsWaitingNow, ToolCallLog, withAgents } from "../tools/index.ts";
+import { agentsWaitingNow, runWhileWaiting, ToolCallLog, withAgents } from "../tools/index.ts";
 import type { AttemptFailure } from "./repair.ts";
 import type { AgentReference } from "../sandbox/index.ts";
 import { CallTree } from "./call-tree.ts";
@@ -234,6 +234,15 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
     finalized: false,
   };
+}
+
+/**
+ * Runs the application's code for a call (a tool's `execute` or `revert`, its schema's check) in
+ * the async context the call was made in, knowing that its agent and the agents waiting on it
+ * wait on this code too; `ended` must be called when the code is over.
+ */
+export function runForCall<T>(state: AgentState, draft: CallDraft, work: () => T): { readonly result: T; readonly ended: () => void } {
+  return draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), work));
 }
 
 /** What is left of the call's `callTimeoutMs`. @unit ms */

@@ -4,10 +4,10 @@
  * resolves and its record is written: `keep` leaves the effects, `revert` undoes them, a
  * function decides (bounded in time; its failure is logged, never thrown at the caller).
  */
-import { type CallFailure, DEFAULT_TOOL_TIMEOUT_MS, effectsOf, runWhileWaiting, undoEffects, withAgents } from "../tools/index.ts";
+import { type CallFailure, DEFAULT_TOOL_TIMEOUT_MS, effectsOf, undoEffects } from "../tools/index.ts";
 import { type Outcome, safeMessage, within } from "../shared/index.ts";
 import type { AgentState } from "../state/index.ts";
-import type { CallDraft } from "./draft.ts";
+import { type CallDraft, runForCall } from "./draft.ts";
 
 /** Applies the agent's `onFailure` to the call's effects when `outcome` is a failure and there are some; at most once per call. */
 export function settleEffects(state: AgentState, draft: CallDraft, outcome: Outcome): Promise<void> {
@@ -22,7 +22,7 @@ export function settleEffects(state: AgentState, draft: CallDraft, outcome: Outc
 
 async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, rule: Exclude<AgentState["options"]["onFailure"], "keep">): Promise<void> {
   let undone: Promise<void> | undefined;
-  const revert = () => (undone ??= undoEffects(draft.tools.effects, draft.callId, (work) => draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), work)), draft.span));
+  const revert = () => (undone ??= undoEffects(draft.tools.effects, draft.callId, (work) => runForCall(state, draft, work), draft.span));
   if (rule === "revert") return revert();
   const failure: CallFailure = {
     callId: draft.callId,

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { type AskingRun, type BridgeAnswer, bridgeFailure, readToolInput, SANDBOX_LIMITS, type ToolRequest } from "../../sandbox/index.ts";
 import { endSpan, inSpan, type Span, startSpan } from "../../tracing/index.ts";
-import { copyToolInput, copyToolResult, type GrantedTool, runWhileWaiting, type SchemaCheck, type Tool, type ToolCallEntry, withAgents, type WriteEffect } from "../../tools/index.ts";
+import { copyToolInput, copyToolResult, type GrantedTool, type SchemaCheck, type Tool, type ToolCallEntry, type WriteEffect } from "../../tools/index.ts";
 import { type ErrorType, safeMessage, within } from "../../shared/index.ts";
-import type { Call } from "../draft.ts";
+import { type Call, runForCall } from "../draft.ts";
 import { askApproval } from "./approval.ts";
 
 /**
@@ -149,7 +149,7 @@ async function bounded<T>(call: Call, run: AskingRun, granted: GrantedTool, work
   const timeoutMessage = limitMs < granted.timeoutMs ? "the call's callTimeoutMs ran out before the tool answered." : `did not answer within its timeoutMs (${granted.timeoutMs} ms).`;
   let ended: (() => void) | undefined;
   const answer = await within(limitMs, run.signal, () => new Error(timeoutMessage), (signal) => {
-    const running = draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), () => work(signal)));
+    const running = runForCall(state, draft, () => work(signal));
     ended = running.ended;
     return running.result;
   });
