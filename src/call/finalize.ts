@@ -5,7 +5,7 @@ import type { AgentState } from "../state/index.ts";
 import { buildLogLine, showOutcome, writeLogLine, type LogLineInput } from "../log/index.ts";
 import type { AgentWrite, WriteResult } from "../store/index.ts";
 import type { ReuseDecision } from "../programs/index.ts";
-import type { KnowledgeAssembly } from "../knowledge/index.ts";
+import { type KnowledgeAssembly, sourceNames } from "../knowledge/index.ts";
 import { attemptErrors } from "./repair.ts";
 import { settleEffects } from "./effects.ts";
 import { spanIds } from "../tracing/index.ts";
@@ -223,11 +223,11 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
 
 /** The log line's knowledge fields: every source, the retrievals that found nothing, the sources that failed, what was retrieved and how long it took. */
 function knowledgeFields(assembly: KnowledgeAssembly): NonNullable<LogLineInput["knowledge"]> {
-  const { records } = assembly;
+  const names = sourceNames(assembly.records);
   return {
-    knowledge_sources: records.map((entry) => entry.name),
-    knowledge_empty: records.filter((entry) => entry.kind === "retrieval" && entry.error === undefined && entry.results.length === 0).map((entry) => entry.name),
-    knowledge_failed: records.filter((entry) => entry.error !== undefined).map((entry) => entry.name),
+    knowledge_sources: names.all,
+    knowledge_empty: names.empty,
+    knowledge_failed: names.failed,
     retrieved_count: assembly.retrieved,
     knowledge_ms: assembly.ms,
   };

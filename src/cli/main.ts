@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { storeLines } from "./record-lines.ts";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { Writable } from "node:stream";
@@ -8,6 +7,7 @@ import type { HistoryRecord } from "../history/index.ts";
 import { keepsPrograms, openStore, sqlitePath, SqliteStore, type Store } from "../store/index.ts";
 import { ENV_VARIABLES } from "../shared/index.ts";
 import { runDemo } from "./demo.ts";
+import { storeLines } from "./record-lines.ts";
 import { refusedPrograms } from "./refused.ts";
 import { agentsTable, historyTable, programHeader, programsTable, refusedTable } from "./tables.ts";
 import { runTelemetry, UsageError } from "./telemetry-command.ts";
@@ -97,10 +97,7 @@ program
     let store: Store | undefined;
     try {
       if (options.agent !== undefined && options.store === undefined) throw new UsageError("--agent names an agent of the store given with --store.");
-      if (options.store !== undefined) {
-        if (!/^postgres(ql)?:\/\//i.test(options.store) && !existsSync(sqlitePath(options.store))) throw new UsageError(`No store at ${options.store}: the file does not exist.`);
-        store = openStore(options.store);
-      }
+      if (options.store !== undefined) store = openExistingStore(options.store);
       const opened = store;
       await runTelemetry({
         inputs,
@@ -162,11 +159,16 @@ program
   });
 
 /** Opens the store a command names, runs `work`, closes it; a failure is reported with exit code 1 (2 for usage). */
+/** Opens the store at `location`; a SQLite file that does not exist is a usage mistake (opening would make an empty one). */
+function openExistingStore(location: string): Store {
+  if (!/^postgres(ql)?:\/\//i.test(location) && !existsSync(sqlitePath(location))) throw new UsageError(`No store at ${location}: the file does not exist.`);
+  return openStore(location);
+}
+
 async function withStore(location: string, work: (store: Store) => Promise<void>): Promise<void> {
   let store: Store | undefined;
   try {
-    if (!/^postgres(ql)?:\/\//i.test(location) && !existsSync(sqlitePath(location))) throw new UsageError(`No store at ${location}: the file does not exist.`);
-    store = openStore(location);
+    store = openExistingStore(location);
     await work(store);
   } catch (error) {
     process.stderr.write(`improv: ${(error as Error).message}\n`);

@@ -5,6 +5,7 @@
  * log line only counts (its tool calls) is carried whole, for the call explorer.
  */
 import type { HistoryRecord } from "../history/index.ts";
+import { sourceNames } from "../knowledge/index.ts";
 import type { Store } from "../store/index.ts";
 import { scanProgram } from "../telemetry/index.ts";
 import { noEffects } from "../tools/index.ts";
@@ -36,6 +37,7 @@ export function lineOfRecord(record: HistoryRecord, role: string): Record<string
   const effects = noEffects();
   for (const call of calls) if (call.state !== undefined) effects[call.state] += 1;
   const knowledge = record.knowledge ?? [];
+  const sources = sourceNames(knowledge);
   return {
     // A log line is written when its call ends.
     timestamp: Number.isNaN(started) ? record.timestamp : new Date(started + duration).toISOString(),
@@ -67,9 +69,9 @@ export function lineOfRecord(record: HistoryRecord, role: string): Record<string
     tool_names: [...new Set(calls.map((call) => call.tool))],
     tool_error_count: calls.filter((call) => !call.ok).length,
     tool_failed_names: [...new Set(calls.filter((call) => !call.ok).map((call) => call.tool))],
-    knowledge_sources: knowledge.map((entry) => entry.name),
-    knowledge_empty: knowledge.filter((entry) => entry.kind === "retrieval" && entry.error === undefined && entry.results.length === 0).map((entry) => entry.name),
-    knowledge_failed: knowledge.filter((entry) => entry.error !== undefined).map((entry) => entry.name),
+    knowledge_sources: sources.all,
+    knowledge_empty: sources.empty,
+    knowledge_failed: sources.failed,
     retrieved_count: knowledge.reduce((sum, entry) => sum + entry.results.length, 0),
     attempts,
     repair_skipped: record.repair_skipped ?? null,

@@ -1,8 +1,8 @@
-import { CallCollector } from "./report-calls.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { forEachLine, resolveSources } from "./log-reader.ts";
+import { CallCollector } from "./report-calls.ts";
 import { renderHtmlReport } from "./report-html/page.ts";
 import { TelemetryAggregator, type TelemetryReport } from "./telemetry-report.ts";
 import { formatReport } from "./telemetry-text.ts";

@@ -35,6 +35,15 @@ export interface KnowledgeRecord {
   readonly error?: string;
 }
 
+/** The log line's names of a call's sources: all, the retrievals that found nothing, and those that failed. */
+export function sourceNames(records: readonly KnowledgeRecord[]): { readonly all: string[]; readonly empty: string[]; readonly failed: string[] } {
+  return {
+    all: records.map((entry) => entry.name),
+    empty: records.filter((entry) => entry.kind === "retrieval" && entry.error === undefined && entry.results.length === 0).map((entry) => entry.name),
+    failed: records.filter((entry) => entry.error !== undefined).map((entry) => entry.name),
+  };
+}
+
 /** A call's knowledge: its segments, its records, the source that failed the call if one did, and the time it took. */
 export interface KnowledgeAssembly {
   readonly segments: readonly KnowledgeSegment[];

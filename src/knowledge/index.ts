@@ -1,5 +1,5 @@
 /** What other folders may use of knowledge/: they import it from here, never from its files. */
-export { assembleKnowledge } from "./assemble.ts";
+export { assembleKnowledge, sourceNames } from "./assemble.ts";
 export { LEXICAL_MODEL, aiSdkEmbedder, lexicalEmbedder, openaiEmbedder } from "./embedders.ts";
 export type { AISDKEmbedderOptions, AISDKEmbeddingModel, LexicalEmbedderOptions, OpenAIEmbedderOptions } from "./embedders.ts";
 export { memoryRetriever } from "./memory-retriever.ts";
