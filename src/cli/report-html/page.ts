@@ -1,6 +1,7 @@
 /**
- * `improv telemetry --html`: the report as one self-contained HTML page (inline CSS and SVG,
- * no script, nothing fetched at view time), a section for each question the telemetry answers.
+ * `improv telemetry --html`: the report as one self-contained HTML page (inline CSS, SVG and,
+ * for the call explorer, script; nothing fetched at view time), a section for each question the
+ * telemetry answers.
  */
 import { describeFilters } from "../report-filter.ts";
 import { hasEffects } from "../report-effects.ts";
@@ -58,7 +59,9 @@ export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date
   const scope = filters === "" ? "" : ` Calls matching ${escape(filters)}.`;
   const knowledge = usesKnowledge(report.overall.knowledge);
   const effects = hasEffects(report.overall.effects);
-  const contents = CONTENTS.filter(([id]) => (knowledge || id !== "knowledge") && (effects || id !== "effects") && (calls !== undefined || id !== "calls")).map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
+  // Sections a report may leave out, and whether this one has each.
+  const present: Readonly<Record<string, boolean>> = { knowledge, effects, calls: calls !== undefined };
+  const contents = CONTENTS.filter(([id]) => present[id] ?? true).map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
