@@ -3,7 +3,7 @@
  * so no agent of another part holds an isolate or a home in the pool it measures.
  */
 import ivm from "isolated-vm";
-import { Agent, type AgentProxy, type Provider } from "../src/index.ts";
+import { Agent, configureSandbox, type AgentProxy, type Provider } from "../src/index.ts";
 import { sandboxPool } from "../src/sandbox/host/pool.ts";
 import { rssOf } from "./memory.ts";
 import { expectOk, figureInChild, measureInterleaved, percentile, type Summary } from "./stats.ts";
@@ -57,22 +57,33 @@ async function roundRobin(agentCount: number, calls: number): Promise<RoundRobin
 }
 
 export interface ColdFigure {
-  /** A new agent's first call, its role's program kept: a new isolate, the history sent, the program compiled and run. */
+  /** A new agent's first call, its role's program kept, when no isolate is free to reuse: a new isolate, the history sent, the program compiled and run. */
   readonly coldCall: Summary;
   /** A bare isolated-vm isolate and context, made in this process. */
   readonly bareIsolate: Summary;
-  /** `Agent.for` + one call + `Agent.close`, and a call on an agent that stays open. */
+  /** `Agent.for` + one call + `Agent.close` with a new isolate for each (`reuseIsolates: false`). */
+  readonly perRequestNewIsolate: Summary;
+  /** `Agent.for` + one call + `Agent.close` (the default: each takes the isolate the one before left), and a call on an agent that stays open. */
   readonly perRequest: Summary;
   readonly openAgent: Summary;
 }
 
-/** Cold agents and agents made per request, each against its baseline, alternating. */
+/**
+ * Cold agents and agents made per request, each against its baseline, alternating: first with
+ * isolates never reused (a new agent makes one), then with the default.
+ */
 async function cold(count: number): Promise<ColdFigure> {
   await expectOk(Agent.for("cold", { provider, log: false, id: "cold-first" }).add(1, 2));
   const open = Agent.for("cold", { provider, log: false, id: "cold-open" });
   let made = 0;
+  const perRequest = async () => {
+    const agent = Agent.for("cold", { provider, log: false, id: `request-${made++}` });
+    await expectOk(agent.add(1, 2));
+    await Agent.close(agent);
+  };
   const isolates: ivm.Isolate[] = [];
-  const figures = await measureInterleaved(
+  configureSandbox({ reuseIsolates: false });
+  const fresh = await measureInterleaved(
     {
       coldCall: { task: () => expectOk(Agent.for("cold", { provider, log: false, id: `cold-${made++}` }).add(1, 2)) },
       bareIsolate: {
@@ -81,22 +92,16 @@ async function cold(count: number): Promise<ColdFigure> {
           isolate.createContextSync();
           isolates.push(isolate);
         },
-        close: () => isolates.forEach((isolate) => isolate.dispose()),
       },
-      perRequest: {
-        task: async () => {
-          const agent = Agent.for("cold", { provider, log: false, id: `request-${made++}` });
-          await expectOk(agent.add(1, 2));
-          await Agent.close(agent);
-        },
-      },
-      openAgent: { task: () => expectOk(open.add(1, 2)) },
+      perRequestNewIsolate: { task: perRequest },
     },
     count,
     Math.min(10, count),
   );
   for (const isolate of isolates) isolate.dispose();
-  return figures;
+  configureSandbox({ reuseIsolates: true });
+  const reused = await measureInterleaved({ perRequest: { task: perRequest }, openAgent: { task: () => expectOk(open.add(1, 2)) } }, count, Math.min(10, count));
+  return { ...fresh, ...reused };
 }
 
 export interface IdleFigure {

@@ -70,6 +70,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   ]);
   expect(manyAgents.cold.coldCall.count).toBe(10);
   expect(manyAgents.cold.perRequest.count).toBe(10);
+  expect(manyAgents.cold.perRequestNewIsolate.count).toBe(10);
   expect(manyAgents.idle.agents).toBe(50);
   expect(manyAgents.idle.sandboxBytesPerIsolate).toBeGreaterThan(0);
   expect(output).toMatch(/ {5}100 agents +[\d.]+ ms per call +×[\d.]+ of 20/);

@@ -252,16 +252,20 @@ export type HostMessage =
   | { readonly type: "bridge-result"; readonly requestId: number; readonly answer: BridgeAnswer; readonly tell: boolean }
   | { readonly type: "forget"; readonly agentId: string }
   /** The memory this process may keep idle isolates in (sent before any run, and when it changes). @unit MiB */
-  | { readonly type: "configure"; readonly isolateCacheMb: number }
+  | { readonly type: "configure"; readonly isolateCacheMb: number; readonly reuseIsolates: boolean }
   /** Asks what the process holds (answered with `stats`). */
   | { readonly type: "stats"; readonly statsId: number };
 
-/** What a sandbox process holds: its agents' isolates (how many, how many busy, what the idle ones hold) and its resident size. */
+/** What a sandbox process holds: its agents' isolates (how many, how many busy, what the idle ones hold), its spares and its resident size. */
 export interface SandboxStats {
   readonly isolates: number;
   readonly busyIsolates: number;
   /** @unit MiB */
   readonly idleIsolatesMb: number;
+  /** Isolates of agents that are gone, reset and ready for new agents. */
+  readonly spareIsolates: number;
+  /** How many new agents took a spare, since the process started. */
+  readonly reusedIsolates: number;
   /** @unit MiB */
   readonly rssMb: number;
 }

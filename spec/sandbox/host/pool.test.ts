@@ -38,22 +38,24 @@ afterEach(() => {
 });
 
 describe("configureSandbox", () => {
-  test("takes processes, maxProcesses and isolateCacheMb, and says what is wrong with anything else", () => {
+  test("takes processes, maxProcesses, isolateCacheMb and reuseIsolates, and says what is wrong with anything else", () => {
     const cache = sandboxPool().config.isolateCacheMb;
-    expect(configureSandbox({ processes: 3, maxProcesses: 5 })).toEqual({ processes: 3, maxProcesses: 5, isolateCacheMb: cache });
-    expect(configureSandbox({ processes: 2 })).toEqual({ processes: 2, maxProcesses: 5, isolateCacheMb: cache });
+    expect(configureSandbox({ processes: 3, maxProcesses: 5 })).toEqual({ processes: 3, maxProcesses: 5, isolateCacheMb: cache, reuseIsolates: true });
+    expect(configureSandbox({ processes: 2 })).toEqual({ processes: 2, maxProcesses: 5, isolateCacheMb: cache, reuseIsolates: true });
     expect(() => configureSandbox({ processes: 0 })).toThrow("Sandbox option processes must be a whole number from 1 to 64; got 0.");
     expect(() => configureSandbox({ maxProcesses: 1.5 })).toThrow("Sandbox option maxProcesses must be a whole number from 1 to 64; got 1.5.");
     expect(() => configureSandbox({ processes: 4, maxProcesses: 2 })).toThrow("Sandbox option maxProcesses (2) must be at least processes (4).");
-    expect(() => configureSandbox({ threads: 2 } as never)).toThrow('Unknown sandbox option "threads". Valid options: processes, maxProcesses, isolateCacheMb.');
+    expect(() => configureSandbox({ threads: 2 } as never)).toThrow('Unknown sandbox option "threads". Valid options: processes, maxProcesses, isolateCacheMb, reuseIsolates.');
+    expect(() => configureSandbox({ reuseIsolates: "no" } as never)).toThrow('Sandbox option reuseIsolates must be true or false; got "no".');
     expect(() => configureSandbox({ isolateCacheMb: -1 })).toThrow(TypeError);
     expect(() => configureSandbox({ isolateCacheMb: 2.5 })).toThrow("Sandbox option isolateCacheMb must be a whole number of MiB; got 2.5.");
     expect(() => configureSandbox({ isolateCacheMb: 7 })).toThrow(
       new RangeError("Sandbox option isolateCacheMb (7 MiB) cannot hold one idle agent isolate in each of the 2 sandbox processes (about 4 MiB each); give at least 8."),
     );
     expect(configureSandbox({ isolateCacheMb: 8 }).isolateCacheMb).toBe(8);
-    expect(sandboxPool().config).toEqual({ processes: 2, maxProcesses: 5, isolateCacheMb: 8 });
-    configureSandbox({ isolateCacheMb: cache });
+    expect(configureSandbox({ reuseIsolates: false }).reuseIsolates).toBe(false);
+    expect(sandboxPool().config).toEqual({ processes: 2, maxProcesses: 5, isolateCacheMb: 8, reuseIsolates: false });
+    configureSandbox({ isolateCacheMb: cache, reuseIsolates: true });
   });
 
   test("the default keeps idle isolates in a quarter of the machine's memory", () => {

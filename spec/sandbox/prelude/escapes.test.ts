@@ -103,6 +103,18 @@ describe("intrinsics are frozen before generated code runs", () => {
     expect((await agent.look()).value).toEqual(["undefined", "undefined", 3]);
   });
 
+  test("a global object given another prototype, or made to take no new properties, costs a fresh isolate: the next program finds neither", async () => {
+    const agent = sandboxed({
+      swap: "Object.setPrototypeOf(globalThis, { inherited: 'left' }); return typeof inherited",
+      seal: "Object.preventExtensions(globalThis); return Object.isExtensible(globalThis)",
+      look: "globalThis.added = 1; return [typeof inherited, Object.isExtensible(globalThis), added, context.conversation_history.length]",
+    });
+    expect((await agent.swap()).value).toBe("string");
+    expect((await agent.look()).value).toEqual(["undefined", true, 1, 1]);
+    expect((await agent.seal()).value).toBe(false);
+    expect((await agent.look()).value).toEqual(["undefined", true, 1, 3]);
+  });
+
   test("a continuation a program left waiting on the bridge adds no globals for later programs", async () => {
     const agent = sandboxed({
       viaDelegate: "delegate('helper').ping().then(() => { globalThis.afterDelegate = 1 }); return 'returned'",

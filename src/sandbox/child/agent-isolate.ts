@@ -51,7 +51,7 @@ return () => {
  */
 const RUNTIME_SOURCE = `(function improvRuntime(post, limits, urlParts) {
   (${createWebGlobals})(urlParts);
-  (${hardenRealm})();
+  const reseed = (${hardenRealm})();
   const runtime = (${createRuntime})({
     createEncoder: (${createEncoder}),
     createPrinter: (${createPrinter}),
@@ -63,11 +63,16 @@ const RUNTIME_SOURCE = `(function improvRuntime(post, limits, urlParts) {
   });
   const holdBack = (function () { ${HOLD_BACK_SOURCE} })();
   const collect = (function () { ${COLLECT_SOURCE} })();
-  return [runtime.start, runtime.deliver, runtime.take, runtime.sync, runtime.tidy, holdBack, collect];
+  const reset = (seed) => {
+    if (!runtime.reset()) return false;
+    reseed(seed);
+    return true;
+  };
+  return [runtime.start, runtime.deliver, runtime.take, runtime.sync, runtime.tidy, holdBack, collect, reset];
 })`;
 
 /** The runtime function's entries, in the order it answers with them. */
-const API = ["start", "deliver", "take", "sync", "tidy", "holdBack", "collect"] as const;
+const API = ["start", "deliver", "take", "sync", "tidy", "holdBack", "collect", "reset"] as const;
 
 /** The runtime's code cache, made by this process's first isolate as it compiled the runtime (before anything ran in it). */
 let runtimeCode: ivm.ExternalCopy<ArrayBuffer> | undefined;
@@ -194,6 +199,9 @@ export class AgentIsolate {
   readonly #sync: ivm.Reference;
   readonly #tidyRef: ivm.Reference;
   readonly #holdBack: ivm.Reference;
+  readonly #resetRef: ivm.Reference;
+  /** The runtime's live heap as made, before any agent used the isolate. @unit MiB */
+  readonly #runtimeMb: number;
   /** Requests programs made in the entry running now, sent to the host once it is over (see {@link BridgeHandler}). */
   readonly #posted: [callId: string, requestId: number, request: unknown][];
   readonly #onBridge: BridgeHandler;
@@ -203,12 +211,13 @@ export class AgentIsolate {
     mirrorReserveMb: number,
     heap: { readonly runtimeMb: number; readonly extraSlackMb: number; readonly residentMb: number },
     isolate: ivm.Isolate,
-    api: { start: ivm.Reference; deliver: ivm.Reference; take: ivm.Reference; sync: ivm.Reference; tidy: ivm.Reference; holdBack: ivm.Reference; collect: ivm.Reference },
+    api: Record<(typeof API)[number], ivm.Reference>,
     bridge: { posted: [string, number, unknown][]; onBridge: BridgeHandler },
   ) {
     this.memoryLimitMb = memoryLimitMb;
     this.mirrorReserveMb = mirrorReserveMb;
     this.#measuredMb = heap.runtimeMb;
+    this.#runtimeMb = heap.runtimeMb;
     this.#residentMb = heap.residentMb;
     this.#extraSlackMb = heap.extraSlackMb;
     this.#collect = api.collect;
@@ -219,6 +228,7 @@ export class AgentIsolate {
     this.#sync = api.sync;
     this.#tidyRef = api.tidy;
     this.#holdBack = api.holdBack;
+    this.#resetRef = api.reset;
     this.#posted = bridge.posted;
     this.#onBridge = bridge.onBridge;
   }
@@ -537,6 +547,33 @@ export class AgentIsolate {
     }
     if (!tidied) this.dispose();
     else this.#measureIfStale();
+  }
+
+  /**
+   * Makes the isolate ready for another agent, as one just made: the runtime forgets its agent
+   * (calls, results, compiled programs, history mirror), the globals programs added are removed,
+   * the realm's last match is cleared and `Math.random` is seeded anew from `seed` (four 32-bit
+   * words). What is left of the realm is frozen. False when that cannot be done (see the
+   * runtime's `reset`); the isolate is then disposed. Only for an isolate whose runs all ended
+   * as they should: one stopped by a limit or cancelled is disposed already.
+   */
+  recycle(seed: readonly number[]): boolean {
+    if (this.busy || this.isDisposed) return false;
+    let reset = false;
+    try {
+      reset = this.#applyRepeatable(this.#resetRef, [[...seed]], { arguments: { copy: true }, result: { copy: true } }, TIDY_TIMEOUT_MS) === true;
+    } catch {
+      // Stopped at its time limit, or the isolate is gone.
+    }
+    if (!reset) {
+      this.dispose();
+      return false;
+    }
+    this.historyEpoch = -1;
+    this.historyLength = 0;
+    this.#measuredMb = this.#runtimeMb;
+    this.#measuredAtMirrorMb = 0;
+    return this.allowMirror(0);
   }
 
   /** Whether {@link compact} has not been done since the isolate was made. */

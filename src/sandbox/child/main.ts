@@ -176,13 +176,60 @@ async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: numb
   isolates.delete(agentId);
   const pending = creating.get(agentId);
   if (pending) return pending;
-  const reserve = mirrorMb < SMALL_MIRROR_MB ? FIRST_MIRROR_RESERVE_MB : Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
-  const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
-  creating.set(agentId, created);
-  const isolate = await created;
+  const small = mirrorMb < SMALL_MIRROR_MB;
+  let isolate = small ? takeSpare(memoryLimitMb, mirrorMb) : undefined;
+  if (isolate === undefined) {
+    const reserve = small ? FIRST_MIRROR_RESERVE_MB : Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
+    const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
+    creating.set(agentId, created);
+    isolate = await created;
+  }
   isolates.set(agentId, isolate);
   evictIdle();
   return isolate;
+}
+
+/**
+ * Isolates whose agents are gone (closed, collected, or dropped from the budget), made ready for
+ * new agents (see `AgentIsolate.recycle`): a new agent takes one instead of making one, which is
+ * most of what a cold agent costs. Only isolates with the small mirror reserve, whose runs all
+ * ended normally, that the runtime could reset; at most {@link SPARES}, and counted against the
+ * budget like idle isolates (and dropped first). `configureSandbox({ reuseIsolates: false })`
+ * turns this off: every agent then gets an isolate no other agent had.
+ */
+const spares: AgentIsolate[] = [];
+const SPARES = 8;
+let reuseIsolates = true;
+/** Agents' isolates taken from the spares since the process started. */
+let reused = 0;
+
+/** Keeps the isolate of an agent that is gone as a spare when it can be reset, else disposes it. */
+function release(isolate: AgentIsolate): void {
+  if (!reuseIsolates || spares.length >= SPARES || isolate.mirrorReserveMb !== FIRST_MIRROR_RESERVE_MB || !isolate.recycle(randomSeed())) {
+    isolate.dispose();
+    return;
+  }
+  spares.push(isolate);
+}
+
+function randomSeed(): number[] {
+  return [...crypto.getRandomValues(new Uint32Array(4))];
+}
+
+/** A spare of that limit allowing `mirrorMb`, taken off the list; undefined when there is none. */
+function takeSpare(memoryLimitMb: number, mirrorMb: number): AgentIsolate | undefined {
+  const index = spares.findLastIndex((spare) => spare.memoryLimitMb === memoryLimitMb && !spare.isDisposed);
+  if (index < 0) return reclaimLeastRecent(memoryLimitMb, mirrorMb);
+  const spare = spares.splice(index, 1)[0]!;
+  // One that cannot hold back its reserve is disposed by allowMirror: the call makes its own.
+  if (!spare.allowMirror(mirrorMb)) return undefined;
+  reused += 1;
+  return spare;
+}
+
+/** What the spares hold. @unit MiB */
+function sparesMb(): number {
+  return spares.reduce((sum, spare) => sum + spare.residentMb, 0);
 }
 
 /**
@@ -231,16 +278,50 @@ const EVICTION_EVERY = 16;
 /** Disposes the least recently used idle isolates while those idle hold more than the budget. */
 function evictIdle(): void {
   tidiedSinceEviction = 0;
-  let idleMb = 0;
-  for (const [agentId, isolate] of isolates) if (!isolate.busy && !inUse.has(agentId)) idleMb += isolate.residentMb;
+  let held = heldMb();
+  // Spares go first: an agent's own isolate also spares its history's sync and its programs' compiling.
+  while (held > isolateCacheMb && spares.length > 0) {
+    const spare = spares.shift()!;
+    held -= spare.residentMb;
+    spare.dispose();
+  }
   for (const [agentId, isolate] of isolates) {
-    if (idleMb <= isolateCacheMb) break;
+    if (held <= isolateCacheMb) break;
     if (isolate.busy || inUse.has(agentId)) continue;
-    idleMb -= isolate.residentMb;
+    held -= isolate.residentMb;
     isolate.dispose();
     isolates.delete(agentId);
   }
 }
+
+/** What the idle isolates and the spares hold. @unit MiB */
+function heldMb(): number {
+  let held = sparesMb();
+  for (const [agentId, isolate] of isolates) if (!isolate.busy && !inUse.has(agentId)) held += isolate.residentMb;
+  return held;
+}
+
+/**
+ * With the budget too full for one more isolate, the least recently used idle one would be
+ * dropped to make room for the one a new agent makes: reset, it serves that agent instead.
+ */
+function reclaimLeastRecent(memoryLimitMb: number, mirrorMb: number): AgentIsolate | undefined {
+  if (!reuseIsolates || heldMb() + NEW_ISOLATE_MB <= isolateCacheMb) return undefined;
+  for (const [agentId, isolate] of isolates) {
+    if (isolate.busy || inUse.has(agentId)) continue;
+    isolates.delete(agentId);
+    if (isolate.memoryLimitMb !== memoryLimitMb || isolate.mirrorReserveMb !== FIRST_MIRROR_RESERVE_MB || !isolate.recycle(randomSeed()) || !isolate.allowMirror(mirrorMb)) {
+      isolate.dispose();
+      return undefined;
+    }
+    reused += 1;
+    return isolate;
+  }
+  return undefined;
+}
+
+/** What a new isolate holds before its process compacts it (2.5 to 4 MiB measured). @unit MiB */
+const NEW_ISOLATE_MB = 3;
 
 /**
  * Once nothing has run here for a moment, isolates not yet compacted are, one per turn of the
@@ -267,7 +348,7 @@ function compactNext(): void {
   }
   // Idle: the budget is checked once more (between checks, isolates that became idle may pass it).
   if (tidiedSinceEviction > 0) evictIdle();
-  const next = [...isolates.values()].findLast((isolate) => isolate.compactable);
+  const next = [...spares, ...isolates.values()].findLast((isolate) => isolate.compactable);
   if (next === undefined) return;
   memoryWatch.runStarted();
   try {
@@ -485,6 +566,8 @@ process.on("message", (received: HostMessage) => {
       break;
     case "configure":
       isolateCacheMb = message.isolateCacheMb;
+      reuseIsolates = message.reuseIsolates;
+      if (!reuseIsolates) for (const spare of spares.splice(0)) spare.dispose();
       evictIdle();
       break;
     case "stats": {
@@ -494,15 +577,17 @@ process.on("message", (received: HostMessage) => {
         if (isolate.busy) busyIsolates += 1;
         else idleIsolatesMb += isolate.residentMb;
       }
-      send({ type: "stats", statsId: message.statsId, isolates: isolates.size, busyIsolates, idleIsolatesMb, rssMb: process.memoryUsage.rss() / 2 ** 20 });
+      send({ type: "stats", statsId: message.statsId, isolates: isolates.size, busyIsolates, idleIsolatesMb, spareIsolates: spares.length, reusedIsolates: reused, rssMb: process.memoryUsage.rss() / 2 ** 20 });
       break;
     }
     case "forget": {
       releaseSyncHold(message.agentId);
       const isolate = isolates.get(message.agentId);
       if (isolate && !isolate.busy) {
-        isolate.dispose();
         isolates.delete(message.agentId);
+        // A run of the agent about to start here must not find its isolate passed on.
+        if (inUse.has(message.agentId)) isolate.dispose();
+        else release(isolate);
       }
       break;
     }

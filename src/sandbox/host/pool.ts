@@ -23,6 +23,15 @@ export interface SandboxConfig {
    * @unit MiB
    */
   readonly isolateCacheMb: number;
+  /**
+   * Whether the isolate of an agent that is gone (closed, collected, or dropped from the cache)
+   * may serve a new agent, reset first: the runtime forgets the agent (calls, compiled programs,
+   * history mirror), the globals programs added are removed, the last regular expression match is
+   * cleared and `Math.random` is seeded anew; the rest of the realm is frozen. Only an isolate
+   * whose runs all ended normally is reused. False gives every agent an isolate no agent had
+   * before, at the cost of making one (about 4 ms here) for every new agent. Default: true.
+   */
+  readonly reuseIsolates: boolean;
 }
 
 /** Least memory for idle isolates in each process: about one isolate. @unit MiB */
@@ -40,7 +49,7 @@ const LIMIT = 64;
 export function defaultSandboxConfig(): SandboxConfig {
   const fromEnv = readProcessesEnv();
   const processes = fromEnv ?? Math.max(1, Math.min(4, availableParallelism()));
-  return { processes, maxProcesses: Math.max(8, processes), isolateCacheMb: Math.max(defaultIsolateCacheMb(), processes * MIN_ISOLATE_CACHE_MB_PER_PROCESS) };
+  return { processes, maxProcesses: Math.max(8, processes), isolateCacheMb: Math.max(defaultIsolateCacheMb(), processes * MIN_ISOLATE_CACHE_MB_PER_PROCESS), reuseIsolates: true };
 }
 
 function readProcessesEnv(): number | undefined {
@@ -54,10 +63,14 @@ function readProcessesEnv(): number | undefined {
 
 /** Checks a `configureSandbox` argument and fills in what it leaves out. */
 export function resolveSandboxConfig(options: Partial<SandboxConfig>, current: SandboxConfig): SandboxConfig {
-  if (typeof options !== "object" || options === null) throw new TypeError("configureSandbox() takes an object: { processes?, maxProcesses?, isolateCacheMb? }.");
+  if (typeof options !== "object" || options === null) throw new TypeError("configureSandbox() takes an object: { processes?, maxProcesses?, isolateCacheMb?, reuseIsolates? }.");
   for (const name of Object.keys(options)) {
-    if (name !== "processes" && name !== "maxProcesses" && name !== "isolateCacheMb") throw new TypeError(`Unknown sandbox option "${name}". Valid options: processes, maxProcesses, isolateCacheMb.`);
+    if (name !== "processes" && name !== "maxProcesses" && name !== "isolateCacheMb" && name !== "reuseIsolates") {
+      throw new TypeError(`Unknown sandbox option "${name}". Valid options: processes, maxProcesses, isolateCacheMb, reuseIsolates.`);
+    }
   }
+  const reuseIsolates = options.reuseIsolates ?? current.reuseIsolates;
+  if (typeof reuseIsolates !== "boolean") throw new TypeError(`Sandbox option reuseIsolates must be true or false; got ${JSON.stringify(reuseIsolates)}.`);
   for (const name of ["processes", "maxProcesses"] as const) {
     const value = options[name];
     if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= LIMIT)) {
@@ -73,7 +86,7 @@ export function resolveSandboxConfig(options: Partial<SandboxConfig>, current: S
   if (isolateCacheMb < least) {
     throw new RangeError(`Sandbox option isolateCacheMb (${isolateCacheMb} MiB) cannot hold one idle agent isolate in each of the ${processes} sandbox processes (about ${MIN_ISOLATE_CACHE_MB_PER_PROCESS} MiB each); give at least ${least}.`);
   }
-  return { processes, maxProcesses, isolateCacheMb };
+  return { processes, maxProcesses, isolateCacheMb, reuseIsolates };
 }
 
 /**
@@ -117,7 +130,7 @@ export class SandboxPool {
   configure(options: Partial<SandboxConfig>): SandboxConfig {
     this.#config = resolveSandboxConfig(options, this.#config);
     for (const process of this.#processes) {
-      process.configure(this.#isolateCacheShareMb());
+      process.configure(this.#isolateCacheShareMb(), this.#config.reuseIsolates);
       this.#retireIfSpare(process);
     }
     return this.#config;
@@ -301,7 +314,7 @@ export class SandboxPool {
     this.starts += 1;
     this.#processes.push(process);
     // Before any run: runs wait for the process to be ready, and go after this.
-    void process.ready.then(() => process.configure(this.#isolateCacheShareMb()), () => undefined);
+    void process.ready.then(() => process.configure(this.#isolateCacheShareMb(), this.#config.reuseIsolates), () => undefined);
     return process;
   }
 
@@ -366,8 +379,9 @@ export function sandboxPool(): SandboxPool {
 /**
  * Sets how many sandbox processes run programs, for this process: `processes` (default: the
  * machine's available parallelism, at most 4, or `IMPROV_SANDBOX_PROCESSES`), `maxProcesses`
- * (default 8), the most while every process is busy, and `isolateCacheMb` (default a quarter of
- * the machine's memory), the memory they keep idle agents' isolates in. Returns the settings now
+ * (default 8), the most while every process is busy, `isolateCacheMb` (default a quarter of
+ * the machine's memory), the memory they keep idle agents' isolates in, and `reuseIsolates`
+ * (default true), whether a gone agent's isolate, reset, may serve a new agent. Returns the settings now
  * in force. A bad value is a `TypeError`; an `isolateCacheMb` too small for one isolate in each
  * process, a `RangeError`.
  */

@@ -264,9 +264,9 @@ export class SandboxProcess {
     });
   }
 
-  /** Tells the process how much memory it may keep idle isolates in (see `configureSandbox`). @unit MiB */
-  configure(isolateCacheMb: number): void {
-    if (this.alive) this.#send({ type: "configure", isolateCacheMb });
+  /** Tells the process how much memory it may keep idle isolates in (MiB) and whether it may reuse them (see `configureSandbox`). */
+  configure(isolateCacheMb: number, reuseIsolates: boolean): void {
+    if (this.alive) this.#send({ type: "configure", isolateCacheMb, reuseIsolates });
   }
 
   kill(): void {

@@ -9,27 +9,67 @@
  * on their own objects (an Error subclass setting `this.name`, a class defining `toString`),
  * the data property is replaced by an accessor whose setter defines an own property on the
  * receiver instead, so such assignments keep working while the intrinsic stays unchanged.
+ *
+ * Answers with the function that seeds `Math.random` anew (see below), for the runtime alone.
  */
-export function hardenRealm(): void {
+export function hardenRealm(): (seed: readonly number[]) => void {
   "use strict";
   const g = globalThis as Record<string, unknown>;
-  const { freeze, getOwnPropertyDescriptor, getPrototypeOf, defineProperty, isFrozen } = Object;
+  const { freeze, getOwnPropertyDescriptor, getPrototypeOf, defineProperty } = Object;
   const ownKeys = Reflect.ownKeys;
 
   for (const name of ["SharedArrayBuffer", "Atomics", "WebAssembly", "FinalizationRegistry", "WeakRef"]) {
     delete g[name];
   }
 
+  // Math.random from a generator of the runtime's own (xoshiro128**), which the returned function
+  // seeds anew: an isolate may serve another agent after its own is gone, and the engine's
+  // generator can be run backwards from a few of its outputs to the numbers drawn before.
+  const imul = Math.imul;
+  const engineRandom = Math.random;
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  const next = (): number => {
+    const result = imul(((imul(s1, 5) << 7) | (imul(s1, 5) >>> 25)), 9) >>> 0;
+    const shifted = s1 << 9;
+    s2 ^= s0;
+    s3 ^= s1;
+    s1 ^= s2;
+    s0 ^= s3;
+    s2 ^= shifted;
+    s3 = (s3 << 11) | (s3 >>> 21);
+    return result;
+  };
+  const reseed = (seed: readonly number[]): void => {
+    s0 = seed[0]! | 0;
+    s1 = seed[1]! | 0;
+    s2 = seed[2]! | 0;
+    s3 = seed[3]! | 0;
+    // An all-zero state would only ever give zeros.
+    if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
+  };
+  reseed([0, 1, 2, 3].map(() => (engineRandom() * 2 ** 32) >>> 0));
+  // A method: no `prototype` object, and `new Math.random()` throws as it does for the engine's.
+  const { random } = {
+    random(): number {
+      return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
+    },
+  };
+  defineProperty(Math, "random", { value: random, writable: true, enumerable: false, configurable: true });
+
   const hasOwnProperty = Object.prototype.hasOwnProperty;
   function enableOverride(target: object, key: PropertyKey): void {
     const descriptor = getOwnPropertyDescriptor(target, key);
     if (!descriptor || !("value" in descriptor) || !descriptor.configurable) return;
     const value = descriptor.value;
+    // Methods, not function expressions: they have no `prototype` object for the walk to freeze.
     defineProperty(target, key, {
-      get: function getIntrinsic() {
+      get() {
         return value;
       },
-      set: function setOwnProperty(this: object, next: unknown) {
+      set(this: object, next: unknown) {
         if (this === target) {
           throw new TypeError(`Cannot assign to read only property '${String(key)}' of a frozen built-in`);
         }
@@ -76,30 +116,42 @@ export function hardenRealm(): void {
     hidden.push(getPrototypeOf(iterator.map((x: unknown) => x)), getPrototypeOf(iterator));
   }
 
-  // Iterative deep freeze, so deep intrinsic graphs cannot overflow the stack.
-  const pending: unknown[] = [...hidden];
+  // Iterative deep freeze, so deep intrinsic graphs cannot overflow the stack. A value is queued
+  // once, when first seen: this runs once per isolate, in the interpreter, so fewer steps count.
+  const visited = new Set<unknown>([g]);
+  const pending: unknown[] = [];
+  const queue = (value: unknown): void => {
+    if (((typeof value === "object" && value !== null) || typeof value === "function") && !visited.has(value)) {
+      visited.add(value);
+      pending.push(value);
+    }
+  };
+  for (const value of hidden) queue(value);
   for (const key of ownKeys(g)) {
     const descriptor = getOwnPropertyDescriptor(g, key);
     if (!descriptor) continue;
-    if ("value" in descriptor) pending.push(descriptor.value);
-    else pending.push(descriptor.get, descriptor.set);
+    if ("value" in descriptor) queue(descriptor.value);
+    else {
+      queue(descriptor.get);
+      queue(descriptor.set);
+    }
     if (descriptor.configurable) {
       defineProperty(g, key, "value" in descriptor ? { writable: false, configurable: false } : { configurable: false });
     }
   }
-  const visited = new Set<unknown>();
   while (pending.length > 0) {
-    const value = pending.pop();
-    if ((typeof value !== "object" && typeof value !== "function") || value === null || value === g) continue;
-    if (visited.has(value)) continue;
-    visited.add(value);
-    if (!isFrozen(value)) freeze(value);
-    pending.push(getPrototypeOf(value));
+    const value = pending.pop() as object;
+    freeze(value);
+    queue(getPrototypeOf(value));
     for (const key of ownKeys(value)) {
       const descriptor = getOwnPropertyDescriptor(value, key);
       if (!descriptor) continue;
-      if ("value" in descriptor) pending.push(descriptor.value);
-      else pending.push(descriptor.get, descriptor.set);
+      if ("value" in descriptor) queue(descriptor.value);
+      else {
+        queue(descriptor.get);
+        queue(descriptor.set);
+      }
     }
   }
+  return reseed;
 }

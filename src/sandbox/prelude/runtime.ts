@@ -50,10 +50,17 @@ export interface IsolateRuntime {
   deliver(callId: string, requestId: number, answer: unknown): RunAnswer | null;
   /**
    * Between calls: removes the globals programs and their stray continuations added, and
-   * parses the records that arrived as text. False when a global cannot be removed (the
-   * isolate must be replaced).
+   * parses the records that arrived as text. False when a global cannot be removed, or the
+   * global object has another prototype or takes no new properties (the isolate must be replaced).
    */
   tidy(): boolean;
+  /**
+   * Makes the runtime as it was when made, for another agent: removes the globals programs added
+   * and forgets every call, result, compiled program and the history mirror, and clears the
+   * realm's record of the last regular expression match (`RegExp.input`, `lastMatch`, `$1`…).
+   * False when the realm cannot be made so (see `tidy`): the isolate must go.
+   */
+  reset(): boolean;
   /**
    * The call's result once it settled (ending the call), or null while it runs: for an entry
    * whose own answer was lost (it threw). Asking again for the same call returns the same
@@ -80,7 +87,7 @@ export interface RuntimeParts {
 export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   "use strict";
   const { post, limits } = parts;
-  const { freeze, create, defineProperty, getPrototypeOf, keys, getOwnPropertyDescriptor } = Object;
+  const { freeze, create, defineProperty, getPrototypeOf, keys, getOwnPropertyDescriptor, isExtensible } = Object;
   const apply = Reflect.apply;
   const ownKeys = Reflect.ownKeys;
   const deleteProperty = Reflect.deleteProperty;
@@ -103,7 +110,9 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   // is rarely more than a few times the value's JSON; stopping at `encodedCharsPerJsonChar`
   // times the limit bounds the work here, and the host measures the value itself.
   const encodeWithin = (value: unknown, jsonLimit: number, ownData = false) => encode(value, jsonLimit * limits.encodedCharsPerJsonChar, ownData);
-  const mirror = parts.createMirror();
+  let mirror = parts.createMirror();
+  /** Matches the empty string: run by `reset` so that the realm's last match is no agent's. */
+  const EMPTY_MATCH = /(?:)/;
   /** More records than this in one run are parsed at its start, on its own time, as a sync's are. */
   const MAX_RECORDS_AS_TEXT = 4;
 
@@ -153,6 +162,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   });
 
   const global = globalThis as Record<PropertyKey, unknown>;
+  const globalPrototype = getPrototypeOf(global);
   defineProperty(global, "content", { value: hostCalls.content, writable: false, enumerable: false, configurable: false });
   defineProperty(global, "ToolError", { value: hostCalls.ToolError, writable: false, enumerable: false, configurable: false });
   defineProperty(global, "EgressError", { value: hostCalls.EgressError, writable: false, enumerable: false, configurable: false });
@@ -238,9 +248,13 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     return line >= 1 ? { line, column: NumberCtor(match[2]) } : undefined;
   }
 
-  /** Removes the globals a program added; false when one cannot be removed (the isolate is then replaced). Never throws. */
+  /**
+   * Removes the globals a program added; false when one cannot be removed, or the global object
+   * was given another prototype or made to take no new properties (the isolate is then
+   * replaced). Never throws.
+   */
   function cleanGlobals(): boolean {
-    let clean = true;
+    let clean = getPrototypeOf(global) === globalPrototype && isExtensible(global);
     try {
       for (const key of ownKeys(global)) {
         if (baselineGlobals.has(key)) continue;
@@ -308,6 +322,19 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       if (!cleanGlobals()) return false;
       mayHaveLeftGlobals = false;
       mirror.parse();
+      return true;
+    },
+    reset(): boolean {
+      if (!cleanGlobals()) return false;
+      mayHaveLeftGlobals = false;
+      calls.clear();
+      slots.clear();
+      compiled.clear();
+      currentCall = null;
+      handedOut = null;
+      nextRequestId = 1;
+      mirror = parts.createMirror();
+      apply(regexpExec, EMPTY_MATCH, [""]);
       return true;
     },
     start(payload: RunPayload): StartAnswer {

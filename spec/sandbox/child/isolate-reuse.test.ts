@@ -1,0 +1,163 @@
+/**
+ * An agent that is gone leaves its isolate to a new agent (`configureSandbox({ reuseIsolates })`,
+ * on by default), reset first: the new agent must find nothing of the old one, an isolate a
+ * program changed in a way the reset cannot undo is never passed on, and neither is one whose
+ * program was stopped.
+ */
+import ivm from "isolated-vm";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
+import { ISOLATE_PIECES } from "../../../src/sandbox/child/agent-isolate.ts";
+import { sandboxPool, type SandboxConfig } from "../../../src/sandbox/host/pool.ts";
+
+let saved: SandboxConfig;
+
+beforeAll(() => {
+  saved = sandboxPool().config;
+});
+
+afterAll(() => {
+  configureSandbox(saved);
+  sandboxPool().shutdown();
+});
+
+const programs = {
+  // Leaves what it can in the realm: a global (also from a continuation), the last match, a
+  // draw of Math.random, a promise that never settles, and its memory.
+  leave: [
+    'globalThis.leftBehind = "secret-A";',
+    '/secret-(\\w+)/.exec("the token secret-A123 is here");',
+    "(async () => { await null; globalThis.late = 'secret-A'; })();",
+    "new Promise(() => {}).then(() => { globalThis.never = 'secret-A'; });",
+    'context.secret = "secret-A";',
+    "return Math.random();",
+  ].join("\n"),
+  // Not strict, and matches nothing before it reads: the realm's last match is what it finds.
+  look: [
+    "return {",
+    "  globals: [typeof leftBehind, typeof late, typeof never],",
+    "  lastMatch: [RegExp.input, RegExp.lastMatch, RegExp.$1, RegExp.leftContext, RegExp.rightContext],",
+    "  context: Object.keys(context),",
+    "  history: context.conversation_history.length,",
+    "};",
+  ].join("\n"),
+  detachGlobal: "Object.preventExtensions(globalThis); return 1",
+  swapPrototype: "Object.setPrototypeOf(globalThis, { inherited: 'secret-A' }); return typeof inherited",
+  spin: "for (;;) {}",
+  count: "context.n = (context.n ?? 0) + 1; return [context.n, context.conversation_history.length]",
+};
+
+function agent(role: string, options: { executionTimeoutMs?: number } = {}): AgentProxy {
+  return Agent.for(role, { provider: new ScriptedProvider({ programs }), log: false, ...options });
+}
+
+async function totals(): Promise<{ spares: number; reused: number }> {
+  const stats = await sandboxPool().stats();
+  return { spares: stats.reduce((sum, entry) => sum + entry.spareIsolates, 0), reused: stats.reduce((sum, entry) => sum + entry.reusedIsolates, 0) };
+}
+
+const NOTHING_LEFT = { globals: ["undefined", "undefined", "undefined"], lastMatch: ["", "", "", "", ""], context: [], history: 0 };
+
+describe("isolates passed on to new agents", () => {
+  test("a closed agent's isolate serves the next new agent, which finds nothing of the first", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: true });
+    const first = agent("reuse-first");
+    expect((await first.leave()).ok).toBe(true);
+    await Agent.close(first);
+    await expect.poll(async () => (await totals()).spares, { timeout: 5_000 }).toBe(1);
+    const before = await totals();
+    const next = agent("reuse-next");
+    const seen = await next.look();
+    expect(seen.ok).toBe(true);
+    expect(seen.value).toEqual(NOTHING_LEFT);
+    // It ran in the first agent's isolate, or this test would prove nothing.
+    expect((await totals()).reused).toBe(before.reused + 1);
+  });
+
+  test.each([
+    ["leaves the global object unable to take new properties", "detachGlobal"],
+    ["gives the global object another prototype", "swapPrototype"],
+  ] as const)("a program that %s: its isolate is never passed on", async (_, method) => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: true });
+    const first = agent(`reuse-${method}`);
+    expect(await first[method]()).toMatchObject({ ok: true });
+    await Agent.close(first);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await totals()).toEqual({ spares: 0, reused: 0 });
+    const next = agent(`reuse-after-${method}`);
+    expect((await next.leave()).ok).toBe(true);
+    expect((await totals()).reused).toBe(0);
+  });
+
+  test("an isolate whose program was stopped at its time limit is never passed on", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: true });
+    const spinning = agent("reuse-spin", { executionTimeoutMs: 200 });
+    const outcome = await spinning.spin();
+    expect(outcome.ok).toBe(false);
+    await Agent.close(spinning);
+    const next = agent("reuse-after-spin");
+    expect((await next.look()).value).toEqual(NOTHING_LEFT);
+    expect((await totals()).reused).toBe(0);
+  });
+
+  test("with reuseIsolates: false, no isolate is ever passed on", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: false });
+    for (let index = 0; index < 3; index += 1) {
+      const once = agent(`no-reuse-${index}`);
+      expect((await once.leave()).ok).toBe(true);
+      await Agent.close(once);
+    }
+    expect(await totals()).toEqual({ spares: 0, reused: 0 });
+    configureSandbox({ reuseIsolates: true });
+  });
+
+  test("with the budget full, the least recently used idle isolate serves a new agent; every agent keeps its own memory and history", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, isolateCacheMb: 8, reuseIsolates: true });
+    const provider = new ScriptedProvider({ programs });
+    const many = Array.from({ length: 30 }, (_, index) => Agent.for(`reuse-budget-${index}`, { provider, log: false }));
+    for (let round = 1; round <= 3; round += 1) {
+      for (const each of many) expect((await each.count()).value).toEqual([round, round - 1]);
+    }
+    expect((await totals()).reused).toBeGreaterThan(30);
+  });
+});
+
+describe("Math.random in a hardened realm", () => {
+  test("comes from a generator the runtime seeds: the same seed gives the same draws, whatever was drawn before", async () => {
+    const isolate = new ivm.Isolate({ memoryLimit: 32 });
+    try {
+      const context = await isolate.createContext();
+      const draws = (await context.evalClosure(
+        `const reseed = (${ISOLATE_PIECES.hardenRealm})();
+        const draw = (count) => Array.from({ length: count }, () => Math.random());
+        draw(1000);
+        reseed([1, 2, 3, 4]);
+        const first = draw(3);
+        draw(57);
+        reseed([1, 2, 3, 4]);
+        const again = draw(3);
+        reseed([5, 6, 7, 8]);
+        const other = draw(3);
+        const many = draw(10000);
+        return { first, again, other, inRange: many.every((value) => value >= 0 && value < 1), mean: many.reduce((sum, value) => sum + value, 0) / many.length, frozen: Object.isFrozen(Math) && Object.isFrozen(Math.random), constructs: (() => { try { new Math.random(); return true; } catch { return false; } })() };`,
+        [],
+        { result: { copy: true }, timeout: 5_000 },
+      )) as { first: number[]; again: number[]; other: number[]; inRange: boolean; mean: number; frozen: boolean; constructs: boolean };
+      expect(draws.again).toEqual(draws.first);
+      expect(draws.other).not.toEqual(draws.first);
+      expect(new Set(draws.first).size).toBe(3);
+      expect(draws.inRange).toBe(true);
+      expect(draws.mean).toBeGreaterThan(0.45);
+      expect(draws.mean).toBeLessThan(0.55);
+      expect(draws.frozen).toBe(true);
+      expect(draws.constructs).toBe(false);
+    } finally {
+      isolate.dispose();
+    }
+  });
+});
