@@ -571,9 +571,10 @@ export class AgentIsolate {
     }
     this.historyEpoch = -1;
     this.historyLength = 0;
+    // What it holds back is set anew by the `allowMirror` of the agent that takes it.
     this.#measuredMb = this.#runtimeMb;
     this.#measuredAtMirrorMb = 0;
-    return this.allowMirror(0);
+    return true;
   }
 
   /** Whether {@link compact} has not been done since the isolate was made. */

@@ -105,8 +105,8 @@ const memoryWatch = new MemoryWatch();
 /**
  * The process's ceiling for the isolates it holds now: room for what each isolate with work
  * here (a program running or about to, a sync on its way) may grow to (its limit and its
- * mirror's, with the engine's margin), and the resident size of each idle one, which does not
- * grow. Idle isolates counted by their limits would lift the ceiling with every agent cached
+ * mirror's, with the engine's margin), and the resident size of each idle one and each spare,
+ * which does not grow. Idle isolates counted by their limits would lift the ceiling with every agent cached
  * (a hundred idle agents of 64 MiB, some 20 GiB) until it stopped nothing.
  */
 function memoryCeilingMb(): number {
@@ -117,7 +117,7 @@ function memoryCeilingMb(): number {
     if (isolate.busy || inUse.has(agentId)) limitsMb += isolate.memoryLimitMb + isolate.mirrorAllowanceMb;
     else idleMb += isolate.residentMb;
   }
-  return Math.max(MIN_CEILING_MB, Math.ceil(baselineRssMb + 3 * limitsMb + idleMb + 256));
+  return Math.max(MIN_CEILING_MB, Math.ceil(baselineRssMb + 3 * limitsMb + idleMb + sparesMb() + 256));
 }
 /**
  * The process's own size before its first run (Node, the watch thread), and the least ceiling:
@@ -171,19 +171,31 @@ function warmIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): 
 }
 
 async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
-  const existing = isolates.get(agentId);
-  existing?.dispose();
-  isolates.delete(agentId);
   const pending = creating.get(agentId);
   if (pending) return pending;
-  const small = mirrorMb < SMALL_MIRROR_MB;
-  let isolate = small ? takeSpare(memoryLimitMb, mirrorMb) : undefined;
-  if (isolate === undefined) {
-    const reserve = small ? FIRST_MIRROR_RESERVE_MB : Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
-    const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
-    creating.set(agentId, created);
-    isolate = await created;
-  }
+  const reused = reusedIsolate(agentId, memoryLimitMb, mirrorMb);
+  if (reused !== undefined) return reused;
+  const reserve = mirrorMb < SMALL_MIRROR_MB ? FIRST_MIRROR_RESERVE_MB : Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
+  const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
+  creating.set(agentId, created);
+  return adopt(agentId, await created);
+}
+
+/**
+ * A spare (or, with the budget full, the least recently used idle isolate) for the agent, when
+ * one will do (see {@link spares}); taken at once, so the run starts on this turn.
+ */
+function reusedIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): AgentIsolate | undefined {
+  if (creating.has(agentId) || mirrorMb >= SMALL_MIRROR_MB) return undefined;
+  const spare = takeSpare(memoryLimitMb, mirrorMb);
+  return spare === undefined ? undefined : adopt(agentId, spare);
+}
+
+/** Makes `isolate` the agent's, in place of any it had. */
+function adopt(agentId: string, isolate: AgentIsolate): AgentIsolate {
+  const existing = isolates.get(agentId);
+  if (existing !== isolate) existing?.dispose();
+  isolates.delete(agentId);
   isolates.set(agentId, isolate);
   evictIdle();
   return isolate;
@@ -468,7 +480,7 @@ function run(message: RunRequestMessage, release: () => void): RunReport | Promi
   controls.set(message.runId, control);
   runIdByCall.set(message.payload.callId, message.runId);
   memoryWatch.runStarted();
-  const warm = warmIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb);
+  const warm = warmIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb) ?? reusedIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb);
   if (warm !== undefined) return runIn(warm, message, control, release);
   return newIsolate(message.agentId, message.memoryLimitMb, message.mirrorMb).then(
     (isolate) => runIn(isolate, message, control, release),
