@@ -196,10 +196,24 @@ export class VectorRows {
   scan(asked: Float32Array, filter: MetadataFilter | undefined, minRelevance: number, best: TopK<number>): void {
     const { dimensions, ids, metadata } = this;
     const matrix = this.#matrix;
+    // Four sums at once: the engine does not vectorise, and one sum makes each step wait for the
+    // last (a quarter of the scan's time at 384 dimensions, measured).
+    const whole = dimensions - (dimensions % 4);
     for (let row = 0, offset = 0; row < ids.length; row += 1, offset += dimensions) {
       if (filter !== undefined && !matchesFilter(metadata[row], filter)) continue;
-      let sum = 0;
-      for (let index = 0; index < dimensions; index += 1) sum += (asked[index] as number) * (matrix[offset + index] as number);
+      let sum0 = 0;
+      let sum1 = 0;
+      let sum2 = 0;
+      let sum3 = 0;
+      for (let index = 0; index < whole; index += 4) {
+        sum0 += (asked[index] as number) * (matrix[offset + index] as number);
+        sum1 += (asked[index + 1] as number) * (matrix[offset + index + 1] as number);
+        sum2 += (asked[index + 2] as number) * (matrix[offset + index + 2] as number);
+        sum3 += (asked[index + 3] as number) * (matrix[offset + index + 3] as number);
+      }
+      // A loop of its own: one index carried over from the loop above slows that loop down.
+      for (let index = whole; index < dimensions; index += 1) sum0 += (asked[index] as number) * (matrix[offset + index] as number);
+      const sum = sum0 + sum1 + sum2 + sum3;
       const score = sum > 1 ? 1 : sum < -1 ? -1 : sum;
       if (score >= minRelevance && best.admits(score)) best.offer(score, ids[row] as string, row);
     }
