@@ -3,21 +3,12 @@
  * (`configureSandbox({ isolateCacheMb })`), least recently used out first, never one whose
  * program is running; an agent whose isolate was dropped gets a new one and goes on.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
 import { sandboxPool } from "../../../src/sandbox/host/pool.ts";
-import type { SandboxConfig } from "../../../src/sandbox/host/pool.ts";
+import { restoreSandboxAfterAll } from "../../../test-support/sandbox.ts";
 
-let saved: SandboxConfig;
-
-beforeAll(() => {
-  saved = sandboxPool().config;
-});
-
-afterAll(() => {
-  configureSandbox(saved);
-  sandboxPool().shutdown();
-});
+restoreSandboxAfterAll();
 
 const programs = {
   count: "context.n = (context.n ?? 0) + 1; return [context.n, context.conversation_history.length]",

@@ -5,21 +5,13 @@
  * program was stopped.
  */
 import ivm from "isolated-vm";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
 import { ISOLATE_PIECES } from "../../../src/sandbox/child/agent-isolate.ts";
-import { sandboxPool, type SandboxConfig } from "../../../src/sandbox/host/pool.ts";
+import { sandboxPool } from "../../../src/sandbox/host/pool.ts";
+import { restoreSandboxAfterAll } from "../../../test-support/sandbox.ts";
 
-let saved: SandboxConfig;
-
-beforeAll(() => {
-  saved = sandboxPool().config;
-});
-
-afterAll(() => {
-  configureSandbox(saved);
-  sandboxPool().shutdown();
-});
+restoreSandboxAfterAll();
 
 const programs = {
   // Leaves what it can in the realm: a global (also from a continuation), the last match, a
