@@ -260,7 +260,7 @@ export type HostMessage =
 export interface SandboxStats {
   readonly isolates: number;
   readonly busyIsolates: number;
-  /** @unit MiB */
+  /** What the idle isolates hold, spares included. @unit MiB */
   readonly idleIsolatesMb: number;
   /** Isolates of agents that are gone, reset and ready for new agents. */
   readonly spareIsolates: number;

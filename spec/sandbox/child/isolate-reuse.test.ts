@@ -119,6 +119,26 @@ describe("isolates passed on to new agents", () => {
   });
 });
 
+describe("ten thousand agents", () => {
+  test("in one process, a call each in batches of 50: none fails, each agent's memory is its own, and the sandbox keeps within its budget", { timeout: 120_000 }, async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 2, isolateCacheMb: 64, reuseIsolates: true });
+    const provider = new ScriptedProvider({ programs });
+    const many = Array.from({ length: 10_000 }, (_, index) => Agent.for(`tenant-${index % 10}`, { provider, log: false }));
+    for (let round = 1; round <= 2; round += 1) {
+      // The second round calls every 100th agent again: its context and history are its own.
+      const called = round === 1 ? many : many.filter((_, index) => index % 100 === 0);
+      for (let start = 0; start < called.length; start += 50) {
+        const outcomes = await Promise.all(called.slice(start, start + 50).map((each) => each.count()));
+        for (const outcome of outcomes) expect(outcome.value).toEqual([round, round - 1]);
+      }
+    }
+    // Checked as isolates are made, every 16 calls, and once the processes are idle.
+    await expect.poll(async () => (await sandboxPool().stats()).reduce((sum, entry) => sum + entry.idleIsolatesMb, 0), { timeout: 5_000 }).toBeLessThanOrEqual(64);
+    expect((await totals()).reused).toBeGreaterThan(9_000);
+  });
+});
+
 describe("Math.random in a hardened realm", () => {
   test("comes from a generator the runtime seeds: the same seed gives the same draws, whatever was drawn before", async () => {
     const isolate = new ivm.Isolate({ memoryLimit: 32 });

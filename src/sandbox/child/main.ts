@@ -589,6 +589,8 @@ process.on("message", (received: HostMessage) => {
         if (isolate.busy) busyIsolates += 1;
         else idleIsolatesMb += isolate.residentMb;
       }
+      // Spares are idle isolates too, held against the same budget.
+      idleIsolatesMb += sparesMb();
       send({ type: "stats", statsId: message.statsId, isolates: isolates.size, busyIsolates, idleIsolatesMb, spareIsolates: spares.length, reusedIsolates: reused, rssMb: process.memoryUsage.rss() / 2 ** 20 });
       break;
     }
