@@ -178,8 +178,17 @@ async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: numb
   const reserve = mirrorMb < SMALL_MIRROR_MB ? FIRST_MIRROR_RESERVE_MB : Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
   const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
   creating.set(agentId, created);
-  return adopt(agentId, await created);
+  const isolate = adopt(agentId, await created);
+  // Once this process has made an isolate, and once the run it was made for has had its turn.
+  if (!runtimeWarmed) {
+    runtimeWarmed = true;
+    setImmediate(() => void AgentIsolate.warmRuntimeCode());
+  }
+  return isolate;
 }
+
+/** Whether `AgentIsolate.warmRuntimeCode` was started in this process. */
+let runtimeWarmed = false;
 
 /**
  * A spare (or, with the budget full, the least recently used idle isolate) for the agent, when
