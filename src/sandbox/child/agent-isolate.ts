@@ -296,10 +296,10 @@ export class AgentIsolate {
    * all, and so is the cache made from it: later isolates run their first program without
    * compiling the runtime's functions (about 1 ms here). No agent's program runs in that isolate.
    */
-  static async warmRuntimeCode(): Promise<void> {
+  static async warmRuntimeCode(onCatastrophe: (message: string) => void): Promise<void> {
     let warm: AgentIsolate | undefined;
     try {
-      warm = await AgentIsolate.create(WARM_UP_LIMIT_MB, 0, WARM_UP_RESERVE_MB, () => {}, () => {});
+      warm = await AgentIsolate.create(WARM_UP_LIMIT_MB, 0, WARM_UP_RESERVE_MB, () => {}, onCatastrophe);
       // Twice: a first run and one that continues its mirror.
       for (const runId of [1, 2]) {
         const payload = { ...WARM_UP_PAYLOAD, callId: `warm-up-${runId}`, context: {}, history: { start: 0, reset: runId === 1, records: [] } };

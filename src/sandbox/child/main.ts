@@ -182,7 +182,7 @@ async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: numb
   // Once this process has made an isolate, and once the run it was made for has had its turn.
   if (!runtimeWarmed) {
     runtimeWarmed = true;
-    setImmediate(() => void AgentIsolate.warmRuntimeCode());
+    setImmediate(() => void AgentIsolate.warmRuntimeCode(onCatastrophe));
   }
   return isolate;
 }
