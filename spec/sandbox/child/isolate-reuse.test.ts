@@ -36,11 +36,42 @@ const programs = {
   detachGlobal: "Object.preventExtensions(globalThis); return 1",
   swapPrototype: "Object.setPrototypeOf(globalThis, { inherited: 'secret-A' }); return typeof inherited",
   spin: "for (;;) {}",
+  // Writes on everything shared it can reach that no global names, each where the realm keeps
+  // it; the writes that stuck are the answer.
+  plant: [
+    "const targets = {",
+    "  globalPrototype: Object.getPrototypeOf(globalThis),",
+    "  iteratorWrapper: Object.getPrototypeOf(Iterator.from({ next() { return { done: true }; } })),",
+    "  segments: Object.getPrototypeOf(new Intl.Segmenter('en').segment('x')),",
+    "  segmentIterator: Object.getPrototypeOf(new Intl.Segmenter('en').segment('x')[Symbol.iterator]()),",
+    "  errorStack: Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get,",
+    "  kwPrototype: kw.prototype,",
+    "};",
+    "const stuck = [];",
+    "for (const [name, target] of Object.entries(targets)) {",
+    "  try { target.leftByA = 'secret-A'; } catch {}",
+    "  try { Object.defineProperty(target, 'trap', { get() { return 'secret-A'; }, configurable: true }); } catch {}",
+    "  if (Object.hasOwn(target, 'leftByA') || Object.hasOwn(target, 'trap')) stuck.push(name);",
+    "}",
+    "return stuck;",
+  ].join("\n"),
+  probe: [
+    "const reached = [Object.getPrototypeOf(globalThis), Object.getPrototypeOf(Iterator.from({ next() { return { done: true }; } })), Object.getPrototypeOf(new Intl.Segmenter('en').segment('x')), Object.getOwnPropertyDescriptor(new Error('x'), 'stack').get, kw.prototype];",
+    "return [typeof leftByA, typeof trap, reached.filter((target) => 'leftByA' in target || 'trap' in target).length];",
+  ].join("\n"),
+  slow: "const answer = await tools.pause({ ms: 400 }); globalThis.afterClose = 'secret-A'; return answer",
   count: "context.n = (context.n ?? 0) + 1; return [context.n, context.conversation_history.length]",
 };
 
+const pause = {
+  description: "Waits.",
+  inputSchema: { type: "object" },
+  annotations: { readOnlyHint: true },
+  execute: (input: unknown) => new Promise((resolve) => setTimeout(resolve, (input as { ms: number }).ms, "paused")),
+};
+
 function agent(role: string, options: { executionTimeoutMs?: number } = {}): AgentProxy {
-  return Agent.for(role, { provider: new ScriptedProvider({ programs }), log: false, ...options });
+  return Agent.for(role, { provider: new ScriptedProvider({ programs }), log: false, tools: { pause }, ...options });
 }
 
 async function totals(): Promise<{ spares: number; reused: number }> {
@@ -65,6 +96,33 @@ describe("isolates passed on to new agents", () => {
     expect(seen.value).toEqual(NOTHING_LEFT);
     // It ran in the first agent's isolate, or this test would prove nothing.
     expect((await totals()).reused).toBe(before.reused + 1);
+  });
+
+  test("what the realm shares that no global names (the global object's prototype, engine prototypes reached through instances, the error stack accessor, kw's prototype) takes nothing from one agent to the next", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: true });
+    const first = agent("reuse-plant");
+    expect((await first.plant()).value).toEqual([]);
+    await Agent.close(first);
+    await expect.poll(async () => (await totals()).spares, { timeout: 5_000 }).toBe(1);
+    const next = agent("reuse-probe");
+    expect((await next.probe()).value).toEqual(["undefined", "undefined", 0]);
+    expect((await totals()).reused).toBe(1);
+  });
+
+  test("an agent closed while its program awaits a tool: once the program is over, its isolate, reset, serves the next new agent", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: true });
+    const first = agent("reuse-closed-while-running");
+    const running = first.slow();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await Agent.close(first, { timeoutMs: 20 })).toBe(false);
+    expect((await running).value).toBe("paused");
+    await expect.poll(async () => (await totals()).spares, { timeout: 5_000 }).toBe(1);
+    const next = agent("reuse-after-closed-while-running");
+    expect((await next.look()).value).toEqual(NOTHING_LEFT);
+    expect((await totals()).reused).toBe(1);
+    expect((await sandboxPool().stats()).reduce((sum, entry) => sum + entry.isolates, 0)).toBe(1);
   });
 
   test.each([

@@ -620,6 +620,8 @@ export class AgentIsolate {
     // What it holds back is set anew by the `allowMirror` of the agent that takes it.
     this.#measuredMb = this.#runtimeMb;
     this.#measuredAtMirrorMb = 0;
+    // Its size is measured again once its process has time to compact it.
+    this.#compacted = false;
     return true;
   }
 

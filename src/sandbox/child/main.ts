@@ -221,6 +221,13 @@ function adopt(agentId: string, isolate: AgentIsolate): AgentIsolate {
 const spares: AgentIsolate[] = [];
 const SPARES = 8;
 let reuseIsolates = true;
+/**
+ * Agents the host forgot while a run of theirs was here or on its way: their isolates are released
+ * once it is over (see `tidy`). One whose run never comes stays, the oldest dropped past
+ * {@link MAX_FORGOTTEN}.
+ */
+const forgotten = new Set<string>();
+const MAX_FORGOTTEN = 1_024;
 /** Agents' isolates taken from the spares since the process started. */
 let reused = 0;
 
@@ -329,9 +336,10 @@ function heldMb(): number {
 function reclaimLeastRecent(memoryLimitMb: number, mirrorMb: number): AgentIsolate | undefined {
   if (!reuseIsolates || heldMb() + NEW_ISOLATE_MB <= isolateCacheMb) return undefined;
   for (const [agentId, isolate] of isolates) {
-    if (isolate.busy || inUse.has(agentId)) continue;
+    if (isolate.busy || inUse.has(agentId) || isolate.memoryLimitMb !== memoryLimitMb || isolate.mirrorReserveMb !== FIRST_MIRROR_RESERVE_MB) continue;
     isolates.delete(agentId);
-    if (isolate.memoryLimitMb !== memoryLimitMb || isolate.mirrorReserveMb !== FIRST_MIRROR_RESERVE_MB || !isolate.recycle(randomSeed()) || !isolate.allowMirror(mirrorMb)) {
+    forgotten.delete(agentId);
+    if (!isolate.recycle(randomSeed()) || !isolate.allowMirror(mirrorMb)) {
       isolate.dispose();
       return undefined;
     }
@@ -455,6 +463,14 @@ function startNextRun(): void {
  * It holds this thread like a synchronous part of the run that ended, and is counted as one.
  */
 function tidy(agentId: string, runId: number): void {
+  if (forgotten.has(agentId) && !inUse.has(agentId)) {
+    // Its agent is gone and its last run here is over: the isolate, reset, is a spare (the reset removes globals too).
+    forgotten.delete(agentId);
+    const isolate = isolates.get(agentId);
+    isolates.delete(agentId);
+    if (isolate !== undefined) release(isolate);
+    return;
+  }
   const isolate = isolates.get(agentId);
   if (isolate === undefined || isolate.busy || isolate.isDisposed) return;
   // Watched like a synchronous part: held past the grace, the host hears `B` (and `F` after).
@@ -606,11 +622,14 @@ process.on("message", (received: HostMessage) => {
     case "forget": {
       releaseSyncHold(message.agentId);
       const isolate = isolates.get(message.agentId);
-      if (isolate && !isolate.busy) {
+      if (isolate !== undefined && !isolate.busy && !inUse.has(message.agentId) && !creating.has(message.agentId)) {
         isolates.delete(message.agentId);
-        // A run of the agent about to start here must not find its isolate passed on.
-        if (inUse.has(message.agentId)) isolate.dispose();
-        else release(isolate);
+        release(isolate);
+      } else {
+        // A run of the agent still here, or still on its way (sent before the forget, as this
+        // process started), keeps or makes its isolate until that run is over.
+        forgotten.add(message.agentId);
+        if (forgotten.size > MAX_FORGOTTEN) forgotten.delete(forgotten.values().next().value!);
       }
       break;
     }

@@ -115,6 +115,29 @@ export function hardenRealm(): (seed: readonly number[]) => void {
     const iterator = iteratorHelper([]);
     hidden.push(getPrototypeOf(iterator.map((x: unknown) => x)), getPrototypeOf(iterator));
   }
+  // More that only an instance reaches, each where the engine has it: the wrapper Iterator.from
+  // puts around an object that is not an iterator of its own, Intl.Segmenter's segments and their
+  // iterator, and the accessor behind every error's `stack`.
+  const instances: (() => unknown[])[] = [
+    () => [getPrototypeOf((g.Iterator as { from(value: unknown): unknown }).from({ next: () => ({ done: true, value: undefined }) }))],
+    () => {
+      const segments = new Intl.Segmenter("en").segment("x");
+      return [getPrototypeOf(segments), getPrototypeOf(segments[Symbol.iterator]())];
+    },
+    () => {
+      const stack = getOwnPropertyDescriptor(new Error("x"), "stack");
+      return stack === undefined ? [] : [stack.get, stack.set];
+    },
+  ];
+  for (const make of instances) {
+    try {
+      hidden.push(...make());
+    } catch {
+      // Not in this engine.
+    }
+  }
+  // The global object stays open (programs add globals, removed between calls), but not what it inherits from.
+  hidden.push(getPrototypeOf(g));
 
   // Iterative deep freeze, so deep intrinsic graphs cannot overflow the stack. A value is queued
   // once, when first seen: this runs once per isolate, in the interpreter, so fewer steps count.

@@ -278,15 +278,15 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
    */
   function sealErrorClass(ErrorClass: { readonly prototype: object }, name: string): void {
     const prototype = ErrorClass.prototype;
-    defineProperty(prototype, "name", {
+    const accessor = {
       get: () => name,
       set(this: object, value: unknown) {
         if (this === prototype) throw new TypeErrorCtor(`${name}.prototype.name cannot be changed.`);
         defineProperty(this, "name", { value, writable: true, enumerable: false, configurable: true });
       },
-      enumerable: false,
-      configurable: false,
-    });
+    };
+    // The accessor's functions are shared by every program, as the class is.
+    defineProperty(prototype, "name", { get: freeze(accessor.get), set: freeze(accessor.set), enumerable: false, configurable: false });
     freeze(prototype);
     freeze(ErrorClass);
   }
@@ -416,6 +416,8 @@ export function createHostCalls(parts: HostCallParts): HostCalls {
     return apply(weakMapGet, knownErrors, [thrown]) as KnownFailure | undefined;
   }
 
+  // A function declaration has a `prototype` object, which every program would share.
+  freeze(kw.prototype);
   return freeze({
     delegateFor,
     agentOf,
