@@ -179,16 +179,27 @@ async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: numb
   const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
   creating.set(agentId, created);
   const isolate = adopt(agentId, await created);
-  // Once this process has made an isolate, and once the run it was made for has had its turn.
   if (!runtimeWarmed) {
     runtimeWarmed = true;
-    setImmediate(() => void AgentIsolate.warmRuntimeCode(onCatastrophe));
+    warmWhenIdle();
   }
   return isolate;
 }
 
 /** Whether `AgentIsolate.warmRuntimeCode` was started in this process. */
 let runtimeWarmed = false;
+
+/**
+ * Warms the runtime's code cache once this process has made an isolate and has nothing running
+ * or waiting: it holds this thread for some milliseconds, which no run's deadline may be charged.
+ */
+function warmWhenIdle(): void {
+  if (controls.size > 0 || waitingRuns.length > 0 || creating.size > 0) {
+    setTimeout(warmWhenIdle, 100).unref();
+    return;
+  }
+  void AgentIsolate.warmRuntimeCode(onCatastrophe);
+}
 
 /**
  * A spare (or, with the budget full, the least recently used idle isolate) for the agent, when
