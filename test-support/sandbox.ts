@@ -15,3 +15,11 @@ export function restoreSandboxAfterAll(): void {
     sandboxPool().shutdown();
   });
 }
+
+/** A read-only tool that answers "paused" after `{ ms }` milliseconds: keeps a program waiting on the host. */
+export const pauseTool = {
+  description: "Waits.",
+  inputSchema: { type: "object" },
+  annotations: { readOnlyHint: true },
+  execute: (input: unknown) => new Promise((resolve) => setTimeout(resolve, (input as { ms: number }).ms, "paused")),
+};

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
 import { sandboxPool } from "../../../src/sandbox/host/pool.ts";
-import { restoreSandboxAfterAll } from "../../../test-support/sandbox.ts";
+import { pauseTool, restoreSandboxAfterAll } from "../../../test-support/sandbox.ts";
 
 restoreSandboxAfterAll();
 
@@ -16,12 +16,7 @@ const programs = {
   wait: "const before = args[0]; await tools.pause({ ms: 300 }); return before",
 };
 
-const pause = {
-  description: "Waits.",
-  inputSchema: { type: "object" },
-  annotations: { readOnlyHint: true },
-  execute: (input: unknown) => new Promise((resolve) => setTimeout(resolve, (input as { ms: number }).ms, "paused")),
-};
+const pause = pauseTool;
 
 function agents(count: number, prefix: string): AgentProxy[] {
   const provider = new ScriptedProvider({ programs });

@@ -9,7 +9,7 @@ import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
 import { ISOLATE_PIECES } from "../../../src/sandbox/child/agent-isolate.ts";
 import { sandboxPool } from "../../../src/sandbox/host/pool.ts";
-import { restoreSandboxAfterAll } from "../../../test-support/sandbox.ts";
+import { pauseTool, restoreSandboxAfterAll } from "../../../test-support/sandbox.ts";
 
 restoreSandboxAfterAll();
 
@@ -63,12 +63,7 @@ const programs = {
   count: "context.n = (context.n ?? 0) + 1; return [context.n, context.conversation_history.length]",
 };
 
-const pause = {
-  description: "Waits.",
-  inputSchema: { type: "object" },
-  annotations: { readOnlyHint: true },
-  execute: (input: unknown) => new Promise((resolve) => setTimeout(resolve, (input as { ms: number }).ms, "paused")),
-};
+const pause = pauseTool;
 
 function agent(role: string, options: { executionTimeoutMs?: number } = {}): AgentProxy {
   return Agent.for(role, { provider: new ScriptedProvider({ programs }), log: false, tools: { pause }, ...options });
