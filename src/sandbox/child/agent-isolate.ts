@@ -84,14 +84,13 @@ let runtimeCode: ivm.ExternalCopy<ArrayBuffer> | undefined;
 const RUNTIME_FILENAME = "improv:runtime";
 
 function compiledRuntime(isolate: ivm.Isolate): ivm.Script {
-  const filename = RUNTIME_FILENAME;
   if (runtimeCode !== undefined) {
     // isolated-vm's types leave out what it sets on a script compiled with cached data.
-    const script = isolate.compileScriptSync(RUNTIME_SOURCE, { cachedData: runtimeCode, filename }) as ivm.Script & { readonly cachedDataRejected?: boolean };
+    const script = isolate.compileScriptSync(RUNTIME_SOURCE, { cachedData: runtimeCode, filename: RUNTIME_FILENAME }) as ivm.Script & { readonly cachedDataRejected?: boolean };
     if (script.cachedDataRejected !== true) return script;
     runtimeCode = undefined;
   }
-  const script = isolate.compileScriptSync(RUNTIME_SOURCE, { produceCachedData: true, filename }) as ivm.Script & ivm.CachedDataResult;
+  const script = isolate.compileScriptSync(RUNTIME_SOURCE, { produceCachedData: true, filename: RUNTIME_FILENAME }) as ivm.Script & ivm.CachedDataResult;
   runtimeCode = script.cachedData;
   return script;
 }
@@ -585,14 +584,22 @@ export class AgentIsolate {
    * in {@link TIDY_TIMEOUT_MS}) is disposed: the next run builds a fresh one.
    */
   tidy(): void {
-    let tidied = false;
+    if (this.#betweenCalls(this.#tidyRef, [])) this.#measureIfStale();
+  }
+
+  /**
+   * Runs one of the runtime's entries for between calls (`tidy`, `reset`) within
+   * {@link TIDY_TIMEOUT_MS}: whether it answered true. An isolate for which it did not is disposed.
+   */
+  #betweenCalls(reference: ivm.Reference, args: unknown[]): boolean {
+    let done = false;
     try {
-      tidied = this.#applyRepeatable(this.#tidyRef, [], { result: { copy: true } }, TIDY_TIMEOUT_MS) === true;
+      done = this.#applyRepeatable(reference, args, { arguments: { copy: true }, result: { copy: true } }, TIDY_TIMEOUT_MS) === true;
     } catch {
       // Stopped at its time limit, or the isolate is gone.
     }
-    if (!tidied) this.dispose();
-    else this.#measureIfStale();
+    if (!done) this.dispose();
+    return done;
   }
 
   /**
@@ -604,17 +611,7 @@ export class AgentIsolate {
    * as they should: one stopped by a limit or cancelled is disposed already.
    */
   recycle(seed: readonly number[]): boolean {
-    if (this.busy || this.isDisposed) return false;
-    let reset = false;
-    try {
-      reset = this.#applyRepeatable(this.#resetRef, [[...seed]], { arguments: { copy: true }, result: { copy: true } }, TIDY_TIMEOUT_MS) === true;
-    } catch {
-      // Stopped at its time limit, or the isolate is gone.
-    }
-    if (!reset) {
-      this.dispose();
-      return false;
-    }
+    if (this.busy || this.isDisposed || !this.#betweenCalls(this.#resetRef, [[...seed]])) return false;
     this.historyEpoch = -1;
     this.historyLength = 0;
     // What it holds back is set anew by the `allowMirror` of the agent that takes it.

@@ -150,7 +150,7 @@ const MIRROR_RESERVE_FACTOR = 4;
  * the program's `memoryLimitMb` (see `AgentIsolate.allowMirror`).
  */
 async function isolateFor(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
-  return warmIsolate(agentId, memoryLimitMb, mirrorMb) ?? newIsolate(agentId, memoryLimitMb, mirrorMb);
+  return warmIsolate(agentId, memoryLimitMb, mirrorMb) ?? reusedIsolate(agentId, memoryLimitMb, mirrorMb) ?? newIsolate(agentId, memoryLimitMb, mirrorMb);
 }
 
 /** The agent's isolate when it can take the run as it is (kept most recently used), else undefined. */
@@ -170,11 +170,10 @@ function warmIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): 
   return undefined;
 }
 
+/** A new isolate for the agent (one already being made for it, if so); callers try {@link reusedIsolate} first. */
 async function newIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number): Promise<AgentIsolate> {
   const pending = creating.get(agentId);
   if (pending) return pending;
-  const reused = reusedIsolate(agentId, memoryLimitMb, mirrorMb);
-  if (reused !== undefined) return reused;
   const reserve = mirrorMb < SMALL_MIRROR_MB ? FIRST_MIRROR_RESERVE_MB : Math.max(MIN_MIRROR_RESERVE_MB, mirrorMb * MIRROR_RESERVE_FACTOR);
   const created = AgentIsolate.create(memoryLimitMb, mirrorMb, reserve, onBridge, onCatastrophe).finally(() => creating.delete(agentId));
   creating.set(agentId, created);
@@ -249,6 +248,14 @@ function release(isolate: AgentIsolate): void {
     return;
   }
   spares.push(isolate);
+}
+
+/** Takes a gone agent's isolate off the books and releases it (see {@link release}). */
+function releaseIsolateOf(agentId: string): void {
+  forgotten.delete(agentId);
+  const isolate = isolates.get(agentId);
+  isolates.delete(agentId);
+  if (isolate !== undefined) release(isolate);
 }
 
 function randomSeed(): number[] {
@@ -475,11 +482,8 @@ function startNextRun(): void {
  */
 function tidy(agentId: string, runId: number): void {
   if (forgotten.has(agentId) && !inUse.has(agentId)) {
-    // Its agent is gone and its last run here is over: the isolate, reset, is a spare (the reset removes globals too).
-    forgotten.delete(agentId);
-    const isolate = isolates.get(agentId);
-    isolates.delete(agentId);
-    if (isolate !== undefined) release(isolate);
+    // Its agent is gone and its last run here is over (the reset removes globals too).
+    releaseIsolateOf(agentId);
     return;
   }
   const isolate = isolates.get(agentId);
@@ -633,10 +637,8 @@ process.on("message", (received: HostMessage) => {
     case "forget": {
       releaseSyncHold(message.agentId);
       const isolate = isolates.get(message.agentId);
-      if (isolate !== undefined && !isolate.busy && !inUse.has(message.agentId) && !creating.has(message.agentId)) {
-        isolates.delete(message.agentId);
-        release(isolate);
-      } else {
+      if (isolate !== undefined && !isolate.busy && !inUse.has(message.agentId) && !creating.has(message.agentId)) releaseIsolateOf(message.agentId);
+      else {
         // A run of the agent still here, or still on its way (sent before the forget, as this
         // process started), keeps or makes its isolate until that run is over.
         forgotten.add(message.agentId);
