@@ -1,7 +1,8 @@
 /**
  * Figure 16: knowledge (DESIGN 18). What a call with three sources (a state value, a retrieval
  * over 10,000 passages of 384 dimensions, a literal) costs against the same kept program's call
- * without knowledge, for the memory and the SQLite retriever, and a search's p50 as the SQLite
+ * without knowledge, for the memory and the SQLite retriever, each exact and through the HNSW
+ * index; how much of the exact answer the index finds; and a search's p50 as the SQLite
  * retriever grows.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -9,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, fromRetrieval, fromState, lexicalEmbedder, literal, memoryRetriever, pgvectorRetriever, sqliteRetriever, type Passage, type PassageRetriever, type Provider } from "../src/index.ts";
 import { startPglite } from "../test-support/pglite-server.ts";
+import { INDEX_MIN_ROWS, TopK, VectorRows } from "../src/knowledge/vector-rows.ts";
 import { expectOk, measure, measureInterleaved, type Summary } from "./stats.ts";
 
 const WORDS = "refund order ship card account password label return credit invoice tracking email store gift day week price discount address payment plan billing support warranty repair".split(" ");
@@ -29,15 +31,27 @@ async function filled(retriever: PassageRetriever, count: number): Promise<Passa
   return retriever;
 }
 
+/** Each retriever, exact and through the HNSW index. */
+type Retrievers<T> = { readonly memory: T; readonly memoryHnsw: T; readonly sqlite: T; readonly sqliteHnsw: T };
+
 export interface KnowledgeFigures {
   readonly passages: number;
   readonly dimensions: number;
-  /** A kept program's call: without knowledge, and with three sources on each retriever. @unit µs */
-  readonly calls: { readonly without: Summary; readonly memory: Summary; readonly sqlite: Summary };
+  /**
+   * A kept program's call: without knowledge, and with three sources on each retriever; the
+   * indexed ones alternate with `without`, the exact ones with `withoutBesideExact`. @unit µs
+   */
+  readonly calls: { readonly without: Summary; readonly withoutBesideExact: Summary } & Retrievers<Summary>;
   /** One search alone, topK 5. @unit µs */
-  readonly search: { readonly memory: Summary; readonly sqlite: Summary };
-  /** The SQLite retriever's search p50 by passages held. @unit µs */
-  readonly sqliteGrowth: readonly { readonly passages: number; readonly search: Summary; readonly addSeconds: number }[];
+  readonly search: Retrievers<Summary>;
+  /**
+   * The share of the exact top 5 the index finds (a result counts when it scores at least the
+   * exact result of its rank): for the figure's own queries, and for dense vectors of 384
+   * dimensions in 200 tight topics, asked about one of the topics or in a random direction.
+   */
+  readonly recall: { readonly lexical: number; readonly denseOnTopic: number; readonly denseRandom: number };
+  /** The SQLite retriever's search p50 by passages held, exact and through the index (whose first search builds it, in `indexSeconds`). @unit µs */
+  readonly sqliteGrowth: readonly { readonly passages: number; readonly search: Summary; readonly hnsw: Summary; readonly addSeconds: number; readonly indexSeconds: number }[];
   /**
    * The pgvector retriever's search p50 by passages held, exact, through PGlite (PostgreSQL in
    * WASM, one thread, behind a socket: not a real server's speed). @unit µs
@@ -49,8 +63,12 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
   const embedder = lexicalEmbedder({ dimensions: 384 });
   const directory = mkdtempSync(join(tmpdir(), "improv-bench-knowledge-"));
   try {
-    const memory = await filled(memoryRetriever({ embedder }), options.passages);
-    const sqlite = await filled(await sqliteRetriever(join(directory, "kb.db"), { embedder }), options.passages);
+    const retrievers: Retrievers<PassageRetriever> = {
+      memory: await filled(memoryRetriever({ embedder }), options.passages),
+      memoryHnsw: await filled(memoryRetriever({ embedder, index: "hnsw" }), options.passages),
+      sqlite: await filled(await sqliteRetriever(join(directory, "kb.db"), { embedder }), options.passages),
+      sqliteHnsw: await filled(await sqliteRetriever(join(directory, "kb-hnsw.db"), { embedder, index: "hnsw" }), options.passages),
+    };
     // One kept program that reads its argument and its knowledge: asked once per agent, then run again.
     const provider: Provider = { generate: async () => ({ code: "return args[0] + knowledge.length", model: "bench" }) };
     const agentWith = (retriever: PassageRetriever | undefined) => {
@@ -62,36 +80,43 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
       agent.customer = { plan: "gold" };
       return agent;
     };
-    const agents = { without: agentWith(undefined), memory: agentWith(memory), sqlite: agentWith(sqlite) };
+    const agents = { without: agentWith(undefined), ...mapRetrievers(retrievers, agentWith) };
     for (const agent of Object.values(agents)) await expectOk(agent.read(1));
+    // Exact and indexed measured apart: a scan reads 15 MiB, which leaves the index's graph out of the caches.
     let n = 0;
-    const calls = await measureInterleaved(
-      {
-        without: { task: () => expectOk(agents.without.read(n++)) },
-        memory: { task: () => expectOk(agents.memory.read(n++)) },
-        sqlite: { task: () => expectOk(agents.sqlite.read(n++)) },
-      },
-      options.count,
-      options.warmup,
-    );
+    const task = (agent: (typeof agents)["without"]) => ({ task: () => expectOk(agent.read(n++)) });
+    const indexedCalls = await measureInterleaved({ without: task(agents.without), memoryHnsw: task(agents.memoryHnsw), sqliteHnsw: task(agents.sqliteHnsw) }, options.count, options.warmup);
+    const exactCalls = await measureInterleaved({ without: task(agents.without), memory: task(agents.memory), sqlite: task(agents.sqlite) }, options.count, options.warmup);
+    const calls = { ...exactCalls, ...indexedCalls, withoutBesideExact: exactCalls.without };
     const signal = new AbortController().signal;
-    const search = await measureInterleaved(
-      {
-        memory: { task: () => memory.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }) },
-        sqlite: { task: () => sqlite.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }) },
-      },
-      options.count,
-      options.warmup,
-    );
-    await sqlite.close();
+    const searchTask = (retriever: PassageRetriever) => ({ task: () => retriever.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }) });
+    const search = {
+      ...(await measureInterleaved({ memoryHnsw: searchTask(retrievers.memoryHnsw), sqliteHnsw: searchTask(retrievers.sqliteHnsw) }, options.count, options.warmup)),
+      ...(await measureInterleaved({ memory: searchTask(retrievers.memory), sqlite: searchTask(retrievers.sqlite) }, options.count, options.warmup)),
+    };
+    let agreed = 0;
+    const queries = Array.from({ length: 100 }, (_, index) => `${WORDS[index % WORDS.length]} ${WORDS[(index * 7 + 3) % WORDS.length]} ${index}`);
+    for (const query of queries) {
+      const [exact, found] = await Promise.all([retrievers.memory, retrievers.memoryHnsw].map((retriever) => retriever.search(query, { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal })));
+      found?.forEach((result, rank) => result.score >= (exact?.[rank]?.score ?? Number.POSITIVE_INFINITY) - 1e-6 && (agreed += 1));
+    }
+    const recall = { lexical: agreed / (queries.length * 5), ...denseRecall(options.passages) };
+    for (const retriever of Object.values(retrievers)) await retriever.close();
     const sqliteGrowth = [];
     for (const size of options.growth) {
       const began = performance.now();
       const grown = await filled(await sqliteRetriever(join(directory, `kb-${size}.db`), { embedder }), size);
       const addSeconds = (performance.now() - began) / 1000;
-      const summary = await measure(() => grown.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }), Math.max(20, Math.round(options.count / 10)), 3);
+      const asked = () => grown.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal });
+      const summary = await measure(asked, Math.max(20, Math.round(options.count / 10)), 3);
       await grown.close();
-      sqliteGrowth.push({ passages: size, search: summary, addSeconds });
+      const indexed = await sqliteRetriever(join(directory, `kb-${size}.db`), { embedder, index: "hnsw" });
+      const indexing = performance.now();
+      await indexed.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal });
+      const indexSeconds = (performance.now() - indexing) / 1000;
+      const hnsw = await measure(() => indexed.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }), Math.max(20, Math.round(options.count / 10)), 3);
+      await indexed.close();
+      sqliteGrowth.push({ passages: size, search: summary, hnsw, addSeconds, indexSeconds });
     }
     for (const agent of Object.values(agents)) await Agent.close(agent);
     const pgvectorGrowth = [];
@@ -108,8 +133,41 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
     } finally {
       await server.stop();
     }
-    return { passages: options.passages, dimensions: embedder.dimensions, calls, search, sqliteGrowth, pgvectorGrowth };
+    return { passages: options.passages, dimensions: embedder.dimensions, calls, search, recall, sqliteGrowth, pgvectorGrowth };
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+function mapRetrievers<T, U>(retrievers: Retrievers<T>, each: (retriever: T) => U): Retrievers<U> {
+  return { memory: each(retrievers.memory), memoryHnsw: each(retrievers.memoryHnsw), sqlite: each(retrievers.sqlite), sqliteHnsw: each(retrievers.sqliteHnsw) };
+}
+
+/** The index's recall on `count` dense unit vectors of 384 dimensions in 200 tight topics, asked 100 queries on a topic and 100 in random directions. */
+function denseRecall(count: number): { readonly denseOnTopic: number; readonly denseRandom: number } {
+  const dimensions = 384;
+  let seed = 11;
+  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31 - 0.5;
+  const unit = (vector: Float32Array) => {
+    const length = Math.hypot(...vector);
+    return vector.map((value) => value / length);
+  };
+  const topics = Array.from({ length: 200 }, () => unit(Float32Array.from({ length: dimensions }, next)));
+  const nearTopic = (at: number) => unit((topics[at % topics.length] as Float32Array).map((value) => value + next() * 0.1));
+  const rows = new VectorRows(dimensions, Math.max(count, INDEX_MIN_ROWS), { index: "hnsw" });
+  for (let at = 0; at < Math.max(count, INDEX_MIN_ROWS); at += 1) rows.set(`row-${at}`, nearTopic(at * 7), undefined);
+  const share = (queries: Float32Array[]) => {
+    let agreed = 0;
+    for (const asked of queries) {
+      const exact = new TopK<number>(5);
+      rows.scan(asked, undefined, Number.NEGATIVE_INFINITY, exact);
+      const best = exact.best();
+      rows.search(asked, { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, filter: undefined }).best().forEach((entry, rank) => entry.score >= (best[rank]?.score ?? Number.POSITIVE_INFINITY) - 1e-6 && (agreed += 1));
+    }
+    return agreed / (queries.length * 5);
+  };
+  return {
+    denseOnTopic: share(Array.from({ length: 100 }, (_, at) => nearTopic(at * 13 + 5))),
+    denseRandom: share(Array.from({ length: 100 }, () => unit(Float32Array.from({ length: dimensions }, next)))),
+  };
 }

@@ -17,17 +17,31 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-const kinds: [string, (embedder: Embedder) => Promise<PassageRetriever>][] = [
-  ["memoryRetriever", async (embedder) => memoryRetriever({ embedder })],
+type IndexOption = { readonly index?: "exact" | "hnsw" | undefined };
+const kinds: [string, (embedder: Embedder, options?: IndexOption) => Promise<PassageRetriever>][] = [
+  ["memoryRetriever", async (embedder, options = {}) => memoryRetriever({ embedder, ...options })],
   [
     "sqliteRetriever",
-    async (embedder) => {
+    async (embedder, options = {}) => {
       const dir = mkdtempSync(join(tmpdir(), "improv-knowledge-"));
       dirs.push(dir);
-      return sqliteRetriever(join(dir, "kb.db"), { embedder });
+      return sqliteRetriever(join(dir, "kb.db"), { embedder, ...options });
     },
   ],
 ];
+
+const WORDS = "refund order ship card account password label return credit invoice tracking email store gift day week price discount address payment plan billing support warranty repair".split(" ");
+
+/** `count` passages of eight words each from a small vocabulary, the same every run. */
+function wordPassages(count: number): Passage[] {
+  let seed = 7;
+  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+  return Array.from({ length: count }, (_, index) => ({
+    id: `doc-${index}`,
+    content: Array.from({ length: 8 }, () => WORDS[Math.floor(next() * WORDS.length)]).join(" "),
+    metadata: { shelf: index % 50 === 0 ? "rare" : "common" },
+  }));
+}
 
 const PASSAGES: Passage[] = [
   { id: "refunds.md#1", content: "Refunds take five business days to reach your card.", metadata: { product: "billing", year: 2024 } },
@@ -223,6 +237,31 @@ describe.each(kinds)("%s", (_name, make) => {
     expect(await zeros.search("x", { topK: 1, minRelevance: -1, signal: never() })).toEqual([{ sourceId: "z", content: "x", score: 0 }]);
   });
 
+  test('index: "hnsw" past 2,048 passages finds what index: "exact" finds, filtered or not, and passages added after it was built', async () => {
+    const embedder = lexicalEmbedder({ dimensions: 128 });
+    const passages = wordPassages(2_500);
+    const [exact, indexed] = [await make(embedder, { index: "exact" }), await make(embedder, { index: "hnsw" })];
+    made.push(exact, indexed);
+    for (const docs of [exact, indexed]) for (let from = 0; from < passages.length; from += 500) await docs.add(passages.slice(from, from + 500));
+    const found = async (docs: PassageRetriever, query: string, filter?: Passage["metadata"]) =>
+      (await docs.search(query, { topK: 5, minRelevance: -1, signal: never(), ...(filter === undefined ? {} : { filter: filter as never }) })).map((result) => [result.sourceId, result.score]);
+    let agreed = 0;
+    const queries = Array.from({ length: 20 }, (_, index) => `${WORDS[index]} ${WORDS[(index * 7) % WORDS.length]} ${WORDS[(index * 3 + 1) % WORDS.length]}`);
+    for (const query of queries) {
+      const [want, got] = [await found(exact, query), await found(indexed, query)];
+      // The same scores (exact either way), nearly always for the same passages (ties go to the smaller id).
+      got.forEach((entry, at) => (entry[1] as number) >= (want[at]![1] as number) - 1e-6 && (agreed += 1));
+      expect(await found(indexed, query, { shelf: "rare" })).toEqual(await found(exact, query, { shelf: "rare" }));
+    }
+    expect(agreed / (queries.length * 5)).toBeGreaterThanOrEqual(0.9);
+    for (const docs of [exact, indexed]) await docs.add([{ id: "late", content: "zebra quokka" }]);
+    expect((await found(indexed, "zebra quokka"))[0]).toEqual(["late", expect.closeTo(1, 5)]);
+  });
+
+  test('a bad index option is refused, naming the two there are', async () => {
+    await expect(make(lexicalEmbedder(), { index: "ivf" as never })).rejects.toThrow(/option "index" must be "exact" \(every search scores every passage\) or "hnsw" \(an approximate index past 2,048 passages\); got the string "ivf"/);
+  });
+
   test("a retriever is refused an embedder that is not one", async () => {
     await expect(make(undefined as never)).rejects.toThrow(/needs \{ embedder \}: an embedder: \{ model, dimensions, embed\(texts\) \}/);
     await expect(make({ model: "m", dimensions: 0, embed: async () => [] })).rejects.toThrow(/its dimensions are the number 0, not a whole number of 1 or more/);
@@ -233,6 +272,6 @@ describe.each(kinds)("%s", (_name, make) => {
 
 describe("memoryRetriever options", () => {
   test("unknown options are refused by name", () => {
-    expect(() => memoryRetriever({ embedder: lexicalEmbedder(), table: "x" } as never)).toThrow(/Unknown option "table" for memoryRetriever\(\)\. Valid options: embedder/);
+    expect(() => memoryRetriever({ embedder: lexicalEmbedder(), table: "x" } as never)).toThrow(/Unknown option "table" for memoryRetriever\(\)\. Valid options: embedder, index/);
   });
 });

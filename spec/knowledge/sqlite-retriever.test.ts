@@ -57,6 +57,31 @@ describe("sqliteRetriever", () => {
     expect(await ask("refunds business days")).toEqual([]);
   });
 
+  test('with index: "hnsw", the index kept between searches learns what changed: another connection\'s passage, a replaced one, one deleted by hand', async () => {
+    const path = freshPath();
+    const embedder = lexicalEmbedder({ dimensions: 128 });
+    const here = await opened(path, { embedder, index: "hnsw" });
+    const there = await opened(path, { embedder, index: "hnsw" });
+    const words = "refund order ship card account password label return credit invoice tracking email store gift day week price discount address payment".split(" ");
+    // Enough passages that the index is built, each of a few words of one vocabulary.
+    await here.add(Array.from({ length: 2_100 }, (_, at) => ({ id: `doc-${at}`, content: [0, 1, 2, 3, 4].map((step) => words[(at * (step + 3) + step * step) % words.length]).join(" ") })));
+    const best = async (query: string) => (await here.search(query, { topK: 3, minRelevance: -1, signal: never() })).map((found) => [found.sourceId, Number(found.score.toFixed(4))]);
+    const first = "refund card week label zebra";
+    expect((await best(first))[0]?.[0]).not.toBe("late");
+    await there.add([{ id: "late", content: first }]);
+    expect((await best(first))[0]).toEqual(["late", 1]);
+    // Replaced here: found by its new words, and no longer by its old ones.
+    await here.add([{ id: "late", content: "quokka wombat platypus" }]);
+    expect((await best("quokka wombat platypus"))[0]).toEqual(["late", 1]);
+    expect((await best(first)).map((found) => found[0])).not.toContain("late");
+    // Deleted through SQLite itself: never found again.
+    const db = new DatabaseSync(path);
+    db.prepare('DELETE FROM "improv_passages" WHERE id = ?').run("late");
+    db.close();
+    expect((await best("quokka wombat platypus")).map((found) => found[0])).not.toContain("late");
+    expect(await here.count()).toBe(2_100);
+  });
+
   test("passages persist across close and reopen, in WAL mode, with vectors as Float32 BLOBs", async () => {
     const path = freshPath();
     const first = await sqliteRetriever(path, { embedder: lexicalEmbedder() });
@@ -132,6 +157,7 @@ describe("sqliteRetriever", () => {
     await expect(sqliteRetriever(freshPath(), { embedder, table: "sqlite_master" })).rejects.toThrow(/option "table"/);
     await expect(sqliteRetriever(freshPath(), { embedder, busyTimeoutMs: -1 })).rejects.toThrow(RangeError);
     await expect(sqliteRetriever(freshPath(), { embedder, tabel: "x" } as never)).rejects.toThrow(/Unknown option "tabel" for sqliteRetriever\(\)/);
+    await expect(sqliteRetriever(freshPath(), { embedder, index: true } as never)).rejects.toThrow(/option "index" must be "exact" .* or "hnsw" .*; got a boolean\./);
     const memory = await opened(":memory:", { embedder });
     await memory.add([{ id: "m", content: "in memory" }]);
     expect(await memory.count()).toBe(1);

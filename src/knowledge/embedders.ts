@@ -74,37 +74,55 @@ export function lexicalEmbedder(options: LexicalEmbedderOptions = {}): Embedder 
 /** The lexical vector of `text`: words and their trigrams hashed into signed buckets, scaled to length 1. */
 function lexicalVector(text: string, dimensions: number): number[] {
   const vector = new Float64Array(dimensions);
-  const add = (feature: string, weight: number) => {
-    const hash = fnv1a(feature);
+  const add = (hash: number, weight: number) => {
     const index = hash % dimensions;
     vector[index] = (vector[index] as number) + (mix(hash) & 1 ? -weight : weight);
   };
-  for (const word of text.normalize("NFKC").toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
+  // NFKC leaves ASCII as it is, and costs more than the rest of a short query.
+  const ascii = ASCII.test(text);
+  const normal = ascii ? text : text.normalize("NFKC");
+  for (const word of normal.toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
     if (word === "" || STOP_WORDS.has(word)) continue;
-    add(`w:${word}`, 1);
+    add(fnv1a(word, WORD_SEED) >>> 0, 1);
     // The word's trigrams, marked at its ends, together as heavy as the word itself: they
     // make a word close to its other forms (refund, refunds, refunded).
-    const chars = [...`^${word}$`];
-    const grams = chars.length - 2;
+    const marked = `^${word}$`;
+    // By code point: an ASCII word's are its code units, read without splitting it.
+    const chars = ascii ? undefined : [...marked];
+    const grams = (chars?.length ?? marked.length) - 2;
     if (grams < 2) continue;
     const weight = 1 / Math.sqrt(grams);
-    for (let at = 0; at < grams; at += 1) add(`t:${chars[at]}${chars[at + 1]}${chars[at + 2]}`, weight);
+    for (let at = 0; at < grams; at += 1) {
+      if (chars === undefined) {
+        let hash = Math.imul(TRIGRAM_SEED ^ marked.charCodeAt(at), 0x01000193);
+        hash = Math.imul(hash ^ marked.charCodeAt(at + 1), 0x01000193);
+        add(Math.imul(hash ^ marked.charCodeAt(at + 2), 0x01000193) >>> 0, weight);
+      } else add(fnv1a(chars[at + 2] as string, fnv1a(chars[at + 1] as string, fnv1a(chars[at] as string, TRIGRAM_SEED))) >>> 0, weight);
+    }
   }
   let sum = 0;
-  for (const value of vector) sum += value * value;
+  for (let index = 0; index < dimensions; index += 1) sum += (vector[index] as number) * (vector[index] as number);
   const scale = sum === 0 ? 0 : 1 / Math.sqrt(sum);
-  return Array.from(vector, (value) => value * scale);
+  const scaled = new Array<number>(dimensions);
+  for (let index = 0; index < dimensions; index += 1) scaled[index] = (vector[index] as number) * scale;
+  return scaled;
 }
 
-/** FNV-1a over the UTF-16 code units of `text`, as an unsigned 32-bit number. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
+const ASCII = /^[\x00-\x7f]*$/;
+
+/** FNV-1a over the UTF-16 code units of `text`, going on from `hash` (a signed 32-bit state; `>>> 0` makes it the unsigned hash). */
+function fnv1a(text: string, hash = FNV_OFFSET): number {
   for (let index = 0; index < text.length; index += 1) {
     hash ^= text.charCodeAt(index);
     hash = Math.imul(hash, 0x01000193);
   }
-  return hash >>> 0;
+  return hash;
 }
+
+const FNV_OFFSET = 0x811c9dc5;
+/** The hash state after a feature's kind: "w:" for a word, "t:" for a trigram. */
+const WORD_SEED = fnv1a("w:");
+const TRIGRAM_SEED = fnv1a("t:");
 
 /** A second hash from the first (murmur3's finaliser), for the sign: independent of the bucket. */
 function mix(hash: number): number {

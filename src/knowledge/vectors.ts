@@ -1,9 +1,10 @@
 /**
  * What improv's retrievers share: the embedder checked, its vectors checked and normalised, the
- * passages and search options checked, metadata filters, and the best `topK` kept as scores come.
+ * passages and search options checked, and metadata filters.
  */
 import { describeType } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, SearchOptions } from "./types.ts";
+import { vectorIndexAvailable } from "./vector-index.ts";
 
 /** Metadata as a retriever keeps it: a frozen copy of the passage's. */
 export type StoredMetadata = Readonly<Record<string, string | number | boolean | null>>;
@@ -33,6 +34,20 @@ export function checkEmbedder(value: unknown, caller: string): Embedder {
   if (!Number.isSafeInteger(dimensions) || (dimensions as number) < 1) throw new TypeError(`${caller} option "embedder" must be ${shape}; its dimensions are ${describeType(dimensions)}, not a whole number of 1 or more.`);
   if (typeof embed !== "function") throw new TypeError(`${caller} option "embedder" must be ${shape}; its embed is ${describeType(embed)}, not a function.`);
   return value as Embedder;
+}
+
+/**
+ * The in-process retrievers' `index` option checked: "exact" (the default: every search scores
+ * every passage) or "hnsw" (an index past 2,048 passages), which needs usearch to load:
+ * otherwise a `TypeError` saying how.
+ */
+export function checkIndexOption(value: unknown, caller: string): "exact" | "hnsw" {
+  if (value === undefined) return "exact";
+  if (value !== "exact" && value !== "hnsw") throw new TypeError(`${caller} option "index" must be "exact" (every search scores every passage) or "hnsw" (an approximate index past 2,048 passages); got ${describeType(value)}.`);
+  if (value === "hnsw" && !vectorIndexAvailable()) {
+    throw new TypeError(`${caller} option index: "hnsw" needs the optional dependency "usearch", which does not load in this process. Install it (npm install usearch), or give index: "exact".`);
+  }
+  return value;
 }
 
 /**
@@ -152,133 +167,6 @@ export function matchesFilter(metadata: StoredMetadata | undefined, filter: Meta
     if (Array.isArray(wanted) ? !wanted.includes(value) : wanted !== value) return false;
   }
   return true;
-}
-
-/**
- * Unit vectors in one contiguous matrix, each row with its id and metadata, scanned in one tight
- * loop (a row per vector in a map scans at half the speed). An id set again keeps its row.
- */
-export class VectorRows {
-  readonly dimensions: number;
-  readonly ids: string[] = [];
-  readonly metadata: (StoredMetadata | undefined)[] = [];
-  readonly #rows = new Map<string, number>();
-  #matrix: Float32Array;
-
-  constructor(dimensions: number, capacity = 64) {
-    this.dimensions = dimensions;
-    this.#matrix = new Float32Array(Math.max(1, capacity) * dimensions);
-  }
-
-  get size(): number {
-    return this.ids.length;
-  }
-
-  /** `id`'s row: its vector and metadata set, replacing what it held; its row number. */
-  set(id: string, vector: Float32Array, metadata: StoredMetadata | undefined): number {
-    let row = this.#rows.get(id);
-    if (row === undefined) {
-      row = this.ids.length;
-      if ((row + 1) * this.dimensions > this.#matrix.length) {
-        const grown = new Float32Array(this.#matrix.length * 2);
-        grown.set(this.#matrix);
-        this.#matrix = grown;
-      }
-      this.ids.push(id);
-      this.metadata.push(metadata);
-      this.#rows.set(id, row);
-    } else this.metadata[row] = metadata;
-    this.#matrix.set(vector, row * this.dimensions);
-    return row;
-  }
-
-  /** Offers every row whose metadata matches `filter` and whose cosine with `asked` is at least `minRelevance` to `best`, keyed by id, with its row number. */
-  scan(asked: Float32Array, filter: MetadataFilter | undefined, minRelevance: number, best: TopK<number>): void {
-    const { dimensions, ids, metadata } = this;
-    const matrix = this.#matrix;
-    // Four sums at once: the engine does not vectorise, and one sum makes each step wait for the
-    // last (a quarter of the scan's time at 384 dimensions, measured).
-    const whole = dimensions - (dimensions % 4);
-    for (let row = 0, offset = 0; row < ids.length; row += 1, offset += dimensions) {
-      if (filter !== undefined && !matchesFilter(metadata[row], filter)) continue;
-      let sum0 = 0;
-      let sum1 = 0;
-      let sum2 = 0;
-      let sum3 = 0;
-      for (let index = 0; index < whole; index += 4) {
-        sum0 += (asked[index] as number) * (matrix[offset + index] as number);
-        sum1 += (asked[index + 1] as number) * (matrix[offset + index + 1] as number);
-        sum2 += (asked[index + 2] as number) * (matrix[offset + index + 2] as number);
-        sum3 += (asked[index + 3] as number) * (matrix[offset + index + 3] as number);
-      }
-      // A loop of its own: one index carried over from the loop above slows that loop down.
-      for (let index = whole; index < dimensions; index += 1) sum0 += (asked[index] as number) * (matrix[offset + index] as number);
-      const sum = sum0 + sum1 + sum2 + sum3;
-      const score = sum > 1 ? 1 : sum < -1 ? -1 : sum;
-      if (score >= minRelevance && best.admits(score)) best.offer(score, ids[row] as string, row);
-    }
-  }
-}
-
-/** The best `k` of the scores offered, kept in a small heap (the worst of them on top); ties go to the smaller key. */
-export class TopK<T> {
-  readonly #k: number;
-  readonly #heap: { readonly score: number; readonly key: string; readonly item: T }[] = [];
-
-  constructor(k: number) {
-    this.#k = k;
-  }
-
-  /** Offers an item; it stays if it is among the best `k` so far. */
-  offer(score: number, key: string, item: T): void {
-    const heap = this.#heap;
-    const entry = { score, key, item };
-    if (heap.length < this.#k) {
-      heap.push(entry);
-      this.#up(heap.length - 1);
-    } else if (worse(heap[0] as typeof entry, entry)) {
-      heap[0] = entry;
-      this.#down(0);
-    }
-  }
-
-  /** Whether `score` could still get in: fewer than `k` kept, or better than the worst kept. */
-  admits(score: number): boolean {
-    return this.#heap.length < this.#k || score >= (this.#heap[0] as { score: number }).score;
-  }
-
-  /** What was kept, best first. */
-  best(): { readonly score: number; readonly key: string; readonly item: T }[] {
-    return [...this.#heap].sort((a, b) => (worse(a, b) ? 1 : worse(b, a) ? -1 : 0));
-  }
-
-  #up(index: number): void {
-    const heap = this.#heap;
-    while (index > 0) {
-      const parent = (index - 1) >> 1;
-      if (!worse(heap[index] as (typeof heap)[number], heap[parent] as (typeof heap)[number])) return;
-      [heap[index], heap[parent]] = [heap[parent] as (typeof heap)[number], heap[index] as (typeof heap)[number]];
-      index = parent;
-    }
-  }
-
-  #down(index: number): void {
-    const heap = this.#heap;
-    for (;;) {
-      let worst = index;
-      for (const child of [2 * index + 1, 2 * index + 2]) {
-        if (child < heap.length && worse(heap[child] as (typeof heap)[number], heap[worst] as (typeof heap)[number])) worst = child;
-      }
-      if (worst === index) return;
-      [heap[index], heap[worst]] = [heap[worst] as (typeof heap)[number], heap[index] as (typeof heap)[number]];
-      index = worst;
-    }
-  }
-}
-
-/** Whether `a` ranks below `b`: a lower score, or the same score and a larger key. */
-function worse(a: { score: number; key: string }, b: { score: number; key: string }): boolean {
-  return a.score < b.score || (a.score === b.score && a.key > b.key);
 }
 
 /** A search result, frozen. */

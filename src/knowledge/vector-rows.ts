@@ -1,0 +1,256 @@
+/**
+ * The rows the in-process retrievers search: unit vectors in one contiguous matrix, each with its
+ * id and metadata. A search scans every row, or, with `index: "hnsw"` past {@link INDEX_MIN_ROWS}
+ * rows, asks an HNSW index ({@link VectorIndex}) for candidates and scores those exactly: the
+ * scores are always exact, the set found is approximate (recall in docs/performance.md).
+ */
+import type { MetadataFilter } from "./types.ts";
+import { newVectorIndex, type VectorIndex } from "./vector-index.ts";
+import { matchesFilter, type StoredMetadata } from "./vectors.ts";
+
+/** Below this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
+export const INDEX_MIN_ROWS = 2_048;
+/** Candidates asked of the index: at least this many, and at least four times `topK`. */
+const MIN_CANDIDATES = 40;
+/**
+ * A row whose nearest other row scores below this is unlike the rest: a graph keeps few links
+ * into such a row (its neighbours' lists fill with closer rows), so a search may never reach
+ * it. Those rows, and rows a search for their own vector does not find, are scored at every
+ * search. When most rows are so, the search is a scan: slower, never wrong.
+ */
+const OUTLIER_SIMILARITY = 0.5;
+
+/** What a search of the rows is asked. */
+export interface RowSearch {
+  readonly topK: number;
+  readonly minRelevance: number;
+  readonly filter: MetadataFilter | undefined;
+}
+
+/**
+ * Unit vectors in one contiguous matrix, each row with its id and metadata, scanned in one tight
+ * loop (a row per vector in a map scans at half the speed). An id set again keeps its row.
+ */
+export class VectorRows {
+  readonly dimensions: number;
+  readonly ids: string[] = [];
+  readonly metadata: (StoredMetadata | undefined)[] = [];
+  readonly #rows = new Map<string, number>();
+  readonly #scanOnly: boolean;
+  #matrix: Float32Array;
+  /** The index, once the rows are many enough; null when none can be built (usearch missing). */
+  #index: VectorIndex | null | undefined;
+  /** Rows set since the index last took them in: added to it at the next search. */
+  readonly #unindexed = new Set<number>();
+  /** Indexed rows a search may not reach through the graph ({@link OUTLIER_SIMILARITY}): scored at every search. */
+  readonly #outliers = new Set<number>();
+
+  /** `index: "hnsw"`: an index past {@link INDEX_MIN_ROWS} rows (when usearch loads); else every search scans. */
+  constructor(dimensions: number, capacity = 64, options: { readonly index?: "exact" | "hnsw" } = {}) {
+    this.dimensions = dimensions;
+    this.#matrix = new Float32Array(Math.max(1, capacity) * dimensions);
+    this.#scanOnly = options.index !== "hnsw";
+  }
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  /** How many rows the index holds (0 without one). */
+  get indexed(): number {
+    return this.#index ? this.size - this.#unindexed.size : 0;
+  }
+
+  /** How many of those are scored at every search, as the graph may not reach them. */
+  get outliers(): number {
+    return this.#outliers.size;
+  }
+
+  /** `id`'s row: its vector and metadata set, replacing what it held; its row number. */
+  set(id: string, vector: Float32Array, metadata: StoredMetadata | undefined): number {
+    const { dimensions } = this;
+    let row = this.#rows.get(id);
+    if (row === undefined) {
+      row = this.ids.length;
+      if ((row + 1) * dimensions > this.#matrix.length) {
+        const grown = new Float32Array(this.#matrix.length * 2);
+        grown.set(this.#matrix);
+        this.#matrix = grown;
+      }
+      this.ids.push(id);
+      this.metadata.push(metadata);
+      this.#rows.set(id, row);
+    } else {
+      this.metadata[row] = metadata;
+      if (sameVector(this.#matrix, row * dimensions, vector)) return row;
+      if (this.#index && !this.#unindexed.has(row)) this.#index.remove(row);
+      this.#outliers.delete(row);
+    }
+    this.#matrix.set(vector, row * dimensions);
+    if (this.#index) this.#unindexed.add(row);
+    return row;
+  }
+
+  /**
+   * The best rows for `asked`: through the index when there is one and it can help, else by a
+   * scan. A filter the index's candidates mostly fail asks it again for eight times as many,
+   * then scans: a filter never leaves the answer short.
+   */
+  search(asked: Float32Array, search: RowSearch): TopK<number> {
+    const index = this.#readyIndex();
+    // A zero query scores every row 0 (the best are then the smallest ids), which a graph cannot find.
+    if (index !== undefined && !isZero(asked) && this.#outliers.size * 4 <= this.size) {
+      for (let candidates = Math.max(MIN_CANDIDATES, 4 * search.topK); candidates * 4 <= this.size; candidates *= 8) {
+        const best = new TopK<number>(search.topK);
+        let matched = 0;
+        const offer = (row: number) => {
+          if (search.filter !== undefined && !matchesFilter(this.metadata[row], search.filter)) return;
+          matched += 1;
+          const score = clamp(dotAt(asked, this.#matrix, row * this.dimensions, this.dimensions));
+          if (score >= search.minRelevance && best.admits(score)) best.offer(score, this.ids[row] as string, row);
+        };
+        const found = index.nearest(asked, candidates);
+        for (const row of found) if (!this.#outliers.has(row)) offer(row);
+        for (const row of this.#outliers) offer(row);
+        if (matched >= search.topK) return best;
+      }
+    }
+    const best = new TopK<number>(search.topK);
+    this.scan(asked, search.filter, search.minRelevance, best);
+    return best;
+  }
+
+  /** Offers every row whose metadata matches `filter` and whose cosine with `asked` is at least `minRelevance` to `best`, keyed by id, with its row number. */
+  scan(asked: Float32Array, filter: MetadataFilter | undefined, minRelevance: number, best: TopK<number>): void {
+    const { dimensions, ids, metadata } = this;
+    const matrix = this.#matrix;
+    for (let row = 0, offset = 0; row < ids.length; row += 1, offset += dimensions) {
+      if (filter !== undefined && !matchesFilter(metadata[row], filter)) continue;
+      const score = clamp(dotAt(asked, matrix, offset, dimensions));
+      if (score >= minRelevance && best.admits(score)) best.offer(score, ids[row] as string, row);
+    }
+  }
+
+  /** The index with every row in it, built once the rows are many enough; undefined when a search should scan. */
+  #readyIndex(): VectorIndex | undefined {
+    if (this.#scanOnly || this.size < INDEX_MIN_ROWS || this.#index === null) return undefined;
+    if (this.#index === undefined) {
+      this.#index = newVectorIndex(this.dimensions) ?? null;
+      if (this.#index === null) return undefined;
+      for (let row = 0; row < this.size; row += 1) this.#unindexed.add(row);
+    }
+    if (this.#unindexed.size > 0) {
+      const { dimensions } = this;
+      const rows = [...this.#unindexed];
+      const vectors = new Float32Array(rows.length * dimensions);
+      rows.forEach((row, at) => vectors.set(this.#matrix.subarray(row * dimensions, (row + 1) * dimensions), at * dimensions));
+      this.#index.add(rows, vectors);
+      this.#unindexed.clear();
+      // Each new row looked for by its own vector: one the graph does not find, or whose nearest other row is unlike it, is an outlier.
+      this.#index.nearestEach(vectors, dimensions, 4).forEach((found, at) => {
+        const row = rows[at] as number;
+        let nearest = Number.NEGATIVE_INFINITY;
+        for (const other of found) if (other !== row) nearest = Math.max(nearest, dotAt(vectors.subarray(at * dimensions, (at + 1) * dimensions), this.#matrix, other * dimensions, dimensions));
+        if (!found.includes(row) || nearest < OUTLIER_SIMILARITY) this.#outliers.add(row);
+      });
+    }
+    return this.#index;
+  }
+}
+
+/**
+ * The dot product of `asked` with the `dimensions` numbers of `matrix` from `offset`, four sums
+ * at once: the engine does not vectorise, and one sum makes each step wait for the last (a
+ * quarter of a scan's time at 384 dimensions, measured).
+ */
+function dotAt(asked: Float32Array, matrix: Float32Array, offset: number, dimensions: number): number {
+  const whole = dimensions - (dimensions % 4);
+  let sum0 = 0;
+  let sum1 = 0;
+  let sum2 = 0;
+  let sum3 = 0;
+  for (let index = 0; index < whole; index += 4) {
+    sum0 += (asked[index] as number) * (matrix[offset + index] as number);
+    sum1 += (asked[index + 1] as number) * (matrix[offset + index + 1] as number);
+    sum2 += (asked[index + 2] as number) * (matrix[offset + index + 2] as number);
+    sum3 += (asked[index + 3] as number) * (matrix[offset + index + 3] as number);
+  }
+  // A loop of its own: one index carried over from the loop above slows that loop down.
+  for (let index = whole; index < dimensions; index += 1) sum0 += (asked[index] as number) * (matrix[offset + index] as number);
+  return sum0 + sum1 + sum2 + sum3;
+}
+
+function clamp(sum: number): number {
+  return sum > 1 ? 1 : sum < -1 ? -1 : sum;
+}
+
+function sameVector(matrix: Float32Array, offset: number, vector: Float32Array): boolean {
+  for (let index = 0; index < vector.length; index += 1) if (matrix[offset + index] !== vector[index]) return false;
+  return true;
+}
+
+function isZero(vector: Float32Array): boolean {
+  for (let index = 0; index < vector.length; index += 1) if (vector[index] !== 0) return false;
+  return true;
+}
+
+/** The best `k` of the scores offered, kept in a small heap (the worst of them on top); ties go to the smaller key. */
+export class TopK<T> {
+  readonly #k: number;
+  readonly #heap: { readonly score: number; readonly key: string; readonly item: T }[] = [];
+
+  constructor(k: number) {
+    this.#k = k;
+  }
+
+  /** Offers an item; it stays if it is among the best `k` so far. */
+  offer(score: number, key: string, item: T): void {
+    const heap = this.#heap;
+    const entry = { score, key, item };
+    if (heap.length < this.#k) {
+      heap.push(entry);
+      this.#up(heap.length - 1);
+    } else if (worse(heap[0] as typeof entry, entry)) {
+      heap[0] = entry;
+      this.#down(0);
+    }
+  }
+
+  /** Whether `score` could still get in: fewer than `k` kept, or better than the worst kept. */
+  admits(score: number): boolean {
+    return this.#heap.length < this.#k || score >= (this.#heap[0] as { score: number }).score;
+  }
+
+  /** What was kept, best first. */
+  best(): { readonly score: number; readonly key: string; readonly item: T }[] {
+    return [...this.#heap].sort((a, b) => (worse(a, b) ? 1 : worse(b, a) ? -1 : 0));
+  }
+
+  #up(index: number): void {
+    const heap = this.#heap;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      if (!worse(heap[index] as (typeof heap)[number], heap[parent] as (typeof heap)[number])) return;
+      [heap[index], heap[parent]] = [heap[parent] as (typeof heap)[number], heap[index] as (typeof heap)[number]];
+      index = parent;
+    }
+  }
+
+  #down(index: number): void {
+    const heap = this.#heap;
+    for (;;) {
+      let worst = index;
+      for (const child of [2 * index + 1, 2 * index + 2]) {
+        if (child < heap.length && worse(heap[child] as (typeof heap)[number], heap[worst] as (typeof heap)[number])) worst = child;
+      }
+      if (worst === index) return;
+      [heap[index], heap[worst]] = [heap[worst] as (typeof heap)[number], heap[index] as (typeof heap)[number]];
+      index = worst;
+    }
+  }
+}
+
+/** Whether `a` ranks below `b`: a lower score, or the same score and a larger key. */
+function worse(a: { score: number; key: string }, b: { score: number; key: string }): boolean {
+  return a.score < b.score || (a.score === b.score && a.key > b.key);
+}
