@@ -19,6 +19,10 @@ const MIN_CANDIDATES = 40;
  * search. When most rows are so, the search is a scan: slower, never wrong.
  */
 const OUTLIER_SIMILARITY = 0.5;
+/** Rows at least this similar are as good as the same row to a search (of many near-copies, the int8 graph may rank any first). */
+const SAME_SIMILARITY = 0.99;
+/** How many rows a new row's search for its own vector asks for. */
+const SELF_CHECK_CANDIDATES = 8;
 
 /** What a search of the rows is asked. */
 export interface RowSearch {
@@ -146,12 +150,22 @@ export class VectorRows {
       rows.forEach((row, at) => vectors.set(this.#matrix.subarray(row * dimensions, (row + 1) * dimensions), at * dimensions));
       this.#index.add(rows, vectors);
       this.#unindexed.clear();
-      // Each new row looked for by its own vector: one the graph does not find, or whose nearest other row is unlike it, is an outlier.
-      this.#index.nearestEach(vectors, dimensions, 4).forEach((found, at) => {
+      // Each new row looked for by its own vector: one the graph does not lead to (to it, or to a
+      // row all but equal to it), or whose nearest other row is unlike it, is an outlier.
+      this.#index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
         const row = rows[at] as number;
+        const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
+        let reached = false;
         let nearest = Number.NEGATIVE_INFINITY;
-        for (const other of found) if (other !== row) nearest = Math.max(nearest, dotAt(vectors.subarray(at * dimensions, (at + 1) * dimensions), this.#matrix, other * dimensions, dimensions));
-        if (!found.includes(row) || nearest < OUTLIER_SIMILARITY) this.#outliers.add(row);
+        for (const other of found) {
+          if (other === row) reached = true;
+          else {
+            const score = dotAt(own, this.#matrix, other * dimensions, dimensions);
+            nearest = Math.max(nearest, score);
+            if (score >= SAME_SIMILARITY) reached = true;
+          }
+        }
+        if (!reached || nearest < OUTLIER_SIMILARITY) this.#outliers.add(row);
       });
     }
     return this.#index;
