@@ -63,9 +63,14 @@ export interface ColdFigure {
   readonly bareIsolate: Summary;
   /** `Agent.for` + one call + `Agent.close` with a new isolate for each (`reuseIsolates: false`). */
   readonly perRequestNewIsolate: Summary;
-  /** `Agent.for` + one call + `Agent.close` (the default: each takes the isolate the one before left), and a call on an agent that stays open. */
+  /**
+   * `Agent.for` + one call + `Agent.close` (the default: each new agent's first call takes the
+   * isolate the one before left), a call on an agent that stays open, and a bare isolate and
+   * context made beside them.
+   */
   readonly perRequest: Summary;
   readonly openAgent: Summary;
+  readonly bareIsolateBesideReused: Summary;
 }
 
 /**
@@ -82,25 +87,26 @@ async function cold(count: number): Promise<ColdFigure> {
     await Agent.close(agent);
   };
   const isolates: ivm.Isolate[] = [];
+  const bareIsolate = {
+    task: () => {
+      const isolate = new ivm.Isolate({ memoryLimit: 64 });
+      isolate.createContextSync();
+      isolates.push(isolate);
+    },
+  };
   configureSandbox({ reuseIsolates: false });
   const fresh = await measureInterleaved(
     {
       coldCall: { task: () => expectOk(Agent.for("cold", { provider, log: false, id: `cold-${made++}` }).add(1, 2)) },
-      bareIsolate: {
-        task: () => {
-          const isolate = new ivm.Isolate({ memoryLimit: 64 });
-          isolate.createContextSync();
-          isolates.push(isolate);
-        },
-      },
+      bareIsolate,
       perRequestNewIsolate: { task: perRequest },
     },
     count,
     Math.min(10, count),
   );
-  for (const isolate of isolates) isolate.dispose();
   configureSandbox({ reuseIsolates: true });
-  const reused = await measureInterleaved({ perRequest: { task: perRequest }, openAgent: { task: () => expectOk(open.add(1, 2)) } }, count, Math.min(10, count));
+  const reused = await measureInterleaved({ perRequest: { task: perRequest }, openAgent: { task: () => expectOk(open.add(1, 2)) }, bareIsolateBesideReused: bareIsolate }, count, Math.min(10, count));
+  for (const isolate of isolates) isolate.dispose();
   return { ...fresh, ...reused };
 }
 

@@ -212,10 +212,12 @@ function manyAgentsTargets(figures: typeof results.manyAgents): { figure: string
   const ratio = (figure: typeof few) => (figure?.perCallMs ?? Number.NaN) / (few?.perCallMs ?? Number.NaN);
   const cold = figures.cold.coldCall.p50 / figures.cold.bareIsolate.p50;
   const perRequest = figures.cold.perRequest.p50 / figures.cold.openAgent.p50;
+  const coldReused = figures.cold.perRequest.p50 / figures.cold.bareIsolateBesideReused.p50;
   return [
     { figure: `per call with ${more?.agents} agents ≤ 1.5 × with ${few?.agents} (×${ratio(more).toFixed(2)})`, met: ratio(more) <= 1.5 && (more?.failed ?? 1) === 0 },
     ...(most === undefined ? [] : [{ figure: `per call with ${most.agents} agents ≤ 3 × with ${few?.agents} (×${ratio(most).toFixed(2)})`, met: ratio(most) <= 3 && most.failed === 0 }]),
-    { figure: `a new agent's first call, a new isolate, ≤ 2 × a bare isolate and context (×${cold.toFixed(2)})`, met: cold <= 2 },
+    { figure: `a new agent's first call (with Agent.for and Agent.close), isolates reused as by default, ≤ 2 × a bare isolate and context (×${coldReused.toFixed(2)})`, met: coldReused <= 2 },
+    { figure: `a new agent's first call when no isolate is free (a new isolate) ≤ 2 × a bare isolate and context (×${cold.toFixed(2)})`, met: cold <= 2 },
     { figure: `Agent.for + call + Agent.close ≤ 1.5 × a call on an open agent (×${perRequest.toFixed(2)})`, met: perRequest <= 1.5 },
     { figure: `sandbox memory per idle agent isolate ≤ 1.5 MiB (${(figures.idle.sandboxBytesPerIsolate / 2 ** 20).toFixed(2)} MiB)`, met: figures.idle.sandboxBytesPerIsolate <= 1.5 * 2 ** 20 },
   ];
@@ -335,6 +337,7 @@ row("  bare isolated-vm isolate + context", manyAgents.cold.bareIsolate);
 row("Agent.for + call + Agent.close, a new isolate each", manyAgents.cold.perRequestNewIsolate);
 row("Agent.for + call + Agent.close (isolates reused)", manyAgents.cold.perRequest);
 row("  a call on an agent that stays open", manyAgents.cold.openAgent);
+row("  bare isolated-vm isolate + context, beside them", manyAgents.cold.bareIsolateBesideReused);
 const { idle } = manyAgents;
 console.log(`  ${idle.agents} idle agents: ${(idle.sandboxBytesPerIsolate / 2 ** 20).toFixed(2)} MiB of sandbox memory each once compacted (${(idle.uncompactedBytesPerIsolate / 2 ** 20).toFixed(2)} MiB before; the processes' own estimate ${(idle.estimatedBytesPerIsolate / 2 ** 20).toFixed(2)} MiB)`);
 const { knowledge } = results;
