@@ -26,13 +26,15 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.mode).toBe("quick");
   expect(results.call.logOff.count).toBeGreaterThan(0);
   expect(results.growth.map((g: { records: number }) => g.records)).toEqual([1, 10_000]);
-  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 26 : 28);
+  expect(results.targets).toHaveLength(results.stores.postgresStatements === undefined ? 27 : 29);
   expect(output).toMatch(/with knowledge, memory retriever, exact +p50 +\d+ µs/);
   expect(output).toMatch(/with knowledge, SQLite retriever, HNSW +p50 +\d+ µs/);
   expect(output).toMatch(/HNSW recall of the exact top 5: \d+\.\d% \(these passages\), dense 384-d vectors in 200 topics \d+\.\d% asked on a topic/);
   expect(output).toMatch(/SQLite retriever, +1,000 passages: search p50 +\d+ µs exact, +\d+ µs HNSW/);
   expect(output).toMatch(/pgvector retriever \(PGlite: WASM, one thread\), +200 passages: search p50 +\d+ µs/);
   expect(results.knowledge.calls.without.count).toBeGreaterThan(0);
+  expect(output).toMatch(/a new agent.s first call \(with Agent.for and Agent.close\), isolates reused as by default, ≤ 2 × a bare isolate and context \(×[\d.]+\)/);
+  expect(results.manyAgents.cold.bareIsolateBesideReused.count).toBeGreaterThan(0);
   expect(output).toMatch(/sqlite: 64 agents × 3 calls at once: one process \d+ calls\/s, p99 [\d.]+ ms; four processes \d+ calls\/s, p99 [\d.]+ ms \(×[\d.]+\); no record lost or duplicated/);
   expect(output).toMatch(/sqlite: 8 processes on one agent × 5 calls at once: \d+ calls\/s, p50 [\d.]+ ms, p99 [\d.]+ ms, 0 failed; no record lost or duplicated/);
   expect(results.reuse.generatedCall.count).toBeGreaterThan(0);
