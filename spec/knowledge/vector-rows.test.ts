@@ -3,6 +3,7 @@
  * asked vector, whatever the number of dimensions (it sums four at a time); past a few thousand
  * rows an HNSW index proposes candidates, each scored exactly.
  */
+import { createRequire } from "node:module";
 import { describe, expect, test } from "vitest";
 import { vectorIndexAvailable } from "../../src/knowledge/vector-index.ts";
 import { INDEX_MIN_ROWS, TopK, VectorRows } from "../../src/knowledge/vector-rows.ts";
@@ -137,5 +138,46 @@ describe("VectorRows.search through the index (usearch)", () => {
     const rows = fill();
     const zero = new Float32Array(dimensions);
     expect(rows.search(zero, search).best()).toEqual(scanned(rows, zero, 5));
+  });
+
+  test("rows of all zeros (empty passages) stay out of the graph and are no outliers, and searches still find what a scan finds", () => {
+    const rows = new VectorRows(dimensions, 64, { index: "hnsw" });
+    vectors.forEach((vector, at) => rows.set(`row-${at}`, at % 3 === 0 ? new Float32Array(dimensions) : vector, undefined));
+    const queries = topicalVectors(20, dimensions, 50, 21);
+    for (const asked of queries) expect(rows.search(asked, search).best().map((entry) => entry.score)).toEqual(scanned(rows, asked, 5).map((entry) => entry.score));
+    expect(rows.indexed).toBe(count);
+    // A third of the rows are zeros: were they outliers, every search would scan.
+    expect(rows.outliers).toBeLessThan(count / 20);
+    // Asked for more than the rows that score above 0, the zeros fill the answer as a scan's do (score 0, smallest ids first).
+    const [far] = vectorsOf(1, dimensions, 4321) as [Float32Array];
+    expect(rows.search(far, { ...search, topK: 40, minRelevance: 0 }).best()).toEqual(scanned(rows, far, 40).filter((entry) => entry.score >= 0));
+  });
+
+  test("copies of a passage unlike the rest are scored at every search: the graph does not lead to them", () => {
+    const rows = new VectorRows(dimensions, 64, { index: "hnsw" });
+    const centre = topicalVectors(1, dimensions, 1, 3)[0] as Float32Array;
+    vectors.forEach((vector, at) => rows.set(`row-${at}`, vector, undefined));
+    const [odd] = vectorsOf(1, dimensions, 777) as [Float32Array];
+    for (let copy = 0; copy < 4; copy += 1) rows.set(`odd-${copy}`, odd, undefined);
+    const asked = odd.map((value, at) => value + (centre[at] as number) * 0.3);
+    expect(rows.search(asked, search).best().map((entry) => entry.key)).toEqual(scanned(rows, asked, 5).map((entry) => entry.key));
+  });
+
+  test("when usearch fails part-way (out of memory, say), searches scan from then on and never fail", () => {
+    const { Index } = createRequire(import.meta.url)("usearch") as { Index: { prototype: { add: (...args: unknown[]) => void } } };
+    const add = Index.prototype.add;
+    Index.prototype.add = function (this: unknown, keys: BigUint64Array, rowVectors: Float32Array, threads: number) {
+      // Half the rows go in, as with the addon's threads, then it throws.
+      const half = Math.floor(keys.length / 2);
+      add.call(this, keys.slice(0, half), rowVectors.slice(0, half * dimensions), threads);
+      throw new Error("Out of memory!");
+    };
+    try {
+      const rows = fill();
+      for (const asked of topicalVectors(3, dimensions, 50, 31)) expect(rows.search(asked, search).best()).toEqual(scanned(rows, asked, 5));
+      expect(rows.indexed).toBe(0);
+    } finally {
+      Index.prototype.add = add;
+    }
   });
 });

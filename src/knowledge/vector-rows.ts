@@ -8,18 +8,19 @@ import type { MetadataFilter } from "./types.ts";
 import { newVectorIndex, type VectorIndex } from "./vector-index.ts";
 import { matchesFilter, type StoredMetadata } from "./vectors.ts";
 
-/** Below this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
+/** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
 export const INDEX_MIN_ROWS = 2_048;
 /** Candidates asked of the index: at least this many, and at least four times `topK`. */
 const MIN_CANDIDATES = 40;
 /**
- * A row whose nearest other row scores below this is unlike the rest: a graph keeps few links
- * into such a row (its neighbours' lists fill with closer rows), so a search may never reach
- * it. Those rows, and rows a search for their own vector does not find, are scored at every
- * search. When most rows are so, the search is a scan: slower, never wrong.
+ * A row whose nearest other row (its near-copies aside) scores below this is unlike the rest: a
+ * graph keeps few links into such a row (its neighbours' lists fill with closer rows), so a
+ * search may never reach it. Those rows, and rows a search for their own vector does not find,
+ * are scored at every search. When a quarter of the rows are so, the search is a scan: slower,
+ * never wrong.
  */
 const OUTLIER_SIMILARITY = 0.5;
-/** Rows at least this similar are as good as the same row to a search (of many near-copies, the int8 graph may rank any first). */
+/** Rows at least this similar are near-copies: as good as the same row to a search (of many, the int8 graph may rank any first). */
 const SAME_SIMILARITY = 0.99;
 /** How many rows a new row's search for its own vector asks for. */
 const SELF_CHECK_CANDIDATES = 8;
@@ -42,12 +43,16 @@ export class VectorRows {
   readonly #rows = new Map<string, number>();
   readonly #scanOnly: boolean;
   #matrix: Float32Array;
-  /** The index, once the rows are many enough; null when none can be built (usearch missing). */
+  /** The index, once the rows are many enough; null when none can be had (usearch missing, or it failed once). */
   #index: VectorIndex | null | undefined;
   /** Rows set since the index last took them in: added to it at the next search. */
   readonly #unindexed = new Set<number>();
   /** Indexed rows a search may not reach through the graph ({@link OUTLIER_SIMILARITY}): scored at every search. */
   readonly #outliers = new Set<number>();
+  /** Rows whose vector is all zeros (an empty passage): never in the graph, every search scores them 0. */
+  readonly #zeros = new Set<number>();
+  /** Rows taken out of the graph since it was built (set again): past half the rows, it is built again. */
+  #removed = 0;
 
   /** `index: "hnsw"`: an index past {@link INDEX_MIN_ROWS} rows (when usearch loads); else every search scans. */
   constructor(dimensions: number, capacity = 64, options: { readonly index?: "exact" | "hnsw" } = {}) {
@@ -60,7 +65,7 @@ export class VectorRows {
     return this.ids.length;
   }
 
-  /** How many rows the index holds (0 without one). */
+  /** How many rows the index has taken in (0 without one). */
   get indexed(): number {
     return this.#index ? this.size - this.#unindexed.size : 0;
   }
@@ -87,8 +92,9 @@ export class VectorRows {
     } else {
       this.metadata[row] = metadata;
       if (sameVector(this.#matrix, row * dimensions, vector)) return row;
-      if (this.#index && !this.#unindexed.has(row)) this.#index.remove(row);
+      if (this.#index && !this.#unindexed.has(row) && !this.#zeros.has(row)) this.#removeFromIndex(this.#index, row);
       this.#outliers.delete(row);
+      this.#zeros.delete(row);
     }
     this.#matrix.set(vector, row * dimensions);
     if (this.#index) this.#unindexed.add(row);
@@ -97,26 +103,34 @@ export class VectorRows {
 
   /**
    * The best rows for `asked`: through the index when there is one and it can help, else by a
-   * scan. A filter the index's candidates mostly fail asks it again for eight times as many,
-   * then scans: a filter never leaves the answer short.
+   * scan. The index's candidates (and the rows it may not reach) are scored exactly; their answer
+   * stands when it could not be beaten outside them: its worst kept score (or `minRelevance`, if
+   * fewer than `topK` were kept) is at least the lowest candidate's. Otherwise (a filter most
+   * candidates fail, say) the index is asked again for eight times as many, then the rows are
+   * scanned: a filter never leaves the answer short.
    */
   search(asked: Float32Array, search: RowSearch): TopK<number> {
-    const index = this.#readyIndex();
     // A zero query scores every row 0 (the best are then the smallest ids), which a graph cannot find.
-    if (index !== undefined && !isZero(asked) && this.#outliers.size * 4 <= this.size) {
-      for (let candidates = Math.max(MIN_CANDIDATES, 4 * search.topK); candidates * 4 <= this.size; candidates *= 8) {
+    const index = isZero(asked) ? undefined : this.#readyIndex();
+    if (index !== undefined && this.#outliers.size * 4 <= this.size) {
+      for (let candidates = Math.max(MIN_CANDIDATES, 4 * search.topK), asks = 0; asks < 2 && candidates * 4 <= this.size; asks += 1, candidates *= 8) {
+        const found = this.#nearest(index, asked, candidates);
+        if (found === undefined) break;
         const best = new TopK<number>(search.topK);
-        let matched = 0;
-        const offer = (row: number) => {
+        const offer = (row: number, score: number) => {
           if (search.filter !== undefined && !matchesFilter(this.metadata[row], search.filter)) return;
-          matched += 1;
-          const score = clamp(dotAt(asked, this.#matrix, row * this.dimensions, this.dimensions));
           if (score >= search.minRelevance && best.admits(score)) best.offer(score, this.ids[row] as string, row);
         };
-        const found = index.nearest(asked, candidates);
-        for (const row of found) if (!this.#outliers.has(row)) offer(row);
-        for (const row of this.#outliers) offer(row);
-        if (matched >= search.topK) return best;
+        let lowest = Number.POSITIVE_INFINITY;
+        for (const row of found) {
+          if (this.#outliers.has(row)) continue;
+          const score = this.#score(asked, row);
+          lowest = Math.min(lowest, score);
+          offer(row, score);
+        }
+        for (const row of this.#outliers) offer(row, this.#score(asked, row));
+        if (best.admits(0)) for (const row of this.#zeros) offer(row, 0);
+        if (lowest <= (best.full ? best.worstScore : search.minRelevance)) return best;
       }
     }
     const best = new TopK<number>(search.topK);
@@ -135,40 +149,87 @@ export class VectorRows {
     }
   }
 
+  #score(asked: Float32Array, row: number): number {
+    return clamp(dotAt(asked, this.#matrix, row * this.dimensions, this.dimensions));
+  }
+
+  /** The graph's candidates for `asked`; undefined (and no index from then on) if it failed. */
+  #nearest(index: VectorIndex, asked: Float32Array, count: number): number[] | undefined {
+    try {
+      return index.nearest(asked, count);
+    } catch {
+      this.#dropIndex(null);
+      return undefined;
+    }
+  }
+
+  #removeFromIndex(index: VectorIndex, row: number): void {
+    try {
+      index.remove(row);
+    } catch {
+      this.#dropIndex(null);
+      return;
+    }
+    // A graph that lost many of its nodes leads less well to the rest: built again from the rows.
+    this.#removed += 1;
+    if (this.#removed * 2 > this.size) this.#dropIndex(undefined);
+  }
+
+  /** Forgets the index: `undefined` builds it again at the next search; `null` scans from now on (it failed: out of memory, say). */
+  #dropIndex(then: null | undefined): void {
+    this.#index = then;
+    this.#unindexed.clear();
+    this.#outliers.clear();
+    this.#zeros.clear();
+    this.#removed = 0;
+  }
+
   /** The index with every row in it, built once the rows are many enough; undefined when a search should scan. */
   #readyIndex(): VectorIndex | undefined {
-    if (this.#scanOnly || this.size < INDEX_MIN_ROWS || this.#index === null) return undefined;
+    if (this.#scanOnly || this.size <= INDEX_MIN_ROWS || this.#index === null) return undefined;
     if (this.#index === undefined) {
       this.#index = newVectorIndex(this.dimensions) ?? null;
       if (this.#index === null) return undefined;
       for (let row = 0; row < this.size; row += 1) this.#unindexed.add(row);
     }
     if (this.#unindexed.size > 0) {
-      const { dimensions } = this;
-      const rows = [...this.#unindexed];
-      const vectors = new Float32Array(rows.length * dimensions);
-      rows.forEach((row, at) => vectors.set(this.#matrix.subarray(row * dimensions, (row + 1) * dimensions), at * dimensions));
-      this.#index.add(rows, vectors);
+      try {
+        this.#takeIn(this.#index, [...this.#unindexed]);
+      } catch {
+        // A graph half built (usearch ran out of memory, say) cannot be trusted or finished: scan.
+        this.#dropIndex(null);
+        return undefined;
+      }
       this.#unindexed.clear();
-      // Each new row looked for by its own vector: one the graph does not lead to (to it, or to a
-      // row all but equal to it), or whose nearest other row is unlike it, is an outlier.
-      this.#index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
-        const row = rows[at] as number;
-        const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
-        let reached = false;
-        let nearest = Number.NEGATIVE_INFINITY;
-        for (const other of found) {
-          if (other === row) reached = true;
-          else {
-            const score = dotAt(own, this.#matrix, other * dimensions, dimensions);
-            nearest = Math.max(nearest, score);
-            if (score >= SAME_SIMILARITY) reached = true;
-          }
-        }
-        if (!reached || nearest < OUTLIER_SIMILARITY) this.#outliers.add(row);
-      });
     }
     return this.#index;
+  }
+
+  /** Adds `rows` to the graph (an all-zero one to `#zeros` instead), then marks those it may not lead to as outliers. */
+  #takeIn(index: VectorIndex, unindexed: readonly number[]): void {
+    const { dimensions } = this;
+    const rows: number[] = [];
+    for (const row of unindexed) {
+      if (isZero(this.#matrix.subarray(row * dimensions, (row + 1) * dimensions))) this.#zeros.add(row);
+      else rows.push(row);
+    }
+    const vectors = new Float32Array(rows.length * dimensions);
+    rows.forEach((row, at) => vectors.set(this.#matrix.subarray(row * dimensions, (row + 1) * dimensions), at * dimensions));
+    index.add(rows, vectors);
+    // Each new row looked for by its own vector: one the graph does not lead to (to it, or to a
+    // near-copy of it), or whose nearest row other than its copies is unlike it, is an outlier.
+    index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
+      const row = rows[at] as number;
+      const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
+      let reached = false;
+      let nearest = Number.NEGATIVE_INFINITY;
+      for (const other of found) {
+        const score = other === row ? 1 : dotAt(own, this.#matrix, other * dimensions, dimensions);
+        if (score >= SAME_SIMILARITY) reached = true;
+        else nearest = Math.max(nearest, score);
+      }
+      if (!reached || nearest < OUTLIER_SIMILARITY) this.#outliers.add(row);
+    });
   }
 }
 
@@ -228,6 +289,16 @@ export class TopK<T> {
       heap[0] = entry;
       this.#down(0);
     }
+  }
+
+  /** Whether `k` are kept. */
+  get full(): boolean {
+    return this.#heap.length >= this.#k;
+  }
+
+  /** The worst kept score (-Infinity while none is). */
+  get worstScore(): number {
+    return this.#heap.length === 0 ? Number.NEGATIVE_INFINITY : (this.#heap[0] as { score: number }).score;
   }
 
   /** Whether `score` could still get in: fewer than `k` kept, or better than the worst kept. */
