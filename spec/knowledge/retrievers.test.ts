@@ -258,19 +258,22 @@ describe.each(kinds)("%s", (_name, make) => {
     expect((await found(indexed, "zebra quokka"))[0]).toEqual(["late", expect.closeTo(1, 5)]);
   });
 
-  test('index: "hnsw" finds a passage unlike all the others (which a graph search alone misses), added before or after the index was built', async () => {
+  test('index: "hnsw" finds a passage unlike all the others (which a graph search alone misses), alone or in copies, added before or after the index was built', async () => {
     const embedder = lexicalEmbedder();
     const filler = Array.from({ length: 2_100 }, (_, at) => ({ id: `filler-${at}`, content: `lorem ipsum ${at}` }));
     const ask = async (docs: PassageRetriever) => (await docs.search("refunds business days", { topK: 1, minRelevance: 0.5, signal: never() })).map((result) => result.sourceId);
-    const before = await make(embedder, { index: "hnsw" });
-    const after = await make(embedder, { index: "hnsw" });
-    made.push(before, after);
-    await before.add([{ id: "refunds", content: "Refunds take five business days." }, ...filler]);
-    await after.add(filler);
-    await ask(after);
-    await after.add([{ id: "refunds", content: "Refunds take five business days." }]);
-    expect(await ask(before)).toEqual(["refunds"]);
-    expect(await ask(after)).toEqual(["refunds"]);
+    for (const copies of [1, 3, 6]) {
+      const refunds = Array.from({ length: copies }, (_, copy) => ({ id: `refunds-${copy}`, content: "Refunds take five business days." }));
+      const before = await make(embedder, { index: "hnsw" });
+      const after = await make(embedder, { index: "hnsw" });
+      made.push(before, after);
+      await before.add([...refunds, ...filler]);
+      await after.add(filler);
+      await ask(after);
+      await after.add(refunds);
+      expect(await ask(before)).toEqual(["refunds-0"]);
+      expect(await ask(after)).toEqual(["refunds-0"]);
+    }
   });
 
   test('a bad index option is refused, naming the two there are', async () => {

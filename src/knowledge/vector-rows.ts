@@ -22,8 +22,9 @@ const MIN_CANDIDATES = 40;
 const OUTLIER_SIMILARITY = 0.5;
 /** Rows at least this similar are near-copies: as good as the same row to a search (of many, the int8 graph may rank any first). */
 const SAME_SIMILARITY = 0.99;
-/** How many rows a new row's search for its own vector asks for. */
+/** How many rows a new row's search for its own vector asks for; and, when all of those are its copies, the second search. */
 const SELF_CHECK_CANDIDATES = 8;
+const WIDE_CHECK_CANDIDATES = 64;
 
 /** What a search of the rows is asked. */
 export interface RowSearch {
@@ -218,17 +219,33 @@ export class VectorRows {
     index.add(rows, vectors);
     // Each new row looked for by its own vector: one the graph does not lead to (to it, or to a
     // near-copy of it), or whose nearest row other than its copies is unlike it, is an outlier.
+    // A row whose candidates are all its copies takes the decision made for a copy, or looks wider.
+    const decided = new Map<number, boolean>();
+    const decide = (row: number, own: Float32Array, found: readonly number[]): boolean | undefined => {
+      let reached = false;
+      let nearest = Number.NEGATIVE_INFINITY;
+      const copies: number[] = [];
+      for (const other of found) {
+        const score = other === row ? 1 : dotAt(own, this.#matrix, other * dimensions, dimensions);
+        if (score >= SAME_SIMILARITY) {
+          reached = true;
+          if (other !== row) copies.push(other);
+        } else nearest = Math.max(nearest, score);
+      }
+      if (!reached) return true;
+      if (nearest > Number.NEGATIVE_INFINITY) return nearest < OUTLIER_SIMILARITY;
+      for (const copy of copies) {
+        const known = decided.get(copy) ?? (this.#unindexed.has(copy) || this.#zeros.has(copy) ? undefined : this.#outliers.has(copy));
+        if (known !== undefined) return known;
+      }
+      return undefined;
+    };
     index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
       const row = rows[at] as number;
       const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
-      let reached = false;
-      let nearest = Number.NEGATIVE_INFINITY;
-      for (const other of found) {
-        const score = other === row ? 1 : dotAt(own, this.#matrix, other * dimensions, dimensions);
-        if (score >= SAME_SIMILARITY) reached = true;
-        else nearest = Math.max(nearest, score);
-      }
-      if (!reached || nearest < OUTLIER_SIMILARITY) this.#outliers.add(row);
+      const outlier = decide(row, own, found) ?? decide(row, own, index.nearest(own, WIDE_CHECK_CANDIDATES)) ?? true;
+      decided.set(row, outlier);
+      if (outlier) this.#outliers.add(row);
     });
   }
 }
