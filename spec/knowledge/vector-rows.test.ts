@@ -176,7 +176,7 @@ describe("VectorRows.search through the index (usearch)", () => {
   });
 
   test("when usearch fails part-way (out of memory, say), searches scan from then on and never fail", () => {
-    const { Index } = createRequire(import.meta.url)("usearch") as { Index: { prototype: { add: (...args: unknown[]) => void } } };
+    const { Index } = createRequire(import.meta.url)("usearch") as { Index: { prototype: { add: (this: unknown, keys: BigUint64Array, vectors: Float32Array, threads: number) => void } } };
     const add = Index.prototype.add;
     Index.prototype.add = function (this: unknown, keys: BigUint64Array, rowVectors: Float32Array, threads: number) {
       // Half the rows go in, as with the addon's threads, then it throws.
