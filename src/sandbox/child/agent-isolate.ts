@@ -95,9 +95,16 @@ function compiledRuntime(isolate: ivm.Isolate): ivm.Script {
   return script;
 }
 
-/** The warm-up's run (see `AgentIsolate.warmRuntimeCode`): what most calls do, reading and writing context and reading the history. */
+/**
+ * The mirror reserve of an isolate whose mirror is small (most new agents'), smaller than the
+ * full one (the sandbox process's `MIN_MIRROR_RESERVE_MB`): its held-back buffer stays under the 64 MiB of outside memory past which V8 collects the heap as the buffer
+ * is made (2 ms that every cold isolate would pay). A mirror that outgrows it (some 12 MiB, twenty
+ * thousand records) is rebuilt once into an isolate with the full reserve.
+ */
+export const FIRST_MIRROR_RESERVE_MB = 48;
+
+/** The warm-up's run (see `AgentIsolate.warmRuntimeCode`): what most calls do, reading and writing context and reading the history. Its isolate has a new agent's reserve. */
 const WARM_UP_LIMIT_MB = 16;
-const WARM_UP_RESERVE_MB = 48;
 const WARM_UP_PAYLOAD = {
   code: "context.n = (context.n ?? 0) + 1; const seen = context.conversation_history.length; console.log('warm', seen); return { sum: args[0] + args[1], n: context.n, seen, list: [1, 'a', null] }",
   args: [1, 2],
@@ -298,7 +305,7 @@ export class AgentIsolate {
   static async warmRuntimeCode(onCatastrophe: (message: string) => void): Promise<void> {
     let warm: AgentIsolate | undefined;
     try {
-      warm = await AgentIsolate.create(WARM_UP_LIMIT_MB, 0, WARM_UP_RESERVE_MB, () => {}, onCatastrophe);
+      warm = await AgentIsolate.create(WARM_UP_LIMIT_MB, 0, FIRST_MIRROR_RESERVE_MB, () => {}, onCatastrophe);
       // Twice: a first run and one that continues its mirror.
       for (const runId of [1, 2]) {
         const payload = { ...WARM_UP_PAYLOAD, callId: `warm-up-${runId}`, context: {}, history: { start: 0, reset: runId === 1, records: [] } };

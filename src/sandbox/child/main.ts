@@ -3,7 +3,7 @@
  * every isolate, talks to the host only through IPC messages (see `../protocol.ts`), and
  * keeps no state the host cannot rebuild: if it dies, the host starts a new one.
  */
-import { AgentIsolate, type RunControl } from "./agent-isolate.ts";
+import { AgentIsolate, FIRST_MIRROR_RESERVE_MB, type RunControl } from "./agent-isolate.ts";
 import type { BridgeAnswer, ChildWireMessage, HostMessage, RunReport, RunRequestMessage } from "../protocol.ts";
 import { writeSync } from "node:fs";
 import { BUSY_GRACE_MS, REPORT_FD, bridgeFailure, freeLine, nextRunId, packResult, resumedLine, startedLine, unpackRun } from "../protocol.ts";
@@ -134,13 +134,7 @@ const MIN_CEILING_MB = 512;
  * reserve the mirror does not use is held back and costs no memory.
  */
 const MIN_MIRROR_RESERVE_MB = 256;
-/**
- * The reserve of an isolate whose mirror is small (most new agents'), smaller: its held-back
- * buffer stays under the 64 MiB of outside memory past which V8 collects the heap as the buffer
- * is made (2 ms that every cold isolate would pay). A mirror that outgrows it (some 12 MiB, twenty
- * thousand records) is rebuilt once into an isolate with the full reserve.
- */
-const FIRST_MIRROR_RESERVE_MB = 48;
+/** A mirror smaller than this gets the small first reserve ({@link FIRST_MIRROR_RESERVE_MB}). @unit MiB */
 const SMALL_MIRROR_MB = 4;
 const MIRROR_RESERVE_FACTOR = 4;
 
