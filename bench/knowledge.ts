@@ -50,7 +50,7 @@ export interface KnowledgeFigures {
    * dimensions in 200 tight topics, asked about one of the topics or in a random direction.
    */
   readonly recall: { readonly lexical: number; readonly denseOnTopic: number; readonly denseRandom: number };
-  /** The SQLite retriever's search p50 by passages held, exact and through the index (whose first search builds it, in `indexSeconds`). @unit µs */
+  /** The SQLite retriever's search p50 by passages held, exact and through the index (whose first searches build it, 1,024 passages each, in `indexSeconds` together). @unit µs */
   readonly sqliteGrowth: readonly { readonly passages: number; readonly search: Summary; readonly hnsw: Summary; readonly addSeconds: number; readonly indexSeconds: number }[];
   /**
    * The pgvector retriever's search p50 by passages held, exact, through PGlite (PostgreSQL in
@@ -111,8 +111,9 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
       const summary = await measure(asked, Math.max(20, Math.round(options.count / 10)), 3);
       await grown.close();
       const indexed = await sqliteRetriever(join(directory, `kb-${size}.db`), { embedder, index: "hnsw" });
+      // The index takes in 1,024 passages a search: the searches until it holds them all, timed together.
       const indexing = performance.now();
-      await indexed.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal });
+      for (let search = 0; search <= Math.ceil(size / 1_024); search += 1) await indexed.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal });
       const indexSeconds = (performance.now() - indexing) / 1000;
       const hnsw = await measure(() => indexed.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }), Math.max(20, Math.round(options.count / 10)), 3);
       await indexed.close();

@@ -175,6 +175,20 @@ describe("VectorRows.search through the index (usearch)", () => {
     expect(rows.outliers).toBeLessThan(300);
   });
 
+  test("a search takes in at most 1,024 rows the index lacks, and scores the rest exactly meanwhile: the answer is a scan's all along", () => {
+    const rows = fill();
+    const queries = topicalVectors(6, dimensions, 50, 51);
+    const taken: number[] = [];
+    for (const asked of queries) {
+      const found = rows.search(asked, search).best();
+      // While rows wait, the search scans; once all are in, the graph answers (by score: a tie may fall either way).
+      if (rows.indexed < count) expect(found).toEqual(scanned(rows, asked, 5));
+      else expect(found.map((entry) => entry.score)).toEqual(scanned(rows, asked, 5).map((entry) => entry.score));
+      taken.push(rows.indexed);
+    }
+    expect(taken).toEqual([1_024, 2_048, count, count, count, count]);
+  });
+
   test("when usearch fails part-way (out of memory, say), searches scan from then on and never fail", () => {
     const { Index } = createRequire(import.meta.url)("usearch") as { Index: { prototype: { add: (this: unknown, keys: BigUint64Array, vectors: Float32Array, threads: number) => void } } };
     const add = Index.prototype.add;

@@ -10,6 +10,11 @@ import { matchesFilter, type StoredMetadata } from "./vectors.ts";
 
 /** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
 export const INDEX_MIN_ROWS = 2_048;
+/**
+ * The most rows the index takes in at one search (about 0.05–0.15 s of holding the thread at 384
+ * dimensions); rows still waiting are scored exactly by every search meanwhile.
+ */
+const INTAKE_ROWS = 1_024;
 /** Candidates asked of the index: at least this many, and at least four times `topK`. */
 const MIN_CANDIDATES = 40;
 /**
@@ -54,6 +59,8 @@ export class VectorRows {
   readonly #zeros = new Set<number>();
   /** Rows taken out of the graph since it was built (set again): past half the rows, it is built again. */
   #removed = 0;
+  /** Some outliers were judged while the graph lacked rows still to be taken in. */
+  #judgedEarly = false;
 
   /** `index: "hnsw"`: an index past {@link INDEX_MIN_ROWS} rows (when usearch loads); else every search scans. */
   constructor(dimensions: number, capacity = 64, options: { readonly index?: "exact" | "hnsw" } = {}) {
@@ -113,7 +120,7 @@ export class VectorRows {
   search(asked: Float32Array, search: RowSearch): TopK<number> {
     // A zero query scores every row 0 (the best are then the smallest ids), which a graph cannot find.
     const index = isZero(asked) ? undefined : this.#readyIndex();
-    if (index !== undefined && this.#outliers.size * 4 <= this.size) {
+    if (index !== undefined && (this.#outliers.size + this.#unindexed.size) * 4 <= this.size) {
       for (let candidates = Math.max(MIN_CANDIDATES, 4 * search.topK), asks = 0; asks < 2 && candidates * 4 <= this.size; asks += 1, candidates *= 8) {
         const found = this.#nearest(index, asked, candidates);
         if (found === undefined) break;
@@ -124,12 +131,13 @@ export class VectorRows {
         };
         let lowest = Number.POSITIVE_INFINITY;
         for (const row of found) {
-          if (this.#outliers.has(row)) continue;
+          if (this.#outliers.has(row) || this.#unindexed.has(row)) continue;
           const score = this.#score(asked, row);
           lowest = Math.min(lowest, score);
           offer(row, score);
         }
         for (const row of this.#outliers) offer(row, this.#score(asked, row));
+        for (const row of this.#unindexed) offer(row, this.#score(asked, row));
         if (best.admits(0)) for (const row of this.#zeros) offer(row, 0);
         if (lowest <= (best.full ? best.worstScore : search.minRelevance)) return best;
       }
@@ -183,9 +191,14 @@ export class VectorRows {
     this.#outliers.clear();
     this.#zeros.clear();
     this.#removed = 0;
+    this.#judgedEarly = false;
   }
 
-  /** The index with every row in it, built once the rows are many enough; undefined when a search should scan. */
+  /**
+   * The index, once the rows are many enough, having taken in up to {@link INTAKE_ROWS} of the
+   * rows it lacks (a search holds the thread that long at most; the rest wait for later searches
+   * and are scored exactly meanwhile); undefined when a search should scan.
+   */
   #readyIndex(): VectorIndex | undefined {
     if (this.#scanOnly || this.size <= INDEX_MIN_ROWS || this.#index === null) return undefined;
     if (this.#index === undefined) {
@@ -194,32 +207,58 @@ export class VectorRows {
       for (let row = 0; row < this.size; row += 1) this.#unindexed.add(row);
     }
     if (this.#unindexed.size > 0) {
+      const batch: number[] = [];
+      for (const row of this.#unindexed) {
+        if (batch.length >= INTAKE_ROWS) break;
+        batch.push(row);
+      }
+      const partial = batch.length < this.#unindexed.size;
       try {
-        this.#takeIn(this.#index, [...this.#unindexed]);
+        this.#takeIn(this.#index, batch);
+        for (const row of batch) this.#unindexed.delete(row);
+        // Rows taken in early were judged against part of the graph: judged again against all of it.
+        if (partial) this.#judgedEarly = true;
+        else if (this.#judgedEarly) {
+          this.#judgedEarly = false;
+          this.#judgeAgain(this.#index);
+        }
       } catch {
         // A graph half built (usearch ran out of memory, say) cannot be trusted or finished: scan.
         this.#dropIndex(null);
         return undefined;
       }
-      this.#unindexed.clear();
     }
     return this.#index;
   }
 
-  /** Adds `rows` to the graph (an all-zero one to `#zeros` instead), then marks those it may not lead to as outliers. */
+  /** Adds `unindexed` to the graph (an all-zero row to `#zeros` instead), then marks those it may not lead to as outliers. */
   #takeIn(index: VectorIndex, unindexed: readonly number[]): void {
-    const { dimensions } = this;
     const rows: number[] = [];
     for (const row of unindexed) {
-      if (isZero(this.#matrix.subarray(row * dimensions, (row + 1) * dimensions))) this.#zeros.add(row);
+      if (isZero(this.#vector(row))) this.#zeros.add(row);
       else rows.push(row);
     }
-    const vectors = new Float32Array(rows.length * dimensions);
-    rows.forEach((row, at) => vectors.set(this.#matrix.subarray(row * dimensions, (row + 1) * dimensions), at * dimensions));
+    const vectors = this.#vectorsOf(rows);
     index.add(rows, vectors);
-    // Each new row looked for by its own vector: one the graph does not lead to (to it, or to a
-    // near-copy of it), or whose nearest row other than its copies is unlike it, is an outlier.
-    // A row whose candidates are all its copies takes the decision made for a copy, or looks wider.
+    this.#judge(index, rows, vectors);
+  }
+
+  /** The outliers judged again, now that the graph holds every row: those it leads to are outliers no more. */
+  #judgeAgain(index: VectorIndex): void {
+    const rows = [...this.#outliers];
+    for (const row of rows) this.#outliers.delete(row);
+    this.#judge(index, rows, this.#vectorsOf(rows));
+  }
+
+  /**
+   * Marks as outliers the `rows` (in the graph, their vectors one after another in `vectors`) it
+   * may not lead to: each is looked for by its own vector, and is an outlier when the graph leads
+   * neither to it nor to a near-copy, or when its nearest row other than its copies is unlike it.
+   * A row whose candidates are all its copies takes the decision made for a copy, or looks wider.
+   */
+  #judge(index: VectorIndex, rows: readonly number[], vectors: Float32Array): void {
+    const { dimensions } = this;
+    const judging = new Set(rows);
     const decided = new Map<number, boolean>();
     const decide = (row: number, own: Float32Array, found: readonly number[]): boolean | undefined => {
       let reached = false;
@@ -235,7 +274,7 @@ export class VectorRows {
       if (!reached) return true;
       if (nearest > Number.NEGATIVE_INFINITY) return nearest < OUTLIER_SIMILARITY;
       for (const copy of copies) {
-        const known = decided.get(copy) ?? (this.#unindexed.has(copy) || this.#zeros.has(copy) ? undefined : this.#outliers.has(copy));
+        const known = decided.get(copy) ?? (judging.has(copy) || this.#unindexed.has(copy) || this.#zeros.has(copy) ? undefined : this.#outliers.has(copy));
         if (known !== undefined) return known;
       }
       return undefined;
@@ -247,6 +286,17 @@ export class VectorRows {
       decided.set(row, outlier);
       if (outlier) this.#outliers.add(row);
     });
+  }
+
+  #vector(row: number): Float32Array {
+    return this.#matrix.subarray(row * this.dimensions, (row + 1) * this.dimensions);
+  }
+
+  /** The vectors of `rows`, one after another. */
+  #vectorsOf(rows: readonly number[]): Float32Array {
+    const vectors = new Float32Array(rows.length * this.dimensions);
+    rows.forEach((row, at) => vectors.set(this.#vector(row), at * this.dimensions));
+    return vectors;
   }
 }
 
