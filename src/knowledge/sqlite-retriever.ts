@@ -208,9 +208,9 @@ class SqliteRetriever implements PassageRetriever {
       for (const row of read) rows.set(row.id, this.#vector(row.id, row.vector), row.metadata === null ? undefined : (JSON.parse(row.metadata) as StoredMetadata));
       return rows;
     };
-    let rows = kept === undefined ? undefined : fill(kept);
-    // Passages gone from the table (removed by other means than this API): start again.
-    if (rows === undefined || rows.size !== read.length) rows = fill(new VectorRows(dimensions, held, { index: this.#index }));
+    // Passages gone from the table (removed by other means than this API) leave rows that no longer are: start again.
+    const added = kept === undefined ? 0 : read.filter((row) => !kept.has(row.id)).length;
+    const rows = kept !== undefined && kept.size + added === read.length ? fill(kept) : fill(new VectorRows(dimensions, held, { index: this.#index }));
     this.#cache = { version, rows };
     return this.#cache;
   }

@@ -43,8 +43,8 @@ export function vectorIndexAvailable(): boolean {
  * nearly tie), in 18-35 µs; following 64 found 93% in 50 µs.
  */
 const SETTINGS = { metric: "cos", quantization: "i8", connectivity: 16, expansion_add: 64, expansion_search: 32, multi: false } as const;
-/** Adding uses this many threads (the caller waits either way). */
-const ADD_THREADS = Math.min(4, availableParallelism());
+/** Work on many rows at once (adding them, looking each up) uses this many threads; the caller waits either way. */
+const BATCH_THREADS = Math.min(4, availableParallelism());
 
 /** An HNSW index of rows (keyed by row number), or undefined when usearch is not available. */
 export function newVectorIndex(dimensions: number): VectorIndex | undefined {
@@ -62,7 +62,7 @@ export class VectorIndex {
   /** Adds `rows`, whose vectors are `vectors` (one after another, in the same order). */
   add(rows: readonly number[], vectors: Float32Array): void {
     if (rows.length === 0) return;
-    this.#index.add(BigUint64Array.from(rows, (row) => BigInt(row)), vectors, ADD_THREADS);
+    this.#index.add(BigUint64Array.from(rows, (row) => BigInt(row)), vectors, BATCH_THREADS);
   }
 
   remove(row: number): void {
@@ -73,7 +73,7 @@ export class VectorIndex {
   nearestEach(vectors: Float32Array, dimensions: number, count: number): number[][] {
     const queries = vectors.length / dimensions;
     if (queries === 0) return [];
-    const found = this.#index.search(vectors, count, ADD_THREADS);
+    const found = this.#index.search(vectors, count, BATCH_THREADS);
     if (queries === 1) return [Array.from(found.keys, Number)];
     return Array.from({ length: queries }, (_, query) => Array.from((found.get as NonNullable<typeof found.get>).call(found, query).keys, Number));
   }

@@ -6,7 +6,7 @@
  */
 import type { MetadataFilter } from "./types.ts";
 import { newVectorIndex, type VectorIndex } from "./vector-index.ts";
-import { matchesFilter, type StoredMetadata } from "./vectors.ts";
+import { clampCosine, dotAt, matchesFilter, type StoredMetadata } from "./vectors.ts";
 
 /** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
 export const INDEX_MIN_ROWS = 2_048;
@@ -73,6 +73,11 @@ export class VectorRows {
     return this.ids.length;
   }
 
+  /** Whether `id` has a row. */
+  has(id: string): boolean {
+    return this.#rows.has(id);
+  }
+
   /** How many rows the index has taken in (0 without one). */
   get indexed(): number {
     return this.#index ? this.size - this.#unindexed.size : 0;
@@ -131,7 +136,7 @@ export class VectorRows {
         };
         let lowest = Number.POSITIVE_INFINITY;
         for (const row of found) {
-          if (this.#outliers.has(row) || this.#unindexed.has(row)) continue;
+          if (this.#outliers.has(row)) continue;
           const score = this.#score(asked, row);
           lowest = Math.min(lowest, score);
           offer(row, score);
@@ -153,13 +158,13 @@ export class VectorRows {
     const matrix = this.#matrix;
     for (let row = 0, offset = 0; row < ids.length; row += 1, offset += dimensions) {
       if (filter !== undefined && !matchesFilter(metadata[row], filter)) continue;
-      const score = clamp(dotAt(asked, matrix, offset, dimensions));
+      const score = clampCosine(dotAt(asked, matrix, offset, dimensions));
       if (score >= minRelevance && best.admits(score)) best.offer(score, ids[row] as string, row);
     }
   }
 
   #score(asked: Float32Array, row: number): number {
-    return clamp(dotAt(asked, this.#matrix, row * this.dimensions, this.dimensions));
+    return clampCosine(dotAt(asked, this.#matrix, row * this.dimensions, this.dimensions));
   }
 
   /** The graph's candidates for `asked`; undefined (and no index from then on) if it failed. */
@@ -298,32 +303,6 @@ export class VectorRows {
     rows.forEach((row, at) => vectors.set(this.#vector(row), at * this.dimensions));
     return vectors;
   }
-}
-
-/**
- * The dot product of `asked` with the `dimensions` numbers of `matrix` from `offset`, four sums
- * at once: the engine does not vectorise, and one sum makes each step wait for the last (a
- * quarter of a scan's time at 384 dimensions, measured).
- */
-function dotAt(asked: Float32Array, matrix: Float32Array, offset: number, dimensions: number): number {
-  const whole = dimensions - (dimensions % 4);
-  let sum0 = 0;
-  let sum1 = 0;
-  let sum2 = 0;
-  let sum3 = 0;
-  for (let index = 0; index < whole; index += 4) {
-    sum0 += (asked[index] as number) * (matrix[offset + index] as number);
-    sum1 += (asked[index + 1] as number) * (matrix[offset + index + 1] as number);
-    sum2 += (asked[index + 2] as number) * (matrix[offset + index + 2] as number);
-    sum3 += (asked[index + 3] as number) * (matrix[offset + index + 3] as number);
-  }
-  // A loop of its own: one index carried over from the loop above slows that loop down.
-  for (let index = whole; index < dimensions; index += 1) sum0 += (asked[index] as number) * (matrix[offset + index] as number);
-  return sum0 + sum1 + sum2 + sum3;
-}
-
-function clamp(sum: number): number {
-  return sum > 1 ? 1 : sum < -1 ? -1 : sum;
 }
 
 function sameVector(matrix: Float32Array, offset: number, vector: Float32Array): boolean {

@@ -105,9 +105,34 @@ export function normalised(vector: Float32Array): Float32Array {
 
 /** The cosine similarity of two vectors of length 1 (or 0): their dot product, kept within -1 to 1. */
 export function cosine(a: Float32Array, b: Float32Array): number {
-  let sum = 0;
-  for (let index = 0; index < a.length; index += 1) sum += (a[index] as number) * (b[index] as number);
+  return clampCosine(dotAt(a, b, 0, a.length));
+}
+
+/** A dot product of unit vectors kept within -1 to 1 (rounding can take it past). */
+export function clampCosine(sum: number): number {
   return sum > 1 ? 1 : sum < -1 ? -1 : sum;
+}
+
+/**
+ * The dot product of `asked` with the `dimensions` numbers of `matrix` from `offset`, four sums
+ * at once: the engine does not vectorise, and one sum makes each step wait for the last (a
+ * quarter of a scan's time at 384 dimensions, measured).
+ */
+export function dotAt(asked: Float32Array, matrix: Float32Array, offset: number, dimensions: number): number {
+  const whole = dimensions - (dimensions % 4);
+  let sum0 = 0;
+  let sum1 = 0;
+  let sum2 = 0;
+  let sum3 = 0;
+  for (let index = 0; index < whole; index += 4) {
+    sum0 += (asked[index] as number) * (matrix[offset + index] as number);
+    sum1 += (asked[index + 1] as number) * (matrix[offset + index + 1] as number);
+    sum2 += (asked[index + 2] as number) * (matrix[offset + index + 2] as number);
+    sum3 += (asked[index + 3] as number) * (matrix[offset + index + 3] as number);
+  }
+  // A loop of its own: one index carried over from the loop above slows that loop down.
+  for (let index = whole; index < dimensions; index += 1) sum0 += (asked[index] as number) * (matrix[offset + index] as number);
+  return sum0 + sum1 + sum2 + sum3;
 }
 
 /** `passages` checked, each a fresh record with its metadata copied and frozen; a `TypeError` naming `caller`, the passage and what is wrong. */
