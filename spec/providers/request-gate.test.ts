@@ -1,4 +1,4 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { gateOf, RequestGate } from "../../src/providers/request-gate.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS, ScriptedProvider } from "../../src/index.ts";
 
@@ -43,6 +43,21 @@ describe("RequestGate", () => {
     const release = await gate.acquire(signal());
     expect(performance.now() - started).toBeGreaterThanOrEqual(100);
     release();
+  });
+
+  test("a pause that ends between the gate's look at the clock and its timer still gives the waiter its turn", async () => {
+    // The clock as the gate reads it: still paused when it checks, past the pause when it sets its timer.
+    const readings = [1_000, 1_005, 1_009.9, 1_010.5];
+    const now = vi.spyOn(performance, "now").mockImplementation(() => readings.shift() ?? 2_000);
+    try {
+      const gate = new RequestGate(5);
+      gate.pauseFor(10);
+      const waiting = gate.acquire(signal());
+      expect(await settledSoon(waiting)).toBe(true);
+      (await waiting)();
+    } finally {
+      now.mockRestore();
+    }
   });
 
   test("each provider has one gate, sized by its maxConcurrentRequests", () => {

@@ -102,12 +102,16 @@ export class RequestGate {
       waiter.signal.removeEventListener("abort", waiter.onAbort);
       waiter.resolve(this.#enter());
     }
-    const pausedFor = this.#pausedUntil - performance.now();
-    if (this.#queue.length > 0 && pausedFor > 0 && this.#timer === undefined) {
-      this.#timer = setTimeout(() => {
-        this.#timer = undefined;
-        this.#pump();
-      }, Math.ceil(pausedFor));
+    // Waiters left with a turn free are held by the pause alone: wake for its end. At least 1 ms
+    // on, as the pause may have ended since the loop read the clock (none left would wake them).
+    if (this.#queue.length > 0 && this.#active < this.limit && this.#timer === undefined) {
+      this.#timer = setTimeout(
+        () => {
+          this.#timer = undefined;
+          this.#pump();
+        },
+        Math.max(1, Math.ceil(this.#pausedUntil - performance.now())),
+      );
     }
   }
 }
