@@ -198,11 +198,13 @@ Object.assign(results, { targets, seconds: Math.round((performance.now() - start
 
 /** Figure 16's target (DESIGN 18): a kept program's call with three sources against the same call without. */
 function knowledgeTargets(figures: typeof results.knowledge): { figure: string; met: boolean }[] {
-  const ratio = (summary: Summary) => summary.p50 / figures.calls.without.p50;
-  const exactRatio = (summary: Summary) => summary.p50 / figures.calls.withoutBesideExact.p50;
+  const { calls } = figures;
+  const ratio = (summary: Summary, beside: Summary) => summary.p50 / beside.p50;
+  const memory = ratio(calls.memoryHnsw, calls.without);
+  const sqlite = ratio(calls.sqliteHnsw, calls.withoutBesideSqlite);
   return [
-    { figure: `kept call with knowledge (memory retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${ratio(figures.calls.memoryHnsw).toFixed(2)}; exact ×${exactRatio(figures.calls.memory).toFixed(2)})`, met: ratio(figures.calls.memoryHnsw) <= 1.5 },
-    { figure: `kept call with knowledge (SQLite retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${ratio(figures.calls.sqliteHnsw).toFixed(2)}; exact ×${exactRatio(figures.calls.sqlite).toFixed(2)})`, met: ratio(figures.calls.sqliteHnsw) <= 1.5 },
+    { figure: `kept call with knowledge (memory retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${memory.toFixed(2)}; exact ×${ratio(calls.memory, calls.withoutBesideExact).toFixed(2)})`, met: memory <= 1.5 },
+    { figure: `kept call with knowledge (SQLite retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${sqlite.toFixed(2)}; exact ×${ratio(calls.sqlite, calls.withoutBesideExact).toFixed(2)})`, met: sqlite <= 1.5 },
   ];
 }
 
@@ -342,12 +344,13 @@ const { idle } = manyAgents;
 console.log(`  ${idle.agents} idle agents: ${(idle.sandboxBytesPerIsolate / 2 ** 20).toFixed(2)} MiB of sandbox memory each once compacted (${(idle.uncompactedBytesPerIsolate / 2 ** 20).toFixed(2)} MiB before; the processes' own estimate ${(idle.estimatedBytesPerIsolate / 2 ** 20).toFixed(2)} MiB)`);
 const { knowledge } = results;
 console.log(`\n16. Knowledge (a kept program; three sources: a state value, a retrieval over ${knowledge.passages.toLocaleString("en-US")} passages of ${knowledge.dimensions} dimensions with the lexical embedder, topK 5, and a literal)`);
-row("the call without knowledge (beside the HNSW calls)", knowledge.calls.without);
+row("the call without knowledge (beside the memory retriever's HNSW calls)", knowledge.calls.without);
+row("  with knowledge, memory retriever, HNSW", knowledge.calls.memoryHnsw);
+row("the call without knowledge (beside the SQLite retriever's HNSW calls)", knowledge.calls.withoutBesideSqlite);
+row("  with knowledge, SQLite retriever, HNSW", knowledge.calls.sqliteHnsw);
 row("the call without knowledge (beside the exact calls)", knowledge.calls.withoutBesideExact);
 row("  with knowledge, memory retriever, exact", knowledge.calls.memory);
-row("  with knowledge, memory retriever, HNSW", knowledge.calls.memoryHnsw);
 row("  with knowledge, SQLite retriever, exact", knowledge.calls.sqlite);
-row("  with knowledge, SQLite retriever, HNSW", knowledge.calls.sqliteHnsw);
 row("one search, memory retriever, exact", knowledge.search.memory);
 row("one search, memory retriever, HNSW", knowledge.search.memoryHnsw);
 row("one search, SQLite retriever, exact", knowledge.search.sqlite);

@@ -112,6 +112,27 @@ describe("knowledge", () => {
     expect((await support.ask()).value).toBe(0);
   });
 
+  test("passages reach the program as the retriever gave them (odd characters too), metadata without its `__proto__` key, and null for metadata it lacks", async () => {
+    const content = "line\u2028sep \ud800 lone \u0000 nul \"quoted\" </script>";
+    const retriever: Retriever = {
+      search: async () => [
+        { sourceId: "odd", score: 0.75, content, metadata: JSON.parse('{"__proto__": {"polluted": true}, "tier": "gold"}') as Record<string, unknown> },
+        { sourceId: "bare", score: 0.5, content: "no metadata" },
+      ],
+    };
+    const provider = new ScriptedProvider({
+      programs: {
+        look: `const [odd, bare] = knowledge[0].results;
+          return { same: odd.content === ${JSON.stringify(content)}, own: Object.keys(odd.metadata), polluted: ({}).polluted === undefined && odd.metadata.polluted === undefined,
+                   proto: Object.getPrototypeOf(odd.metadata) === Object.prototype, ownProto: Object.hasOwn(odd.metadata, '__proto__'), bare: bare.metadata, hasKey: "metadata" in bare, score: odd.score }`,
+      },
+    });
+    const support = Agent.for("support", { provider, knowledge: [fromRetrieval(retriever, { name: "kb", query: "q" })] });
+    const outcome = await support.look();
+    expect(outcome.errorMessage).toBeUndefined();
+    expect(outcome.value).toEqual({ same: true, own: ["tier"], polluted: true, proto: true, ownProto: false, bare: null, hasKey: true, score: 0.75 });
+  });
+
   describe("a source that fails ends the call `knowledge`, retriable and naming it; an optional one is left out; the host goes on", () => {
     const never: Retriever = { search: () => new Promise(() => {}) };
     const cases: { name: string; retriever?: Retriever; source?: Parameters<typeof fromRetrieval>[1]; message: RegExp }[] = [

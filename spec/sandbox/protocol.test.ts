@@ -25,7 +25,7 @@ describe("the messages every call sends, as they travel", () => {
         maxDelegationDepth: 18,
         tools: ["weather", "notes.append"],
         fetch: true,
-        knowledge: [{ name: "kb", kind: "retrieval", text: "[a] (score 0.5)\nA passage.", results: [{ sourceId: "a", score: 0.5, content: "A passage.", metadata: { product: "billing" } }] }],
+        knowledge: JSON.stringify([{ name: "kb", kind: "retrieval", text: "[a] (score 0.5)\nA passage.", results: [{ sourceId: "a", score: 0.5, content: "A passage.", metadata: { product: "billing" } }] }]),
         history: { start: 19, reset: true, records: ['{"a":1}', '{"b":2}'] },
       },
     };

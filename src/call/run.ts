@@ -45,7 +45,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
     maxDelegationDepth: state.options.maxDelegationDepth,
     tools: state.options.tools.names,
     fetch: state.options.egress !== undefined,
-    knowledge: draft.knowledge?.segments ?? [],
+    knowledge: draft.knowledge?.segmentsJson ?? "[]",
     timeoutMs: draft.executionTimeoutMs,
     callEndsAt: draft.endsAtMs,
     memoryLimitMb: state.options.memoryLimitMb,

@@ -14,7 +14,8 @@ export interface SegmentResult {
   readonly sourceId: string;
   readonly score: number;
   readonly content: string;
-  readonly metadata: JsonValue | undefined;
+  /** The passage's metadata; null when it has none. */
+  readonly metadata: JsonValue;
 }
 
 /** One source's part of the call's knowledge: in the prompt, and in `knowledge` in programs. */
@@ -47,6 +48,11 @@ export function sourceNames(records: readonly KnowledgeRecord[]): { readonly all
 /** A call's knowledge: its segments, its records, the source that failed the call if one did, and the time it took. */
 export interface KnowledgeAssembly {
   readonly segments: readonly KnowledgeSegment[];
+  /**
+   * The segments as JSON, made once for every run of the call: what a program's `knowledge` is
+   * parsed from (one string crosses into the sandbox faster than the objects it holds).
+   */
+  readonly segmentsJson: string;
   readonly records: readonly KnowledgeRecord[];
   readonly failure?: { readonly name: string; readonly message: string };
   readonly ms: number;
@@ -96,7 +102,7 @@ export async function assembleKnowledge(sources: readonly NamedSource[], call: A
       chars: text.length,
     });
   }
-  return { segments: Object.freeze(segments), records, ...(failure === undefined ? {} : { failure }), ms: performance.now() - began, retrieved };
+  return { segments: Object.freeze(segments), segmentsJson: JSON.stringify(segments), records, ...(failure === undefined ? {} : { failure }), ms: performance.now() - began, retrieved };
 }
 
 type Part = { readonly segment: KnowledgeSegment; readonly query?: string } | { readonly error: string; readonly query?: string };
@@ -165,7 +171,7 @@ function readResults(answer: unknown, source: Extract<NamedSource, { kind: "retr
           sourceId: cut(sourceId, 200),
           score,
           content: cut(content, source.maxChars),
-          metadata: metadata === undefined ? undefined : toJsonSafe(metadata, 2_000),
+          metadata: metadata === undefined ? null : toJsonSafe(metadata, 2_000),
         }),
       );
     }

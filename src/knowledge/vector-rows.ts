@@ -5,7 +5,7 @@
  * scores are always exact, the set found is approximate (recall in docs/performance.md).
  */
 import type { MetadataFilter } from "./types.ts";
-import { newVectorIndex, type VectorIndex } from "./vector-index.ts";
+import { GRAPH_SCORE_ERROR, newVectorIndex, type VectorIndex } from "./vector-index.ts";
 import { clampCosine, dotAt, matchesFilter, type StoredMetadata } from "./vectors.ts";
 
 /** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
@@ -135,8 +135,13 @@ export class VectorRows {
           if (score >= search.minRelevance && best.admits(score)) best.offer(score, this.ids[row] as string, row);
         };
         let lowest = Number.POSITIVE_INFINITY;
-        for (const row of found) {
+        for (const [at, row] of found.rows.entries()) {
           if (this.#outliers.has(row)) continue;
+          // A candidate the graph scores too low to get in (even with its error) is not read: it is known below the bar.
+          if ((found.scores[at] as number) + GRAPH_SCORE_ERROR < (best.full ? best.worstScore : search.minRelevance)) {
+            lowest = Number.NEGATIVE_INFINITY;
+            continue;
+          }
           const score = this.#score(asked, row);
           lowest = Math.min(lowest, score);
           offer(row, score);
@@ -167,8 +172,8 @@ export class VectorRows {
     return clampCosine(dotAt(asked, this.#matrix, row * this.dimensions, this.dimensions));
   }
 
-  /** The graph's candidates for `asked`; undefined (and no index from then on) if it failed. */
-  #nearest(index: VectorIndex, asked: Float32Array, count: number): number[] | undefined {
+  /** The graph's candidates for `asked`, with its scores for them; undefined (and no index from then on) if it failed. */
+  #nearest(index: VectorIndex, asked: Float32Array, count: number): ReturnType<VectorIndex["nearest"]> | undefined {
     try {
       return index.nearest(asked, count);
     } catch {
@@ -287,7 +292,7 @@ export class VectorRows {
     index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
       const row = rows[at] as number;
       const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
-      const outlier = decide(row, own, found) ?? decide(row, own, index.nearest(own, WIDE_CHECK_CANDIDATES)) ?? true;
+      const outlier = decide(row, own, found) ?? decide(row, own, index.nearest(own, WIDE_CHECK_CANDIDATES).rows) ?? true;
       decided.set(row, outlier);
       if (outlier) this.#outliers.add(row);
     });

@@ -56,8 +56,8 @@ export interface RunPayload {
   readonly tools: readonly string[];
   /** The agent has an egress policy: the program gets `fetch`. */
   readonly fetch: boolean;
-  /** The call's knowledge (DESIGN 18): its segments, as the program's `knowledge` (an empty array when the agent has none). */
-  readonly knowledge: readonly unknown[];
+  /** The call's knowledge (DESIGN 18): its segments as a JSON array, parsed into the program's `knowledge` ("[]" when the agent has none). */
+  readonly knowledge: string;
   /** History records to add to the isolate's mirror before the program runs. */
   readonly history: MirrorChunk;
 }
@@ -323,7 +323,7 @@ export type PackedRun = [
   maxDelegationDepth: number,
   tools: readonly string[],
   fetch: boolean,
-  knowledge: readonly unknown[],
+  knowledge: string,
   chunkStart: number,
   reset: boolean,
   records: readonly string[],

@@ -32,7 +32,7 @@ async function run(code: string, onBridge: RunHooks["onBridge"], timeoutMs = 2_0
     callTimeLeftMs,
     historyEpoch: 1,
     historyStart: 0,
-    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], fetch: false, knowledge: [], history: { start: 0, reset: true, records: [] } },
+    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], fetch: false, knowledge: "[]", history: { start: 0, reset: true, records: [] } },
   };
   let pending!: PendingRun;
   const report = await new Promise<RunReport>((resolve) => {
@@ -166,7 +166,7 @@ describe("the bridge", () => {
       callTimeLeftMs: 60_000,
       historyEpoch: 1,
       historyStart: 0,
-      payload: { callId: "call-900", code: `await content("x")`, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], fetch: false, knowledge: [], history: { start: 0, reset: true, records: [] } },
+      payload: { callId: "call-900", code: `await content("x")`, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], fetch: false, knowledge: "[]", history: { start: 0, reset: true, records: [] } },
     };
     const settled = new Promise<RunReport>((resolve) => {
       const pending = new PendingRun(

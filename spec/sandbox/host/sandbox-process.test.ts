@@ -27,7 +27,7 @@ function runMessage(runId: number, agentId: string, code: string): RunRequestMes
     callTimeLeftMs: 60_000,
     historyEpoch: 1,
     historyStart: 0,
-    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], fetch: false, knowledge: [], history: { start: 0, reset: true, records: [] } },
+    payload: { callId: `call-${runId}`, code, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: [], fetch: false, knowledge: "[]", history: { start: 0, reset: true, records: [] } },
   };
 }
 

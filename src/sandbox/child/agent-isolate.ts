@@ -113,7 +113,7 @@ const WARM_UP_PAYLOAD = {
   maxDelegationDepth: 0,
   tools: [],
   fetch: false,
-  knowledge: [],
+  knowledge: "[]",
 };
 const WARM_UP_REQUEST = { type: "run", agentId: "", memoryLimitMb: WARM_UP_LIMIT_MB, mirrorMb: 0, timeoutMs: 1_000, callTimeLeftMs: 1_000, historyEpoch: 0, historyStart: 0 } as const;
 

@@ -30,8 +30,8 @@ export interface ProgramRun {
   readonly tools: readonly string[];
   /** The program gets `fetch` (the agent has an egress policy). */
   readonly fetch: boolean;
-  /** The call's knowledge segments. */
-  readonly knowledge: readonly unknown[];
+  /** The call's knowledge segments, as a JSON array. */
+  readonly knowledge: string;
   readonly timeoutMs: number;
   /** When the call must have ended, waits included (on `performance.now()`'s clock). */
   readonly callEndsAt: number;

@@ -89,6 +89,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   const { post, limits } = parts;
   const { freeze, create, defineProperty, getPrototypeOf, keys, getOwnPropertyDescriptor, isExtensible } = Object;
   const apply = Reflect.apply;
+  const parseJson = JSON.parse;
   const ownKeys = Reflect.ownKeys;
   const deleteProperty = Reflect.deleteProperty;
   const MapCtor = Map;
@@ -303,7 +304,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
     return program;
   }
 
-  /** The call's knowledge as programs read it: read-only through and through (a kept program cannot keep anything on it). */
+  /** The call's knowledge as programs read it, from its JSON: read-only through and through (a kept program cannot keep anything on it). */
   function frozenDeep(value: unknown): unknown {
     if (typeof value === "object" && value !== null) {
       freeze(value);
@@ -370,7 +371,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       }
       const context = payload.context;
       defineProperty(context, "conversation_history", { get: mirror.read, enumerable: false, configurable: false });
-      const given = [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call), hostCalls.toolsFor(call, payload.tools), frozenDeep(payload.knowledge)];
+      const given = [context, payload.args, payload.kwargs, hostCalls.delegateFor(call), consoleFor(call), hostCalls.toolsFor(call, payload.tools), frozenDeep(parseJson(payload.knowledge))];
       if (payload.fetch) given.push(hostCalls.fetchFor(call));
       const running = apply(program, undefined, given);
       apply(promiseThen, running, [
