@@ -203,8 +203,8 @@ function knowledgeTargets(figures: typeof results.knowledge): { figure: string; 
   const memory = ratio(calls.memoryHnsw, calls.without);
   const sqlite = ratio(calls.sqliteHnsw, calls.withoutBesideSqlite);
   return [
-    { figure: `kept call with knowledge (memory retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${memory.toFixed(2)}; exact ×${ratio(calls.memory, calls.withoutBesideExact).toFixed(2)})`, met: memory <= 1.5 },
-    { figure: `kept call with knowledge (SQLite retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${sqlite.toFixed(2)}; exact ×${ratio(calls.sqlite, calls.withoutBesideExact).toFixed(2)})`, met: sqlite <= 1.5 },
+    { figure: `kept call with knowledge (memory retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${memory.toFixed(2)}, its search ×${ratio(figures.searchInCalls.memoryHnsw, calls.without).toFixed(2)} of it; exact ×${ratio(calls.memory, calls.withoutBesideExact).toFixed(2)})`, met: memory <= 1.5 },
+    { figure: `kept call with knowledge (SQLite retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${sqlite.toFixed(2)}, its search ×${ratio(figures.searchInCalls.sqliteHnsw, calls.withoutBesideSqlite).toFixed(2)} of it; exact ×${ratio(calls.sqlite, calls.withoutBesideExact).toFixed(2)})`, met: sqlite <= 1.5 },
   ];
 }
 
@@ -346,11 +346,15 @@ const { knowledge } = results;
 console.log(`\n16. Knowledge (a kept program; three sources: a state value, a retrieval over ${knowledge.passages.toLocaleString("en-US")} passages of ${knowledge.dimensions} dimensions with the lexical embedder, topK 5, and a literal)`);
 row("the call without knowledge (beside the memory retriever's HNSW calls)", knowledge.calls.without);
 row("  with knowledge, memory retriever, HNSW", knowledge.calls.memoryHnsw);
+row("    its search, inside those calls", knowledge.searchInCalls.memoryHnsw);
 row("the call without knowledge (beside the SQLite retriever's HNSW calls)", knowledge.calls.withoutBesideSqlite);
 row("  with knowledge, SQLite retriever, HNSW", knowledge.calls.sqliteHnsw);
+row("    its search, inside those calls", knowledge.searchInCalls.sqliteHnsw);
 row("the call without knowledge (beside the exact calls)", knowledge.calls.withoutBesideExact);
 row("  with knowledge, memory retriever, exact", knowledge.calls.memory);
+row("    its search, inside those calls", knowledge.searchInCalls.memory);
 row("  with knowledge, SQLite retriever, exact", knowledge.calls.sqlite);
+row("    its search, inside those calls", knowledge.searchInCalls.sqlite);
 row("one search, memory retriever, exact", knowledge.search.memory);
 row("one search, memory retriever, HNSW", knowledge.search.memoryHnsw);
 row("one search, SQLite retriever, exact", knowledge.search.sqlite);

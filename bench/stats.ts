@@ -19,7 +19,7 @@ export interface Subject {
   readonly close?: () => void;
 }
 
-function summarize(samples: number[]): Summary {
+export function summarize(samples: number[]): Summary {
   samples.sort((a, b) => a - b);
   return { count: samples.length, p50: percentile(samples, 0.5), p95: percentile(samples, 0.95) };
 }

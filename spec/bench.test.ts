@@ -33,6 +33,8 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(output).toMatch(/SQLite retriever, +1,000 passages: search p50 +\d+ µs exact, +\d+ µs HNSW/);
   expect(output).toMatch(/pgvector retriever \(PGlite: WASM, one thread\), +200 passages: search p50 +\d+ µs/);
   expect(results.knowledge.calls.without.count).toBeGreaterThan(0);
+  expect(output).toMatch(/with knowledge, SQLite retriever, HNSW +p50 +\d+ µs[^\n]*\n +its search, inside those calls +p50 +\d+ µs/);
+  expect(results.knowledge.searchInCalls.memoryHnsw.count).toBe(results.knowledge.calls.memoryHnsw.count);
   expect(output).toMatch(/a new agent.s first call \(with Agent.for and Agent.close\), isolates reused as by default, ≤ 2 × a bare isolate and context \(×[\d.]+\)/);
   expect(results.manyAgents.cold.bareIsolateBesideReused.count).toBeGreaterThan(0);
   expect(output).toMatch(/sqlite: 64 agents × 3 calls at once: one process \d+ calls\/s, p99 [\d.]+ ms; four processes \d+ calls\/s, p99 [\d.]+ ms \(×[\d.]+\); no record lost or duplicated/);
