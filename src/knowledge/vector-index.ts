@@ -7,12 +7,15 @@
  */
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
+import { dotAt } from "./vectors.ts";
 
 /** What improv uses of usearch's `Index`. */
 interface UsearchIndex {
   add(keys: BigUint64Array, vectors: Float32Array, threads?: number): void;
   search(vector: Float32Array, k: number, threads: number): { readonly keys: BigUint64Array; readonly distances: Float32Array; get?(query: number): { readonly keys: BigUint64Array } };
   remove(keys: bigint): number;
+  save(path: string): void;
+  load(path: string): void;
 }
 type UsearchModule = { readonly Index: new (config: Record<string, unknown>) => UsearchIndex };
 
@@ -52,23 +55,41 @@ export const GRAPH_SCORE_ERROR = 0.05;
 /** Work on many rows at once (adding them, looking each up) uses this many threads; the caller waits either way. */
 const BATCH_THREADS = Math.min(4, availableParallelism());
 
-/** An HNSW index of rows (keyed by row number), or undefined when usearch is not available. */
-export function newVectorIndex(dimensions: number): VectorIndex | undefined {
+/** An HNSW index of rows (keyed by row number), or undefined when usearch is not available. `threads`: how many its work on many rows at once may use. */
+export function newVectorIndex(dimensions: number, threads = BATCH_THREADS): VectorIndex | undefined {
   const module = usearch();
-  return module === null ? undefined : new VectorIndex(new module.Index({ dimensions, ...SETTINGS }));
+  return module === null ? undefined : new VectorIndex(new module.Index({ dimensions, ...SETTINGS }), threads);
+}
+
+/** The index saved at `path` (by {@link VectorIndex.save}, in this process or another); throws when it cannot be read. */
+export function loadVectorIndex(dimensions: number, path: string): VectorIndex {
+  const index = newVectorIndex(dimensions);
+  if (index === undefined) throw new Error("usearch is not available");
+  index.load(path);
+  return index;
 }
 
 export class VectorIndex {
   readonly #index: UsearchIndex;
+  readonly #threads: number;
 
-  constructor(index: UsearchIndex) {
+  constructor(index: UsearchIndex, threads: number) {
     this.#index = index;
+    this.#threads = threads;
   }
 
   /** Adds `rows`, whose vectors are `vectors` (one after another, in the same order). */
   add(rows: readonly number[], vectors: Float32Array): void {
     if (rows.length === 0) return;
-    this.#index.add(BigUint64Array.from(rows, (row) => BigInt(row)), vectors, BATCH_THREADS);
+    this.#index.add(BigUint64Array.from(rows, (row) => BigInt(row)), vectors, this.#threads);
+  }
+
+  save(path: string): void {
+    this.#index.save(path);
+  }
+
+  load(path: string): void {
+    this.#index.load(path);
   }
 
   remove(row: number): void {
@@ -79,7 +100,7 @@ export class VectorIndex {
   nearestEach(vectors: Float32Array, dimensions: number, count: number): number[][] {
     const queries = vectors.length / dimensions;
     if (queries === 0) return [];
-    const found = this.#index.search(vectors, count, BATCH_THREADS);
+    const found = this.#index.search(vectors, count, this.#threads);
     if (queries === 1) return [Array.from(found.keys, Number)];
     return Array.from({ length: queries }, (_, query) => Array.from((found.get as NonNullable<typeof found.get>).call(found, query).keys, Number));
   }
@@ -89,4 +110,57 @@ export class VectorIndex {
     const found = this.#index.search(asked, count, 1);
     return { rows: Array.from(found.keys, Number), scores: found.distances.map((distance) => 1 - distance) };
   }
+}
+
+/**
+ * A row whose nearest other row (its near-copies aside) scores below this is unlike the rest: a
+ * graph keeps few links into such a row (its neighbours' lists fill with closer rows), so a
+ * search may never reach it. Those rows, and rows a search for their own vector does not find,
+ * are scored at every search. When a quarter of the rows are so, the search is a scan: slower,
+ * never wrong.
+ */
+const OUTLIER_SIMILARITY = 0.5;
+/** Rows at least this similar are near-copies: as good as the same row to a search (of many, the int8 graph may rank any first). */
+const SAME_SIMILARITY = 0.99;
+/** How many rows a new row's search for its own vector asks for; and, when all of those are its copies, the second search. */
+const SELF_CHECK_CANDIDATES = 8;
+const WIDE_CHECK_CANDIDATES = 64;
+
+/**
+ * The `rows` (in `index`, their vectors one after another in `vectors`) the graph may not lead
+ * to: each is looked for by its own vector, and is an outlier when the graph leads neither to it
+ * nor to a near-copy, or when its nearest row other than its copies is unlike it. A row whose
+ * candidates are all its copies takes the decision made for a copy (`known` says it for a row
+ * judged before, undefined when it was not), or looks wider. `matrix` holds every row's vector.
+ */
+export function judgeOutliers(index: VectorIndex, rows: readonly number[], vectors: Float32Array, matrix: Float32Array, dimensions: number, known: (row: number) => boolean | undefined): number[] {
+  const decided = new Map<number, boolean>();
+  const decide = (row: number, own: Float32Array, found: readonly number[]): boolean | undefined => {
+    let reached = false;
+    let nearest = Number.NEGATIVE_INFINITY;
+    const copies: number[] = [];
+    for (const other of found) {
+      const score = other === row ? 1 : dotAt(own, matrix, other * dimensions, dimensions);
+      if (score >= SAME_SIMILARITY) {
+        reached = true;
+        if (other !== row) copies.push(other);
+      } else nearest = Math.max(nearest, score);
+    }
+    if (!reached) return true;
+    if (nearest > Number.NEGATIVE_INFINITY) return nearest < OUTLIER_SIMILARITY;
+    for (const copy of copies) {
+      const decision = decided.get(copy) ?? known(copy);
+      if (decision !== undefined) return decision;
+    }
+    return undefined;
+  };
+  const outliers: number[] = [];
+  index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
+    const row = rows[at] as number;
+    const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
+    const outlier = decide(row, own, found) ?? decide(row, own, index.nearest(own, WIDE_CHECK_CANDIDATES).rows) ?? true;
+    decided.set(row, outlier);
+    if (outlier) outliers.push(row);
+  });
+  return outliers;
 }

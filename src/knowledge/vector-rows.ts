@@ -5,7 +5,7 @@
  * scores are always exact, the set found is approximate (recall in docs/performance.md).
  */
 import type { MetadataFilter } from "./types.ts";
-import { GRAPH_SCORE_ERROR, newVectorIndex, type VectorIndex } from "./vector-index.ts";
+import { GRAPH_SCORE_ERROR, judgeOutliers, newVectorIndex, type VectorIndex } from "./vector-index.ts";
 import { clampCosine, dotAt, matchesFilter, type StoredMetadata } from "./vectors.ts";
 
 /** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
@@ -17,19 +17,6 @@ export const INDEX_MIN_ROWS = 2_048;
 const INTAKE_ROWS = 1_024;
 /** Candidates asked of the index: at least this many, and at least four times `topK`. */
 const MIN_CANDIDATES = 40;
-/**
- * A row whose nearest other row (its near-copies aside) scores below this is unlike the rest: a
- * graph keeps few links into such a row (its neighbours' lists fill with closer rows), so a
- * search may never reach it. Those rows, and rows a search for their own vector does not find,
- * are scored at every search. When a quarter of the rows are so, the search is a scan: slower,
- * never wrong.
- */
-const OUTLIER_SIMILARITY = 0.5;
-/** Rows at least this similar are near-copies: as good as the same row to a search (of many, the int8 graph may rank any first). */
-const SAME_SIMILARITY = 0.99;
-/** How many rows a new row's search for its own vector asks for; and, when all of those are its copies, the second search. */
-const SELF_CHECK_CANDIDATES = 8;
-const WIDE_CHECK_CANDIDATES = 64;
 
 /** What a search of the rows is asked. */
 export interface RowSearch {
@@ -260,42 +247,11 @@ export class VectorRows {
     this.#judge(index, rows, this.#vectorsOf(rows));
   }
 
-  /**
-   * Marks as outliers the `rows` (in the graph, their vectors one after another in `vectors`) it
-   * may not lead to: each is looked for by its own vector, and is an outlier when the graph leads
-   * neither to it nor to a near-copy, or when its nearest row other than its copies is unlike it.
-   * A row whose candidates are all its copies takes the decision made for a copy, or looks wider.
-   */
+  /** Marks as outliers the `rows` (in the graph, their vectors one after another in `vectors`) it may not lead to ({@link judgeOutliers}). */
   #judge(index: VectorIndex, rows: readonly number[], vectors: Float32Array): void {
-    const { dimensions } = this;
     const judging = new Set(rows);
-    const decided = new Map<number, boolean>();
-    const decide = (row: number, own: Float32Array, found: readonly number[]): boolean | undefined => {
-      let reached = false;
-      let nearest = Number.NEGATIVE_INFINITY;
-      const copies: number[] = [];
-      for (const other of found) {
-        const score = other === row ? 1 : dotAt(own, this.#matrix, other * dimensions, dimensions);
-        if (score >= SAME_SIMILARITY) {
-          reached = true;
-          if (other !== row) copies.push(other);
-        } else nearest = Math.max(nearest, score);
-      }
-      if (!reached) return true;
-      if (nearest > Number.NEGATIVE_INFINITY) return nearest < OUTLIER_SIMILARITY;
-      for (const copy of copies) {
-        const known = decided.get(copy) ?? (judging.has(copy) || this.#unindexed.has(copy) || this.#zeros.has(copy) ? undefined : this.#outliers.has(copy));
-        if (known !== undefined) return known;
-      }
-      return undefined;
-    };
-    index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
-      const row = rows[at] as number;
-      const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
-      const outlier = decide(row, own, found) ?? decide(row, own, index.nearest(own, WIDE_CHECK_CANDIDATES).rows) ?? true;
-      decided.set(row, outlier);
-      if (outlier) this.#outliers.add(row);
-    });
+    const known = (row: number) => (judging.has(row) || this.#unindexed.has(row) || this.#zeros.has(row) ? undefined : this.#outliers.has(row));
+    for (const row of judgeOutliers(index, rows, vectors, this.#matrix, this.dimensions, known)) this.#outliers.add(row);
   }
 
   #vector(row: number): Float32Array {
