@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
@@ -6,6 +6,7 @@ import { lexicalEmbedder } from "../../src/knowledge/embedders.ts";
 import { memoryRetriever } from "../../src/knowledge/memory-retriever.ts";
 import { sqliteRetriever } from "../../src/knowledge/sqlite-retriever.ts";
 import type { Embedder, Passage, PassageRetriever } from "../../src/knowledge/types.ts";
+import { INDEX_BUILT } from "../../src/knowledge/vector-rows.ts";
 
 /** What every improv retriever does alike, run against each. */
 
@@ -274,6 +275,29 @@ describe.each(kinds)("%s", (_name, make) => {
       expect(await ask(before)).toEqual(["refunds-0"]);
       expect(await ask(after)).toEqual(["refunds-0"]);
     }
+  });
+
+  test('index: "hnsw" past 4,096 passages builds its graph on a thread: searches answer exactly meanwhile, and the same after; close stops a build', async () => {
+    const embedder = lexicalEmbedder({ dimensions: 64 });
+    const passages = wordPassages(4_500);
+    const [exact, indexed, closed] = [await make(embedder, { index: "exact" }), await make(embedder, { index: "hnsw" }), await make(embedder, { index: "hnsw" })];
+    made.push(exact, indexed, closed);
+    for (const docs of [exact, indexed, closed]) await docs.add(passages);
+    const found = async (docs: PassageRetriever, query: string) => (await docs.search(query, { topK: 5, minRelevance: -1, signal: never() })).map((result) => [result.sourceId, result.score]);
+    const built = (docs: PassageRetriever) => (docs as unknown as { [INDEX_BUILT]: () => Promise<void> })[INDEX_BUILT]();
+    // The first search starts the build and scans: exactly the exact retriever's answer.
+    expect(await found(indexed, "refund card week")).toEqual(await found(exact, "refund card week"));
+    await built(indexed);
+    let agreed = 0;
+    for (const query of ["refund card week", "ship label order", "password account email", "gift price discount"]) {
+      const [want, got] = [await found(exact, query), await found(indexed, query)];
+      got.forEach((entry, at) => (entry[1] as number) >= (want[at]![1] as number) - 1e-6 && (agreed += 1));
+    }
+    expect(agreed).toBeGreaterThanOrEqual(18);
+    await found(closed, "refund card week");
+    await closed.close();
+    await built(closed);
+    expect(readdirSync(tmpdir()).filter((name) => name.startsWith(`improv-hnsw-${process.pid}-`))).toEqual([]);
   });
 
   test('a bad index option is refused, naming the two there are', async () => {

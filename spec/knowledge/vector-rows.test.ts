@@ -3,7 +3,10 @@
  * asked vector, whatever the number of dimensions (it sums four at a time); past a few thousand
  * rows an HNSW index proposes candidates, each scored exactly.
  */
+import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { vectorIndexAvailable } from "../../src/knowledge/vector-index.ts";
 import { INDEX_MIN_ROWS, TopK, VectorRows } from "../../src/knowledge/vector-rows.ts";
@@ -205,5 +208,74 @@ describe("VectorRows.search through the index (usearch)", () => {
     } finally {
       Index.prototype.add = add;
     }
+  });
+});
+
+describe("VectorRows: a large first graph is built on a thread of its own", () => {
+  const dimensions = 64;
+  const count = 5_000;
+  const vectors = topicalVectors(count, dimensions, 50, 61);
+  const search = { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, filter: undefined };
+  const fill = () => {
+    const rows = new VectorRows(dimensions, 64, { index: "hnsw" });
+    vectors.forEach((vector, at) => rows.set(`row-${at}`, vector, undefined));
+    return rows;
+  };
+  /** The build files of this process left in the temporary folder. */
+  const leftFiles = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`improv-hnsw-${process.pid}-`));
+
+  test("searches scan until it is in, take nothing in on the caller's thread, and then use it; its file is gone", async () => {
+    const rows = fill();
+    const queries = topicalVectors(4, dimensions, 50, 71);
+    expect(rows.search(queries[0] as Float32Array, search).best()).toEqual(scanned(rows, queries[0] as Float32Array, 5));
+    expect(rows.indexed).toBe(0);
+    await rows.indexBuilt();
+    expect(rows.indexed).toBe(count);
+    for (const asked of queries) expect(rows.search(asked, search).best().map((entry) => entry.score)).toEqual(scanned(rows, asked, 5).map((entry) => entry.score));
+    expect(leftFiles()).toEqual([]);
+  });
+
+  test("rows set again or added while it builds wait to be taken in, and searches find their new vectors", async () => {
+    const rows = fill();
+    const [asked] = topicalVectors(1, dimensions, 50, 81) as [Float32Array];
+    rows.search(asked, search);
+    // Row 7 moves onto the query, a new row sits next to it; both are newer than the thread's copy.
+    rows.set("row-7", asked, undefined);
+    rows.set("row-new", asked.map((value, at) => (at === 0 ? value + 0.01 : value)), undefined);
+    await rows.indexBuilt();
+    expect(rows.indexed).toBe(count - 1);
+    const found = rows.search(asked, search).best();
+    expect(found.slice(0, 2).map((entry) => entry.key)).toEqual(["row-7", "row-new"]);
+    expect(found.map((entry) => entry.score)).toEqual(scanned(rows, asked, 5).map((entry) => entry.score));
+    expect(rows.indexed).toBe(count + 1);
+  });
+
+  test("a thread that cannot hand its graph over (no temporary folder) leaves the searches to build it, 1,024 rows at a time", async () => {
+    const before = process.env.TMPDIR;
+    process.env.TMPDIR = join(tmpdir(), `improv-missing-${process.pid}`, "nowhere");
+    try {
+      const rows = fill();
+      const [asked] = topicalVectors(1, dimensions, 50, 91) as [Float32Array];
+      rows.search(asked, search);
+      await rows.indexBuilt();
+      expect(rows.indexed).toBe(0);
+      expect(rows.search(asked, search).best()).toEqual(scanned(rows, asked, 5));
+      expect(rows.indexed).toBe(1_024);
+    } finally {
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
+    }
+  });
+
+  test("disposed while it builds, the thread stops and nothing is taken in", async () => {
+    const rows = fill();
+    const [asked] = topicalVectors(1, dimensions, 50, 95) as [Float32Array];
+    rows.search(asked, search);
+    rows.dispose();
+    await rows.indexBuilt();
+    expect(rows.indexed).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(rows.indexed).toBe(0);
+    expect(leftFiles()).toEqual([]);
   });
 });

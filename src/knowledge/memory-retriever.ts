@@ -4,7 +4,7 @@
  */
 import { checkOptionNames } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, Passage, PassageRetriever, SearchOptions } from "./types.ts";
-import { VectorRows } from "./vector-rows.ts";
+import { INDEX_BUILT, VectorRows } from "./vector-rows.ts";
 import { checkEmbedder, checkIndexOption, checkPassages, checkSearch, embedNormalised, result } from "./vectors.ts";
 
 /** Options of {@link memoryRetriever}. */
@@ -66,6 +66,10 @@ export function memoryRetriever(options: MemoryRetrieverOptions): PassageRetriev
       return rows.size;
     },
 
-    async close(): Promise<void> {},
+    async close(): Promise<void> {
+      rows.dispose();
+    },
+
+    [INDEX_BUILT]: () => rows.indexBuilt(),
   });
 }

@@ -9,7 +9,7 @@ import { dirname, resolve } from "node:path";
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import { checkOptionNames, describeType, readSnapshot, sqliteDatabase } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, PassageRetriever, SearchOptions } from "./types.ts";
-import { TopK, VectorRows } from "./vector-rows.ts";
+import { INDEX_BUILT, TopK, VectorRows } from "./vector-rows.ts";
 import { checkEmbedder, checkIndexOption, checkPassages, checkSearch, cosine, embedNormalised, result, type StoredMetadata } from "./vectors.ts";
 
 /** Options of {@link sqliteRetriever}. */
@@ -202,7 +202,10 @@ class SqliteRetriever implements PassageRetriever {
     this.#wrote = false;
     const { dimensions } = this.embedder;
     const held = Number((this.#statement(`SELECT count(*) AS n FROM "${this.#table}"`).get() as { n: number | bigint }).n);
-    if (held * dimensions * 4 > MAX_CACHE_BYTES) return undefined;
+    if (held * dimensions * 4 > MAX_CACHE_BYTES) {
+      kept?.dispose();
+      return undefined;
+    }
     const read = this.#statement(`SELECT id, metadata, vector FROM "${this.#table}"`).all() as { id: string; metadata: string | null; vector: Uint8Array }[];
     const fill = (rows: VectorRows) => {
       for (const row of read) rows.set(row.id, this.#vector(row.id, row.vector), row.metadata === null ? undefined : (JSON.parse(row.metadata) as StoredMetadata));
@@ -211,6 +214,7 @@ class SqliteRetriever implements PassageRetriever {
     // Passages gone from the table (removed by other means than this API) leave rows that no longer are: start again.
     const added = kept === undefined ? 0 : read.filter((row) => !kept.has(row.id)).length;
     const rows = kept !== undefined && kept.size + added === read.length ? fill(kept) : fill(new VectorRows(dimensions, held, { index: this.#index }));
+    if (rows !== kept) kept?.dispose();
     this.#cache = { version, rows };
     return this.#cache;
   }
@@ -222,6 +226,11 @@ class SqliteRetriever implements PassageRetriever {
     return fromBlob(blob);
   }
 
+  /** Settles once no graph of the kept rows is being built on a thread (see `INDEX_BUILT`). */
+  async [INDEX_BUILT](): Promise<void> {
+    await this.#cache?.rows.indexBuilt();
+  }
+
   async count(): Promise<number> {
     this.#open("count passages");
     return this.#guard("count passages", () => Number((this.#statement(`SELECT count(*) AS n FROM "${this.#table}"`).get() as { n: number | bigint }).n));
@@ -230,6 +239,7 @@ class SqliteRetriever implements PassageRetriever {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#cache?.rows.dispose();
     this.#cache = undefined;
     this.#statements.clear();
     this.#db.close();

@@ -7,7 +7,6 @@
  */
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
-import { dotAt } from "./vectors.ts";
 
 /** What improv uses of usearch's `Index`. */
 interface UsearchIndex {
@@ -112,55 +111,3 @@ export class VectorIndex {
   }
 }
 
-/**
- * A row whose nearest other row (its near-copies aside) scores below this is unlike the rest: a
- * graph keeps few links into such a row (its neighbours' lists fill with closer rows), so a
- * search may never reach it. Those rows, and rows a search for their own vector does not find,
- * are scored at every search. When a quarter of the rows are so, the search is a scan: slower,
- * never wrong.
- */
-const OUTLIER_SIMILARITY = 0.5;
-/** Rows at least this similar are near-copies: as good as the same row to a search (of many, the int8 graph may rank any first). */
-const SAME_SIMILARITY = 0.99;
-/** How many rows a new row's search for its own vector asks for; and, when all of those are its copies, the second search. */
-const SELF_CHECK_CANDIDATES = 8;
-const WIDE_CHECK_CANDIDATES = 64;
-
-/**
- * The `rows` (in `index`, their vectors one after another in `vectors`) the graph may not lead
- * to: each is looked for by its own vector, and is an outlier when the graph leads neither to it
- * nor to a near-copy, or when its nearest row other than its copies is unlike it. A row whose
- * candidates are all its copies takes the decision made for a copy (`known` says it for a row
- * judged before, undefined when it was not), or looks wider. `matrix` holds every row's vector.
- */
-export function judgeOutliers(index: VectorIndex, rows: readonly number[], vectors: Float32Array, matrix: Float32Array, dimensions: number, known: (row: number) => boolean | undefined): number[] {
-  const decided = new Map<number, boolean>();
-  const decide = (row: number, own: Float32Array, found: readonly number[]): boolean | undefined => {
-    let reached = false;
-    let nearest = Number.NEGATIVE_INFINITY;
-    const copies: number[] = [];
-    for (const other of found) {
-      const score = other === row ? 1 : dotAt(own, matrix, other * dimensions, dimensions);
-      if (score >= SAME_SIMILARITY) {
-        reached = true;
-        if (other !== row) copies.push(other);
-      } else nearest = Math.max(nearest, score);
-    }
-    if (!reached) return true;
-    if (nearest > Number.NEGATIVE_INFINITY) return nearest < OUTLIER_SIMILARITY;
-    for (const copy of copies) {
-      const decision = decided.get(copy) ?? known(copy);
-      if (decision !== undefined) return decision;
-    }
-    return undefined;
-  };
-  const outliers: number[] = [];
-  index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
-    const row = rows[at] as number;
-    const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
-    const outlier = decide(row, own, found) ?? decide(row, own, index.nearest(own, WIDE_CHECK_CANDIDATES).rows) ?? true;
-    decided.set(row, outlier);
-    if (outlier) outliers.push(row);
-  });
-  return outliers;
-}

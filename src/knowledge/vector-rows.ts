@@ -5,18 +5,31 @@
  * scores are always exact, the set found is approximate (recall in docs/performance.md).
  */
 import type { MetadataFilter } from "./types.ts";
-import { GRAPH_SCORE_ERROR, judgeOutliers, newVectorIndex, type VectorIndex } from "./vector-index.ts";
+import { type BuiltIndex, IndexBuild, judgeOutliers } from "./index-build.ts";
+import { GRAPH_SCORE_ERROR, newVectorIndex, type VectorIndex } from "./vector-index.ts";
 import { clampCosine, dotAt, matchesFilter, type StoredMetadata } from "./vectors.ts";
 
 /** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
 export const INDEX_MIN_ROWS = 2_048;
 /**
- * The most rows the index takes in at one search (about 0.05–0.15 s of holding the thread at 384
- * dimensions); rows still waiting are scored exactly by every search meanwhile.
+ * The most rows a search takes into the index (about 0.05–0.15 s of holding the thread at 384
+ * dimensions): a first graph of fewer than {@link THREAD_BUILD_MIN_ROWS}, and rows added or set
+ * later; rows still waiting are scored exactly by every search meanwhile.
  */
 const INTAKE_ROWS = 1_024;
+/**
+ * From this many rows the graph is first built on a thread of its own (searches scan until it is
+ * in); fewer are taken in by the searches, {@link INTAKE_ROWS} at a time.
+ */
+const THREAD_BUILD_MIN_ROWS = 4 * 1_024;
 /** Candidates asked of the index: at least this many, and at least four times `topK`. */
 const MIN_CANDIDATES = 40;
+
+/**
+ * What an in-process retriever answers with once no graph of its is being built on a thread: for
+ * tests and benchmarks (searches never wait for a build; they scan meanwhile).
+ */
+export const INDEX_BUILT = Symbol("improv.indexBuilt");
 
 /** What a search of the rows is asked. */
 export interface RowSearch {
@@ -48,12 +61,31 @@ export class VectorRows {
   #removed = 0;
   /** Some outliers were judged while the graph lacked rows still to be taken in. */
   #judgedEarly = false;
+  /** The graph being built on its own thread: the rows it holds, and those of them set again since. */
+  #building: Building | undefined;
+  /** Whether a first graph of many rows is built on a thread (false once a thread failed: the searches build it). */
+  #buildOnThread: boolean;
 
-  /** `index: "hnsw"`: an index past {@link INDEX_MIN_ROWS} rows (when usearch loads); else every search scans. */
-  constructor(dimensions: number, capacity = 64, options: { readonly index?: "exact" | "hnsw" } = {}) {
+  /**
+   * `index: "hnsw"`: an index past {@link INDEX_MIN_ROWS} rows (when usearch loads); else every
+   * search scans. `buildOnThread: false` has the searches build even a large first graph.
+   */
+  constructor(dimensions: number, capacity = 64, options: { readonly index?: "exact" | "hnsw"; readonly buildOnThread?: boolean } = {}) {
     this.dimensions = dimensions;
     this.#matrix = new Float32Array(Math.max(1, capacity) * dimensions);
     this.#scanOnly = options.index !== "hnsw";
+    this.#buildOnThread = options.buildOnThread !== false;
+  }
+
+  /** Settles once no graph is being built on a thread (for tests and benchmarks: searches never wait for it). */
+  async indexBuilt(): Promise<void> {
+    await this.#building?.done;
+  }
+
+  /** Stops a graph being built on a thread; a later search starts again if it needs one. */
+  dispose(): void {
+    this.#building?.build.end();
+    this.#building = undefined;
   }
 
   get size(): number {
@@ -92,6 +124,7 @@ export class VectorRows {
     } else {
       this.metadata[row] = metadata;
       if (sameVector(this.#matrix, row * dimensions, vector)) return row;
+      if (this.#building !== undefined && row < this.#building.count) this.#building.changed.add(row);
       if (this.#index && !this.#unindexed.has(row) && !this.#zeros.has(row)) this.#removeFromIndex(this.#index, row);
       this.#outliers.delete(row);
       this.#zeros.delete(row);
@@ -183,6 +216,7 @@ export class VectorRows {
 
   /** Forgets the index: `undefined` builds it again at the next search; `null` scans from now on (it failed: out of memory, say). */
   #dropIndex(then: null | undefined): void {
+    this.dispose();
     this.#index = then;
     this.#unindexed.clear();
     this.#outliers.clear();
@@ -198,6 +232,8 @@ export class VectorRows {
    */
   #readyIndex(): VectorIndex | undefined {
     if (this.#scanOnly || this.size <= INDEX_MIN_ROWS || this.#index === null) return undefined;
+    // Until the thread's graph is in, searches scan.
+    if (this.#building !== undefined || (this.#index === undefined && this.size >= THREAD_BUILD_MIN_ROWS && this.#startBuild())) return undefined;
     if (this.#index === undefined) {
       this.#index = newVectorIndex(this.dimensions) ?? null;
       if (this.#index === null) return undefined;
@@ -226,6 +262,50 @@ export class VectorRows {
       }
     }
     return this.#index;
+  }
+
+  /** Starts building the graph of every row on a thread; false when it builds here instead (threads are off, or one failed). */
+  #startBuild(): boolean {
+    if (!this.#buildOnThread) return false;
+    let build: IndexBuild;
+    try {
+      build = new IndexBuild(this.dimensions, this.#matrix, this.size);
+    } catch {
+      this.#buildOnThread = false;
+      return false;
+    }
+    const building: Building = {
+      build,
+      count: this.size,
+      changed: new Set<number>(),
+      done: build.built.then(
+        (built) => this.#install(building, built),
+        () => {
+          // A thread that could not build it (out of memory, no file to hand it over): the searches build it, as for fewer rows.
+          if (this.#building === building) this.#building = undefined;
+          this.#buildOnThread = false;
+        },
+      ),
+    };
+    this.#building = building;
+    return true;
+  }
+
+  /** Takes in the graph a thread built, unless it was stopped meanwhile: the rows set again or added since wait to be taken in as any other. */
+  #install(building: Building, built: BuiltIndex): void {
+    if (this.#building !== building) return;
+    this.#building = undefined;
+    this.#dropIndex(undefined);
+    this.#index = built.index;
+    for (const row of built.outliers) this.#outliers.add(row);
+    for (const row of built.zeros) this.#zeros.add(row);
+    for (let row = building.count; row < this.size; row += 1) this.#unindexed.add(row);
+    for (const row of building.changed) {
+      if (this.#index !== built.index) return;
+      this.#outliers.delete(row);
+      if (!this.#zeros.delete(row)) this.#removeFromIndex(built.index, row);
+      this.#unindexed.add(row);
+    }
   }
 
   /** Adds `unindexed` to the graph (an all-zero row to `#zeros` instead), then marks those it may not lead to as outliers. */
@@ -264,6 +344,14 @@ export class VectorRows {
     rows.forEach((row, at) => vectors.set(this.#vector(row), at * this.dimensions));
     return vectors;
   }
+}
+
+/** A graph being built on its own thread: the rows it holds (the first `count`), those of them set again since, and when it is over (taken in or not). */
+interface Building {
+  readonly build: IndexBuild;
+  readonly count: number;
+  readonly changed: Set<number>;
+  readonly done: Promise<void>;
 }
 
 function sameVector(matrix: Float32Array, offset: number, vector: Float32Array): boolean {

@@ -1,0 +1,160 @@
+/**
+ * Building an HNSW graph: which rows it may not lead to ({@link judgeOutliers}), and a large
+ * first graph built on a worker thread (`index-build-worker.ts`), so that building it never
+ * holds the application's event loop (100,000 passages of 384 dimensions take some 30 s on one
+ * core). The thread is given a copy of the rows' vectors, adds them to a graph using one core,
+ * judges the outliers, and saves the graph to a temporary file that this thread loads (usearch
+ * has no other way to hand a graph over). The thread is unref'd: a build never keeps the
+ * application alive.
+ */
+import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import { loadVectorIndex, newVectorIndex, type VectorIndex } from "./vector-index.ts";
+import { dotAt } from "./vectors.ts";
+
+/** What a build thread is given: `count` rows' vectors, one after another, and where to save the graph. */
+export interface BuildJob {
+  readonly dimensions: number;
+  readonly vectors: Float32Array;
+  readonly count: number;
+  readonly path: string;
+}
+
+/** What it answers: the rows the graph may not lead to and the all-zero rows (kept out of it), or why it could not build. */
+export type BuildAnswer = { readonly ok: true; readonly outliers: readonly number[]; readonly zeros: readonly number[] } | { readonly ok: false; readonly message: string };
+
+/** A graph of rows 0 to `count` − 1, with its outliers and all-zero rows. */
+export interface BuiltIndex {
+  readonly index: VectorIndex;
+  readonly outliers: readonly number[];
+  readonly zeros: readonly number[];
+}
+
+/**
+ * Builds the graph of `job`'s rows on this thread, using one core, and saves it to `job.path`
+ * (what the build thread does). Rows of all zeros stay out of it.
+ */
+export function buildAndSave(job: BuildJob): BuildAnswer {
+  const { dimensions, vectors, count } = job;
+  const index = newVectorIndex(dimensions, 1);
+  if (index === undefined) return { ok: false, message: "usearch is not available" };
+  const rows: number[] = [];
+  const zeros: number[] = [];
+  for (let row = 0; row < count; row += 1) (isZeroAt(vectors, row * dimensions, dimensions) ? zeros : rows).push(row);
+  const graphVectors = new Float32Array(rows.length * dimensions);
+  rows.forEach((row, at) => graphVectors.set(vectors.subarray(row * dimensions, (row + 1) * dimensions), at * dimensions));
+  index.add(rows, graphVectors);
+  const outliers = judgeOutliers(index, rows, graphVectors, vectors, dimensions, () => undefined);
+  index.save(job.path);
+  return { ok: true, outliers, zeros };
+}
+
+/** A build under way on its thread. */
+export class IndexBuild {
+  /** The graph, loaded here; rejects when the thread could not build it (then the caller builds it itself). */
+  readonly built: Promise<BuiltIndex>;
+  readonly #worker: Worker;
+  readonly #path: string;
+  #ended = false;
+
+  /** Starts building the graph of the first `count` rows of `matrix`; throws when no thread can start. */
+  constructor(dimensions: number, matrix: Float32Array, count: number) {
+    this.#path = join(tmpdir(), `improv-hnsw-${process.pid}-${randomUUID()}.usearch`);
+    const fromSource = import.meta.url.endsWith(".ts");
+    this.#worker = new Worker(new URL(`./index-build-worker.${fromSource ? "ts" : "js"}`, import.meta.url));
+    this.#worker.unref();
+    const vectors = matrix.slice(0, count * dimensions);
+    this.built = new Promise<BuiltIndex>((resolve, reject) => {
+      this.#worker.once("message", (answer: BuildAnswer) => {
+        try {
+          if (!answer.ok) throw new Error(answer.message);
+          resolve({ index: loadVectorIndex(dimensions, this.#path), outliers: answer.outliers, zeros: answer.zeros });
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        } finally {
+          this.end();
+        }
+      });
+      this.#worker.once("error", (error) => {
+        this.end();
+        reject(error);
+      });
+      this.#worker.once("exit", () => {
+        this.end();
+        reject(new Error("the index build thread ended without an answer"));
+      });
+    });
+    // Its caller may have stopped waiting (the rows were set again, the retriever closed).
+    this.built.catch(() => undefined);
+    this.#worker.postMessage({ dimensions, vectors, count, path: this.#path } satisfies BuildJob, [vectors.buffer]);
+  }
+
+  /** Stops the build (if still running) and removes its file. */
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    void this.#worker.terminate();
+    rmSync(this.#path, { force: true });
+  }
+}
+
+function isZeroAt(vectors: Float32Array, offset: number, dimensions: number): boolean {
+  for (let index = offset; index < offset + dimensions; index += 1) if (vectors[index] !== 0) return false;
+  return true;
+}
+
+/**
+ * A row whose nearest other row (its near-copies aside) scores below this is unlike the rest: a
+ * graph keeps few links into such a row (its neighbours' lists fill with closer rows), so a
+ * search may never reach it. Those rows, and rows a search for their own vector does not find,
+ * are scored at every search. When a quarter of the rows are so, the search is a scan: slower,
+ * never wrong.
+ */
+const OUTLIER_SIMILARITY = 0.5;
+/** Rows at least this similar are near-copies: as good as the same row to a search (of many, the int8 graph may rank any first). */
+const SAME_SIMILARITY = 0.99;
+/** How many rows a new row's search for its own vector asks for; and, when all of those are its copies, the second search. */
+const SELF_CHECK_CANDIDATES = 8;
+const WIDE_CHECK_CANDIDATES = 64;
+
+/**
+ * The `rows` (in `index`, their vectors one after another in `vectors`) the graph may not lead
+ * to: each is looked for by its own vector, and is an outlier when the graph leads neither to it
+ * nor to a near-copy, or when its nearest row other than its copies is unlike it. A row whose
+ * candidates are all its copies takes the decision made for a copy (`known` says it for a row
+ * judged before, undefined when it was not), or looks wider. `matrix` holds every row's vector.
+ */
+export function judgeOutliers(index: VectorIndex, rows: readonly number[], vectors: Float32Array, matrix: Float32Array, dimensions: number, known: (row: number) => boolean | undefined): number[] {
+  const decided = new Map<number, boolean>();
+  const decide = (row: number, own: Float32Array, found: readonly number[]): boolean | undefined => {
+    let reached = false;
+    let nearest = Number.NEGATIVE_INFINITY;
+    const copies: number[] = [];
+    for (const other of found) {
+      const score = other === row ? 1 : dotAt(own, matrix, other * dimensions, dimensions);
+      if (score >= SAME_SIMILARITY) {
+        reached = true;
+        if (other !== row) copies.push(other);
+      } else nearest = Math.max(nearest, score);
+    }
+    if (!reached) return true;
+    if (nearest > Number.NEGATIVE_INFINITY) return nearest < OUTLIER_SIMILARITY;
+    for (const copy of copies) {
+      const decision = decided.get(copy) ?? known(copy);
+      if (decision !== undefined) return decision;
+    }
+    return undefined;
+  };
+  const outliers: number[] = [];
+  index.nearestEach(vectors, dimensions, SELF_CHECK_CANDIDATES).forEach((found, at) => {
+    const row = rows[at] as number;
+    const own = vectors.subarray(at * dimensions, (at + 1) * dimensions);
+    const outlier = decide(row, own, found) ?? decide(row, own, index.nearest(own, WIDE_CHECK_CANDIDATES).rows) ?? true;
+    decided.set(row, outlier);
+    if (outlier) outliers.push(row);
+  });
+  return outliers;
+}
