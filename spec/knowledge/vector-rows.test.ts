@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { indexBuilds, MAX_THREAD_BUILDS } from "../../src/knowledge/index-build.ts";
 import { vectorIndexAvailable } from "../../src/knowledge/vector-index.ts";
 import { INDEX_MIN_ROWS, TopK, VectorRows } from "../../src/knowledge/vector-rows.ts";
 
@@ -265,6 +266,18 @@ describe("VectorRows: a large first graph is built on a thread of its own", () =
       if (before === undefined) delete process.env.TMPDIR;
       else process.env.TMPDIR = before;
     }
+  });
+
+  test("many retrievers' graphs are built a few at a time (a core left to the application); one dropped while it waits never starts", async () => {
+    const many = Array.from({ length: MAX_THREAD_BUILDS + 2 }, () => fill());
+    const [asked] = topicalVectors(1, dimensions, 50, 99) as [Float32Array];
+    for (const rows of many) expect(rows.search(asked, search).best()).toEqual(scanned(rows, asked, 5));
+    expect(indexBuilds()).toEqual({ running: MAX_THREAD_BUILDS, waiting: 2 });
+    many.at(-1)?.dispose();
+    expect(indexBuilds()).toEqual({ running: MAX_THREAD_BUILDS, waiting: 1 });
+    await Promise.all(many.map((rows) => rows.indexBuilt()));
+    expect(many.map((rows) => rows.indexed)).toEqual([...Array.from({ length: MAX_THREAD_BUILDS + 1 }, () => count), 0]);
+    expect(indexBuilds()).toEqual({ running: 0, waiting: 0 });
   });
 
   test("disposed while it builds, the thread stops and nothing is taken in", async () => {

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { loadVectorIndex, newVectorIndex, type VectorIndex } from "./vector-index.ts";
@@ -52,52 +52,95 @@ export function buildAndSave(job: BuildJob): BuildAnswer {
   return { ok: true, outliers, zeros };
 }
 
-/** A build under way on its thread. */
-export class IndexBuild {
-  /** The graph, loaded here; rejects when the thread could not build it (then the caller builds it itself). */
-  readonly built: Promise<BuiltIndex>;
-  readonly #worker: Worker;
-  readonly #path: string;
-  #ended = false;
+/**
+ * How many graphs are built on threads at once, each using one core: one core is left to the
+ * application. Further builds wait their turn (their retrievers' searches scan meanwhile).
+ */
+export const MAX_THREAD_BUILDS = Math.max(1, Math.min(4, availableParallelism() - 1));
 
-  /** Starts building the graph of the first `count` rows of `matrix`; throws when no thread can start. */
-  constructor(dimensions: number, matrix: Float32Array, count: number) {
-    this.#path = join(tmpdir(), `improv-hnsw-${process.pid}-${randomUUID()}.usearch`);
-    const fromSource = import.meta.url.endsWith(".ts");
-    this.#worker = new Worker(new URL(`./index-build-worker.${fromSource ? "ts" : "js"}`, import.meta.url));
-    this.#worker.unref();
-    const vectors = matrix.slice(0, count * dimensions);
-    this.built = new Promise<BuiltIndex>((resolve, reject) => {
-      this.#worker.once("message", (answer: BuildAnswer) => {
+const waiting: IndexBuild[] = [];
+let running = 0;
+
+/** How many graphs are being built on threads now, and how many wait for a turn. */
+export function indexBuilds(): { readonly running: number; readonly waiting: number } {
+  return { running, waiting: waiting.length };
+}
+
+/** The rows a build takes: the first `count` rows' vectors, one after another (a copy of its own, handed to the thread). */
+export type BuildSnapshot = () => { readonly vectors: Float32Array<ArrayBuffer>; readonly count: number };
+
+/** A graph built on its own thread, at once or when its turn comes ({@link MAX_THREAD_BUILDS}). */
+export class IndexBuild {
+  /** The graph, loaded here; rejects when the thread could not build it (then the caller builds it itself) or the build was stopped. */
+  readonly built: Promise<BuiltIndex & { readonly count: number }>;
+  readonly #dimensions: number;
+  readonly #snapshot: BuildSnapshot;
+  #settle: { resolve: (built: BuiltIndex & { readonly count: number }) => void; reject: (error: Error) => void } | undefined;
+  #worker: Worker | undefined;
+  #path: string | undefined;
+  #state: "waiting" | "running" | "ended" = "waiting";
+
+  /** Builds the graph of the rows `snapshot` gives when its turn comes (it is called then, not now). */
+  constructor(dimensions: number, snapshot: BuildSnapshot) {
+    this.#dimensions = dimensions;
+    this.#snapshot = snapshot;
+    this.built = new Promise((resolve, reject) => (this.#settle = { resolve, reject }));
+    // Its caller may have stopped waiting (the rows were set again, the retriever closed).
+    this.built.catch(() => undefined);
+    if (running < MAX_THREAD_BUILDS) this.#start();
+    else waiting.push(this);
+  }
+
+  #start(): void {
+    running += 1;
+    this.#state = "running";
+    try {
+      const path = join(tmpdir(), `improv-hnsw-${process.pid}-${randomUUID()}.usearch`);
+      this.#path = path;
+      const fromSource = import.meta.url.endsWith(".ts");
+      const worker = new Worker(new URL(`./index-build-worker.${fromSource ? "ts" : "js"}`, import.meta.url));
+      this.#worker = worker;
+      worker.unref();
+      const { vectors, count } = this.#snapshot();
+      worker.once("message", (answer: BuildAnswer) => {
         try {
           if (!answer.ok) throw new Error(answer.message);
-          resolve({ index: loadVectorIndex(dimensions, this.#path), outliers: answer.outliers, zeros: answer.zeros });
+          this.#settle?.resolve({ index: loadVectorIndex(this.#dimensions, path), outliers: answer.outliers, zeros: answer.zeros, count });
         } catch (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
+          this.#fail(error);
         } finally {
           this.end();
         }
       });
-      this.#worker.once("error", (error) => {
-        this.end();
-        reject(error);
-      });
-      this.#worker.once("exit", () => {
-        this.end();
-        reject(new Error("the index build thread ended without an answer"));
-      });
-    });
-    // Its caller may have stopped waiting (the rows were set again, the retriever closed).
-    this.built.catch(() => undefined);
-    this.#worker.postMessage({ dimensions, vectors, count, path: this.#path } satisfies BuildJob, [vectors.buffer]);
+      worker.once("error", (error) => this.#fail(error));
+      worker.once("exit", () => this.#fail(new Error("the index build thread ended without an answer")));
+      worker.postMessage({ dimensions: this.#dimensions, vectors, count, path } satisfies BuildJob, [vectors.buffer]);
+    } catch (error) {
+      this.#fail(error);
+    }
   }
 
-  /** Stops the build (if still running) and removes its file. */
+  #fail(error: unknown): void {
+    this.#settle?.reject(error instanceof Error ? error : new Error(String(error)));
+    this.end();
+  }
+
+  /** Stops the build (running or waiting; its `built` then rejects) and removes its file; the next waiting build starts. */
   end(): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    void this.#worker.terminate();
-    rmSync(this.#path, { force: true });
+    if (this.#state === "ended") return;
+    const wasRunning = this.#state === "running";
+    this.#state = "ended";
+    this.#settle?.reject(new Error("the index build was stopped"));
+    this.#settle = undefined;
+    if (!wasRunning) {
+      waiting.splice(waiting.indexOf(this), 1);
+      return;
+    }
+    if (this.#worker !== undefined) void this.#worker.terminate();
+    if (this.#path !== undefined) rmSync(this.#path, { force: true });
+    running -= 1;
+    const next = waiting.shift();
+    if (next !== undefined) next.#start();
   }
 }
 

@@ -124,7 +124,7 @@ export class VectorRows {
     } else {
       this.metadata[row] = metadata;
       if (sameVector(this.#matrix, row * dimensions, vector)) return row;
-      if (this.#building !== undefined && row < this.#building.count) this.#building.changed.add(row);
+      this.#building?.changed.add(row);
       if (this.#index && !this.#unindexed.has(row) && !this.#zeros.has(row)) this.#removeFromIndex(this.#index, row);
       this.#outliers.delete(row);
       this.#zeros.delete(row);
@@ -264,25 +264,19 @@ export class VectorRows {
     return this.#index;
   }
 
-  /** Starts building the graph of every row on a thread; false when it builds here instead (threads are off, or one failed). */
+  /** Asks for the graph of every row to be built on a thread; false when it is built here instead (threads are off, or one failed). */
   #startBuild(): boolean {
     if (!this.#buildOnThread) return false;
-    let build: IndexBuild;
-    try {
-      build = new IndexBuild(this.dimensions, this.#matrix, this.size);
-    } catch {
-      this.#buildOnThread = false;
-      return false;
-    }
+    const build = new IndexBuild(this.dimensions, () => ({ vectors: this.#matrix.slice(0, this.size * this.dimensions), count: this.size }));
     const building: Building = {
       build,
-      count: this.size,
       changed: new Set<number>(),
       done: build.built.then(
         (built) => this.#install(building, built),
         () => {
           // A thread that could not build it (out of memory, no file to hand it over): the searches build it, as for fewer rows.
-          if (this.#building === building) this.#building = undefined;
+          if (this.#building !== building) return;
+          this.#building = undefined;
           this.#buildOnThread = false;
         },
       ),
@@ -292,16 +286,17 @@ export class VectorRows {
   }
 
   /** Takes in the graph a thread built, unless it was stopped meanwhile: the rows set again or added since wait to be taken in as any other. */
-  #install(building: Building, built: BuiltIndex): void {
+  #install(building: Building, built: BuiltIndex & { readonly count: number }): void {
     if (this.#building !== building) return;
     this.#building = undefined;
     this.#dropIndex(undefined);
     this.#index = built.index;
     for (const row of built.outliers) this.#outliers.add(row);
     for (const row of built.zeros) this.#zeros.add(row);
-    for (let row = building.count; row < this.size; row += 1) this.#unindexed.add(row);
+    for (let row = built.count; row < this.size; row += 1) this.#unindexed.add(row);
     for (const row of building.changed) {
       if (this.#index !== built.index) return;
+      if (row >= built.count) continue;
       this.#outliers.delete(row);
       if (!this.#zeros.delete(row)) this.#removeFromIndex(built.index, row);
       this.#unindexed.add(row);
@@ -346,10 +341,9 @@ export class VectorRows {
   }
 }
 
-/** A graph being built on its own thread: the rows it holds (the first `count`), those of them set again since, and when it is over (taken in or not). */
+/** A graph being built on its own thread (or waiting to be): the rows set again since it was asked for, and when it is over (taken in or not). */
 interface Building {
   readonly build: IndexBuild;
-  readonly count: number;
   readonly changed: Set<number>;
   readonly done: Promise<void>;
 }
