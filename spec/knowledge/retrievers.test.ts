@@ -6,6 +6,7 @@ import { lexicalEmbedder } from "../../src/knowledge/embedders.ts";
 import { memoryRetriever } from "../../src/knowledge/memory-retriever.ts";
 import { sqliteRetriever } from "../../src/knowledge/sqlite-retriever.ts";
 import type { Embedder, Passage, PassageRetriever } from "../../src/knowledge/types.ts";
+import { indexBuilds } from "../../src/knowledge/index-build.ts";
 import { INDEX_BUILT } from "../../src/knowledge/vector-rows.ts";
 
 /** What every improv retriever does alike, run against each. */
@@ -297,6 +298,10 @@ describe.each(kinds)("%s", (_name, make) => {
     await found(closed, "refund card week");
     await closed.close();
     await built(closed);
+    while (indexBuilds().running + indexBuilds().waiting > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    // A closed retriever starts no build (the memory one scans; the SQLite one refuses).
+    await closed.search("refund card week", { topK: 5, minRelevance: -1, signal: never() }).catch(() => undefined);
+    expect(indexBuilds()).toEqual({ running: 0, waiting: 0 });
     expect(readdirSync(tmpdir()).filter((name) => name.startsWith(`improv-hnsw-${process.pid}-`))).toEqual([]);
   });
 

@@ -3,11 +3,14 @@
  * asked vector, whatever the number of dimensions (it sums four at a time); past a few thousand
  * rows an HNSW index proposes candidates, each scored exactly.
  */
-import { readdirSync } from "node:fs";
+import fs, { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { syncBuiltinESMExports } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, test } from "vitest";
+import { beforeEach, describe, expect, test } from "vitest";
 import { indexBuilds, MAX_THREAD_BUILDS } from "../../src/knowledge/index-build.ts";
 import { vectorIndexAvailable } from "../../src/knowledge/vector-index.ts";
 import { INDEX_MIN_ROWS, TopK, VectorRows } from "../../src/knowledge/vector-rows.ts";
@@ -222,6 +225,12 @@ describe("VectorRows: a large first graph is built on a thread of its own", () =
     vectors.forEach((vector, at) => rows.set(`row-${at}`, vector, undefined));
     return rows;
   };
+  /** Until no build runs or waits (a stopped one's thread may take a moment to go). */
+  const threadsGone = async () => {
+    while (indexBuilds().running + indexBuilds().waiting > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+  // Each test's builds start at once: none of an earlier test's still holds a turn.
+  beforeEach(threadsGone);
   /** The build files of this process left in the temporary folder. */
   const leftFiles = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`improv-hnsw-${process.pid}-`));
 
@@ -233,6 +242,7 @@ describe("VectorRows: a large first graph is built on a thread of its own", () =
     await rows.indexBuilt();
     expect(rows.indexed).toBe(count);
     for (const asked of queries) expect(rows.search(asked, search).best().map((entry) => entry.score)).toEqual(scanned(rows, asked, 5).map((entry) => entry.score));
+    await threadsGone();
     expect(leftFiles()).toEqual([]);
   });
 
@@ -268,16 +278,69 @@ describe("VectorRows: a large first graph is built on a thread of its own", () =
     }
   });
 
-  test("many retrievers' graphs are built a few at a time (a core left to the application); one dropped while it waits never starts", async () => {
+  test("many retrievers' graphs are built a few at a time (a core left to the application); one dropped while it waits never starts, one stopped keeps its turn until its thread is gone", async () => {
     const many = Array.from({ length: MAX_THREAD_BUILDS + 2 }, () => fill());
     const [asked] = topicalVectors(1, dimensions, 50, 99) as [Float32Array];
     for (const rows of many) expect(rows.search(asked, search).best()).toEqual(scanned(rows, asked, 5));
     expect(indexBuilds()).toEqual({ running: MAX_THREAD_BUILDS, waiting: 2 });
     many.at(-1)?.dispose();
     expect(indexBuilds()).toEqual({ running: MAX_THREAD_BUILDS, waiting: 1 });
+    // Native code cannot be stopped mid-way: the next build waits for the stopped one's thread to be gone.
+    many[0]?.dispose();
+    expect(indexBuilds()).toEqual({ running: MAX_THREAD_BUILDS, waiting: 1 });
     await Promise.all(many.map((rows) => rows.indexBuilt()));
-    expect(many.map((rows) => rows.indexed)).toEqual([...Array.from({ length: MAX_THREAD_BUILDS + 1 }, () => count), 0]);
-    expect(indexBuilds()).toEqual({ running: 0, waiting: 0 });
+    expect(many.map((rows) => rows.indexed)).toEqual([0, ...Array.from({ length: MAX_THREAD_BUILDS }, () => count), 0]);
+    await threadsGone();
+  });
+
+  test("a build file that cannot be removed (still open, on Windows) costs no turn, and throws nowhere", async () => {
+    const remove = fs.rmSync;
+    let refused = 0;
+    fs.rmSync = ((...args: Parameters<typeof fs.rmSync>) => {
+      if (String(args[0]).includes("improv-hnsw-") && refused === 0) {
+        refused += 1;
+        throw Object.assign(new Error("EBUSY: resource busy or locked"), { code: "EBUSY" });
+      }
+      return remove(...args);
+    }) as typeof fs.rmSync;
+    syncBuiltinESMExports();
+    try {
+      const [first, second] = [fill(), fill()];
+      const [asked] = topicalVectors(1, dimensions, 50, 97) as [Float32Array];
+      first.search(asked, search);
+      first.dispose();
+      second.search(asked, search);
+      await threadsGone();
+      expect(refused).toBe(1);
+      expect(second.indexed).toBe(count);
+    } finally {
+      fs.rmSync = remove;
+      syncBuiltinESMExports();
+    }
+  });
+
+  test("a build never keeps the process alive, unless its end is awaited", async () => {
+    const script = join(mkdtempSync(join(tmpdir(), "improv-build-exit-")), "exits.ts");
+    const rowsModule = pathToFileURL(fileURLToPath(new URL("../../src/knowledge/vector-rows.ts", import.meta.url))).href;
+    writeFileSync(
+      script,
+      `import { VectorRows } from ${JSON.stringify(rowsModule)};
+      const rows = new VectorRows(64, 64, { index: "hnsw" });
+      let seed = 5;
+      const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31 - 0.5;
+      for (let at = 0; at < 20_000; at += 1) rows.set("row-" + at, Float32Array.from({ length: 64 }, next), undefined);
+      rows.search(Float32Array.from({ length: 64 }, next), { topK: 5, minRelevance: -1, filter: undefined });
+      // Had the process waited for the build, its graph would be in by now.
+      process.on("exit", () => console.log("indexed at exit: " + rows.indexed));
+      if (process.argv[2] === "await") await rows.indexBuilt();`,
+    );
+    const run = (...args: string[]) => spawnSync(process.execPath, ["--no-node-snapshot", script, ...args], { encoding: "utf8" });
+    const left = run();
+    expect(left.stderr).toBe("");
+    expect(left.stdout.trim()).toBe("indexed at exit: 0");
+    const awaited = run("await");
+    expect(awaited.stderr).toBe("");
+    expect(awaited.stdout.trim()).toBe("indexed at exit: 20000");
   });
 
   test("disposed while it builds, the thread stops and nothing is taken in", async () => {
@@ -287,7 +350,7 @@ describe("VectorRows: a large first graph is built on a thread of its own", () =
     rows.dispose();
     await rows.indexBuilt();
     expect(rows.indexed).toBe(0);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await threadsGone();
     expect(rows.indexed).toBe(0);
     expect(leftFiles()).toEqual([]);
   });

@@ -5,7 +5,8 @@
  * core). The thread is given a copy of the rows' vectors, adds them to a graph using one core,
  * judges the outliers, and saves the graph to a temporary file that this thread loads (usearch
  * has no other way to hand a graph over). The thread is unref'd: a build never keeps the
- * application alive.
+ * application alive. A stopped build keeps its turn until its thread is gone: native code cannot
+ * be interrupted, and the thread would otherwise take a core beside the next build's.
  */
 import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
@@ -69,6 +70,19 @@ export function indexBuilds(): { readonly running: number; readonly waiting: num
 /** The rows a build takes: the first `count` rows' vectors, one after another (a copy of its own, handed to the thread). */
 export type BuildSnapshot = () => { readonly vectors: Float32Array<ArrayBuffer>; readonly count: number };
 
+/** The files builds may leave (saved, not yet loaded and removed): removed when the process exits, however it does. */
+const livePaths = new Set<string>();
+let removingAtExit = false;
+
+function removeFile(path: string): void {
+  try {
+    rmSync(path, { force: true });
+    livePaths.delete(path);
+  } catch {
+    // Still open elsewhere (Windows): removed when the process exits.
+  }
+}
+
 /** A graph built on its own thread, at once or when its turn comes ({@link MAX_THREAD_BUILDS}). */
 export class IndexBuild {
   /** The graph, loaded here; rejects when the thread could not build it (then the caller builds it itself) or the build was stopped. */
@@ -78,7 +92,8 @@ export class IndexBuild {
   #settle: { resolve: (built: BuiltIndex & { readonly count: number }) => void; reject: (error: Error) => void } | undefined;
   #worker: Worker | undefined;
   #path: string | undefined;
-  #state: "waiting" | "running" | "ended" = "waiting";
+  /** `stopping`: stopped, its thread not yet gone (native code cannot be interrupted): it keeps its turn until then. */
+  #state: "waiting" | "running" | "stopping" | "ended" = "waiting";
 
   /** Builds the graph of the rows `snapshot` gives when its turn comes (it is called then, not now). */
   constructor(dimensions: number, snapshot: BuildSnapshot) {
@@ -97,47 +112,65 @@ export class IndexBuild {
     try {
       const path = join(tmpdir(), `improv-hnsw-${process.pid}-${randomUUID()}.usearch`);
       this.#path = path;
+      livePaths.add(path);
+      if (!removingAtExit) {
+        removingAtExit = true;
+        process.once("exit", () => livePaths.forEach(removeFile));
+      }
       const fromSource = import.meta.url.endsWith(".ts");
       const worker = new Worker(new URL(`./index-build-worker.${fromSource ? "ts" : "js"}`, import.meta.url));
       this.#worker = worker;
-      worker.unref();
       const { vectors, count } = this.#snapshot();
       worker.once("message", (answer: BuildAnswer) => {
         try {
           if (!answer.ok) throw new Error(answer.message);
-          this.#settle?.resolve({ index: loadVectorIndex(this.#dimensions, path), outliers: answer.outliers, zeros: answer.zeros, count });
+          if (this.#state === "running") {
+            const index = loadVectorIndex(this.#dimensions, path);
+            removeFile(path);
+            this.#settle?.resolve({ index, outliers: answer.outliers, zeros: answer.zeros, count });
+          }
         } catch (error) {
-          this.#fail(error);
+          this.#settle?.reject(error instanceof Error ? error : new Error(String(error)));
         } finally {
           this.end();
         }
       });
-      worker.once("error", (error) => this.#fail(error));
-      worker.once("exit", () => this.#fail(new Error("the index build thread ended without an answer")));
+      worker.once("error", (error) => {
+        this.#settle?.reject(error);
+        this.end();
+      });
+      worker.once("exit", () => this.#gone());
+      // Unref'd once its listeners are on (adding one refs its port again): a build never keeps the process alive.
+      worker.unref();
       worker.postMessage({ dimensions: this.#dimensions, vectors, count, path } satisfies BuildJob, [vectors.buffer]);
     } catch (error) {
-      this.#fail(error);
+      this.#settle?.reject(error instanceof Error ? error : new Error(String(error)));
+      this.end();
     }
   }
 
-  #fail(error: unknown): void {
-    this.#settle?.reject(error instanceof Error ? error : new Error(String(error)));
-    this.end();
-  }
-
-  /** Stops the build (running or waiting; its `built` then rejects) and removes its file; the next waiting build starts. */
+  /** Stops the build (its `built` then rejects if it had not resolved). A waiting one leaves the queue; a running one keeps its turn until its thread is gone. */
   end(): void {
-    if (this.#state === "ended") return;
-    const wasRunning = this.#state === "running";
-    this.#state = "ended";
+    if (this.#state === "ended" || this.#state === "stopping") return;
     this.#settle?.reject(new Error("the index build was stopped"));
     this.#settle = undefined;
-    if (!wasRunning) {
+    if (this.#state === "waiting") {
+      this.#state = "ended";
       waiting.splice(waiting.indexOf(this), 1);
       return;
     }
-    if (this.#worker !== undefined) void this.#worker.terminate();
-    if (this.#path !== undefined) rmSync(this.#path, { force: true });
+    this.#state = "stopping";
+    if (this.#worker === undefined) this.#gone();
+    else void this.#worker.terminate();
+  }
+
+  /** Its thread is gone (or never started): its file is removed and the next waiting build starts. */
+  #gone(): void {
+    if (this.#state === "ended") return;
+    this.#settle?.reject(new Error("the index build thread ended without an answer"));
+    this.#settle = undefined;
+    this.#state = "ended";
+    if (this.#path !== undefined) removeFile(this.#path);
     running -= 1;
     const next = waiting.shift();
     if (next !== undefined) next.#start();

@@ -199,24 +199,30 @@ class SqliteRetriever implements PassageRetriever {
     if (this.#cache !== undefined && !this.#wrote && this.#cache.version === version) return this.#cache;
     const kept = this.#cache?.rows;
     this.#cache = undefined;
-    this.#wrote = false;
-    const { dimensions } = this.embedder;
-    const held = Number((this.#statement(`SELECT count(*) AS n FROM "${this.#table}"`).get() as { n: number | bigint }).n);
-    if (held * dimensions * 4 > MAX_CACHE_BYTES) {
+    // Rows read again in part, then failed (a damaged vector, say): let go of, with their index and any build of it.
+    try {
+      this.#wrote = false;
+      const { dimensions } = this.embedder;
+      const held = Number((this.#statement(`SELECT count(*) AS n FROM "${this.#table}"`).get() as { n: number | bigint }).n);
+      if (held * dimensions * 4 > MAX_CACHE_BYTES) {
+        kept?.dispose();
+        return undefined;
+      }
+      const read = this.#statement(`SELECT id, metadata, vector FROM "${this.#table}"`).all() as { id: string; metadata: string | null; vector: Uint8Array }[];
+      const fill = (rows: VectorRows) => {
+        for (const row of read) rows.set(row.id, this.#vector(row.id, row.vector), row.metadata === null ? undefined : (JSON.parse(row.metadata) as StoredMetadata));
+        return rows;
+      };
+      // Passages gone from the table (removed by other means than this API) leave rows that no longer are: start again.
+      const added = kept === undefined ? 0 : read.filter((row) => !kept.has(row.id)).length;
+      const rows = kept !== undefined && kept.size + added === read.length ? fill(kept) : fill(new VectorRows(dimensions, held, { index: this.#index }));
+      if (rows !== kept) kept?.dispose();
+      this.#cache = { version, rows };
+      return this.#cache;
+    } catch (error) {
       kept?.dispose();
-      return undefined;
+      throw error;
     }
-    const read = this.#statement(`SELECT id, metadata, vector FROM "${this.#table}"`).all() as { id: string; metadata: string | null; vector: Uint8Array }[];
-    const fill = (rows: VectorRows) => {
-      for (const row of read) rows.set(row.id, this.#vector(row.id, row.vector), row.metadata === null ? undefined : (JSON.parse(row.metadata) as StoredMetadata));
-      return rows;
-    };
-    // Passages gone from the table (removed by other means than this API) leave rows that no longer are: start again.
-    const added = kept === undefined ? 0 : read.filter((row) => !kept.has(row.id)).length;
-    const rows = kept !== undefined && kept.size + added === read.length ? fill(kept) : fill(new VectorRows(dimensions, held, { index: this.#index }));
-    if (rows !== kept) kept?.dispose();
-    this.#cache = { version, rows };
-    return this.#cache;
   }
 
   /** A stored vector, checked to be of the embedder's dimensions. */

@@ -58,6 +58,6 @@ export interface PassageRetriever extends Retriever {
   add(passages: readonly Passage[], options?: { readonly signal?: AbortSignal | undefined }): Promise<void>;
   /** How many passages it holds. */
   count(): Promise<number>;
-  /** Releases what it holds open (a database connection); a no-op for one in memory. */
+  /** Releases what it holds open (a database connection, an index being built on a thread); a memory retriever searched after it scans every passage. */
   close(): Promise<void>;
 }

@@ -79,13 +79,20 @@ export class VectorRows {
 
   /** Settles once no graph is being built on a thread (for tests and benchmarks: searches never wait for it). */
   async indexBuilt(): Promise<void> {
-    await this.#building?.done;
+    const building = this.#building;
+    if (building === undefined) return;
+    // Awaited, a build keeps the process alive; its thread alone never does.
+    const alive = setInterval(() => undefined, 2 ** 30);
+    try {
+      await building.done;
+    } finally {
+      clearInterval(alive);
+    }
   }
 
-  /** Stops a graph being built on a thread; a later search starts again if it needs one. */
+  /** Stops a graph being built on a thread and lets the graph go: the rows are no longer in use (their retriever closed or replaced them), and searches scan from now on. */
   dispose(): void {
-    this.#building?.build.end();
-    this.#building = undefined;
+    this.#dropIndex(null);
   }
 
   get size(): number {
@@ -216,7 +223,8 @@ export class VectorRows {
 
   /** Forgets the index: `undefined` builds it again at the next search; `null` scans from now on (it failed: out of memory, say). */
   #dropIndex(then: null | undefined): void {
-    this.dispose();
+    this.#building?.build.end();
+    this.#building = undefined;
     this.#index = then;
     this.#unindexed.clear();
     this.#outliers.clear();
