@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, fromRetrieval, fromState, lexicalEmbedder, literal, memoryRetriever, pgvectorRetriever, sqliteRetriever, type Passage, type PassageRetriever, type Provider, type Retriever } from "../src/index.ts";
 import { startPglite } from "../test-support/pglite-server.ts";
-import { INDEX_BUILT, INDEX_MIN_ROWS, TopK, VectorRows } from "../src/knowledge/vector-rows.ts";
+import { INDEX_MIN_ROWS, indexBuiltOf, TopK, VectorRows } from "../src/knowledge/vector-rows.ts";
 import { expectOk, measure, measureInterleaved, summarize, type Summary } from "./stats.ts";
 
 const WORDS = "refund order ship card account password label return credit invoice tracking email store gift day week price discount address payment plan billing support warranty repair".split(" ");
@@ -107,7 +107,7 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
     const agents = { without: agentWith(undefined), ...mapRetrievers(retrievers, (retriever, key) => agentWith(timed(retriever, searchTimes[key]))) };
     for (const agent of Object.values(agents)) await expectOk(agent.read(1));
     // The first search started each index's build on its own thread (searches scan until it is in): measured once it is.
-    for (const retriever of Object.values(retrievers)) await indexBuilt(retriever);
+    for (const retriever of Object.values(retrievers)) await indexBuiltOf(retriever);
     // Each index measured apart: a scan reads 15 MiB, and another retriever's search its own graph and rows, either of which leaves this graph out of the caches.
     let n = 0;
     const task = (agent: (typeof agents)["without"]) => ({ task: () => expectOk(agent.read(n++)) });
@@ -142,7 +142,7 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
       // The first search starts the build (below 4,096 passages, it takes them all in itself).
       const indexing = performance.now();
       await indexed.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal });
-      await indexBuilt(indexed);
+      await indexBuiltOf(indexed);
       const indexSeconds = (performance.now() - indexing) / 1000;
       const hnsw = await measure(() => indexed.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }), Math.max(20, Math.round(options.count / 10)), 3);
       await indexed.close();
@@ -167,11 +167,6 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
-}
-
-/** Settles once `retriever` has no index being built on a thread. */
-async function indexBuilt(retriever: PassageRetriever): Promise<void> {
-  await (retriever as unknown as { [INDEX_BUILT]?: () => Promise<void> })[INDEX_BUILT]?.();
 }
 
 function mapRetrievers<T, U>(retrievers: Retrievers<T>, each: (retriever: T, key: keyof Retrievers<T>) => U): Retrievers<U> {

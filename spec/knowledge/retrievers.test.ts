@@ -7,7 +7,7 @@ import { memoryRetriever } from "../../src/knowledge/memory-retriever.ts";
 import { sqliteRetriever } from "../../src/knowledge/sqlite-retriever.ts";
 import type { Embedder, Passage, PassageRetriever } from "../../src/knowledge/types.ts";
 import { indexBuilds } from "../../src/knowledge/index-build.ts";
-import { INDEX_BUILT } from "../../src/knowledge/vector-rows.ts";
+import { indexBuiltOf } from "../../src/knowledge/vector-rows.ts";
 
 /** What every improv retriever does alike, run against each. */
 
@@ -285,10 +285,9 @@ describe.each(kinds)("%s", (_name, make) => {
     made.push(exact, indexed, closed);
     for (const docs of [exact, indexed, closed]) await docs.add(passages);
     const found = async (docs: PassageRetriever, query: string) => (await docs.search(query, { topK: 5, minRelevance: -1, signal: never() })).map((result) => [result.sourceId, result.score]);
-    const built = (docs: PassageRetriever) => (docs as unknown as { [INDEX_BUILT]: () => Promise<void> })[INDEX_BUILT]();
     // The first search starts the build and scans: exactly the exact retriever's answer.
     expect(await found(indexed, "refund card week")).toEqual(await found(exact, "refund card week"));
-    await built(indexed);
+    await indexBuiltOf(indexed);
     let agreed = 0;
     for (const query of ["refund card week", "ship label order", "password account email", "gift price discount"]) {
       const [want, got] = [await found(exact, query), await found(indexed, query)];
@@ -297,7 +296,7 @@ describe.each(kinds)("%s", (_name, make) => {
     expect(agreed).toBeGreaterThanOrEqual(18);
     await found(closed, "refund card week");
     await closed.close();
-    await built(closed);
+    await indexBuiltOf(closed);
     while (indexBuilds().running + indexBuilds().waiting > 0) await new Promise((resolve) => setTimeout(resolve, 10));
     // A closed retriever starts no build (the memory one scans; the SQLite one refuses).
     await closed.search("refund card week", { topK: 5, minRelevance: -1, signal: never() }).catch(() => undefined);

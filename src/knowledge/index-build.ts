@@ -14,7 +14,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { loadVectorIndex, newVectorIndex, type VectorIndex } from "./vector-index.ts";
-import { dotAt } from "./vectors.ts";
+import { dotAt, isZero, rowsOf } from "./vectors.ts";
 
 /** What a build thread is given: `count` rows' vectors, one after another, and where to save the graph. */
 export interface BuildJob {
@@ -44,9 +44,8 @@ export function buildAndSave(job: BuildJob): BuildAnswer {
   if (index === undefined) return { ok: false, message: "usearch is not available" };
   const rows: number[] = [];
   const zeros: number[] = [];
-  for (let row = 0; row < count; row += 1) (isZeroAt(vectors, row * dimensions, dimensions) ? zeros : rows).push(row);
-  const graphVectors = new Float32Array(rows.length * dimensions);
-  rows.forEach((row, at) => graphVectors.set(vectors.subarray(row * dimensions, (row + 1) * dimensions), at * dimensions));
+  for (let row = 0; row < count; row += 1) (isZero(vectors.subarray(row * dimensions, (row + 1) * dimensions)) ? zeros : rows).push(row);
+  const graphVectors = rowsOf(vectors, dimensions, rows);
   index.add(rows, graphVectors);
   const outliers = judgeOutliers(index, rows, graphVectors, vectors, dimensions, () => undefined);
   index.save(job.path);
@@ -175,11 +174,6 @@ export class IndexBuild {
     const next = waiting.shift();
     if (next !== undefined) next.#start();
   }
-}
-
-function isZeroAt(vectors: Float32Array, offset: number, dimensions: number): boolean {
-  for (let index = offset; index < offset + dimensions; index += 1) if (vectors[index] !== 0) return false;
-  return true;
 }
 
 /**

@@ -7,7 +7,7 @@
 import type { MetadataFilter } from "./types.ts";
 import { type BuiltIndex, IndexBuild, judgeOutliers } from "./index-build.ts";
 import { GRAPH_SCORE_ERROR, newVectorIndex, type VectorIndex } from "./vector-index.ts";
-import { clampCosine, dotAt, matchesFilter, type StoredMetadata } from "./vectors.ts";
+import { clampCosine, dotAt, isZero, matchesFilter, rowsOf, type StoredMetadata } from "./vectors.ts";
 
 /** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
 export const INDEX_MIN_ROWS = 2_048;
@@ -30,6 +30,11 @@ const MIN_CANDIDATES = 40;
  * tests and benchmarks (searches never wait for a build; they scan meanwhile).
  */
 export const INDEX_BUILT = Symbol("improv.indexBuilt");
+
+/** Settles once `retriever` (one of improv's in-process retrievers, or any other: then at once) has no graph being built on a thread. */
+export async function indexBuiltOf(retriever: object): Promise<void> {
+  await (retriever as { [INDEX_BUILT]?: () => Promise<void> })[INDEX_BUILT]?.();
+}
 
 /** What a search of the rows is asked. */
 export interface RowSearch {
@@ -161,11 +166,13 @@ export class VectorRows {
           if (search.filter !== undefined && !matchesFilter(this.metadata[row], search.filter)) return;
           if (score >= search.minRelevance && best.admits(score)) best.offer(score, this.ids[row] as string, row);
         };
+        // What a row must score to get in: the worst kept once `topK` are, else `minRelevance`.
+        const bar = () => (best.full ? best.worstScore : search.minRelevance);
         let lowest = Number.POSITIVE_INFINITY;
         for (const [at, row] of found.rows.entries()) {
           if (this.#outliers.has(row)) continue;
           // A candidate the graph scores too low to get in (even with its error) is not read: it is known below the bar.
-          if ((found.scores[at] as number) + GRAPH_SCORE_ERROR < (best.full ? best.worstScore : search.minRelevance)) {
+          if ((found.scores[at] as number) + GRAPH_SCORE_ERROR < bar()) {
             lowest = Number.NEGATIVE_INFINITY;
             continue;
           }
@@ -176,7 +183,7 @@ export class VectorRows {
         for (const row of this.#outliers) offer(row, this.#score(asked, row));
         for (const row of this.#unindexed) offer(row, this.#score(asked, row));
         if (best.admits(0)) for (const row of this.#zeros) offer(row, 0);
-        if (lowest <= (best.full ? best.worstScore : search.minRelevance)) return best;
+        if (lowest <= bar()) return best;
       }
     }
     const best = new TopK<number>(search.topK);
@@ -343,9 +350,7 @@ export class VectorRows {
 
   /** The vectors of `rows`, one after another. */
   #vectorsOf(rows: readonly number[]): Float32Array {
-    const vectors = new Float32Array(rows.length * this.dimensions);
-    rows.forEach((row, at) => vectors.set(this.#vector(row), at * this.dimensions));
-    return vectors;
+    return rowsOf(this.#matrix, this.dimensions, rows);
   }
 }
 
@@ -358,11 +363,6 @@ interface Building {
 
 function sameVector(matrix: Float32Array, offset: number, vector: Float32Array): boolean {
   for (let index = 0; index < vector.length; index += 1) if (matrix[offset + index] !== vector[index]) return false;
-  return true;
-}
-
-function isZero(vector: Float32Array): boolean {
-  for (let index = 0; index < vector.length; index += 1) if (vector[index] !== 0) return false;
   return true;
 }
 

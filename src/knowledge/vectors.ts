@@ -108,6 +108,19 @@ export function cosine(a: Float32Array, b: Float32Array): number {
   return clampCosine(dotAt(a, b, 0, a.length));
 }
 
+/** Whether every number of `vector` is 0 (an empty passage's vector: it scores 0 against anything). */
+export function isZero(vector: Float32Array): boolean {
+  for (let index = 0; index < vector.length; index += 1) if (vector[index] !== 0) return false;
+  return true;
+}
+
+/** The vectors of `rows` (row numbers into `matrix`, `dimensions` numbers each), one after another. */
+export function rowsOf(matrix: Float32Array, dimensions: number, rows: readonly number[]): Float32Array {
+  const vectors = new Float32Array(rows.length * dimensions);
+  rows.forEach((row, at) => vectors.set(matrix.subarray(row * dimensions, (row + 1) * dimensions), at * dimensions));
+  return vectors;
+}
+
 /** A dot product of unit vectors kept within -1 to 1 (rounding can take it past). */
 export function clampCosine(sum: number): number {
   return sum > 1 ? 1 : sum < -1 ? -1 : sum;
