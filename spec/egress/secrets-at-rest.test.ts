@@ -92,6 +92,8 @@ const PROGRAMS: Record<string, string> = {
   fetchPieces: `return await (await fetch(args[0] + "/pieces")).json();`,
   gather: `const p = (await delegate("fetcher").fetchPieces(args[0])).value; const secret = p.a + p.b + p.c + p.d; context.gathered = secret; return secret;`,
   echo: `context.echoed = args[0]; console.log(args[0]); return args[0];`,
+  // As if the model had seen the credential somewhere and set the header itself.
+  own: `return (await fetch(args[0] + "/pieces", { headers: { authorization: "Bearer ${TOKEN}" } })).status;`,
 };
 
 interface Setup {
@@ -217,6 +219,19 @@ describe("a credential the program assembled is in nothing improv writes of a ca
     const later = await agent.recall!();
     expect(later.value).toMatchObject({ token: "[redacted]", nested: { "[redacted]": ["[redacted]", { deeper: "x[redacted]" }] } });
     expect(copyIn(shown(later))).toBeUndefined();
+    expect(copyIn(await written())).toBeUndefined();
+  });
+
+  test("written into the program's own text: the program is not kept (it would be a store row), the record says why, and the next call asks again", async () => {
+    const { agent, origin, written } = await setup();
+    const first = await agent.own!(origin);
+    expect(first.ok, first.errorMessage).toBe(true);
+    expect(first.value).toBe(200);
+    const again = await agent.own!(origin);
+    expect(again.ok, again.errorMessage).toBe(true);
+    const records = Agent.history(agent) as readonly HistoryRecord[];
+    expect(records.map((record) => record.program_source)).toEqual(["generated", "generated"]);
+    expect(records[0]?.reuse_decision).toEqual({ kept: false, reason: expect.stringContaining("a credential this call sent") });
     expect(copyIn(await written())).toBeUndefined();
   });
 

@@ -115,6 +115,18 @@ function leaseMs(state: AgentState): number {
   return Math.max(2_000, state.options.executionTimeoutMs * 3);
 }
 
+/**
+ * A program whose own text holds a credential its call tree sent is never kept: kept programs are
+ * stored and served again, and nothing improv writes may hold one (DESIGN 14 (3)). The record
+ * shows the program redacted; a kept copy could not be, since it would no longer be the program.
+ */
+const CREDENTIAL_IN_TEXT = { kept: false, reason: "its text holds a credential this call sent (egress.headers), and a kept program is stored" } as const;
+
+function holdsCredential(draft: CallDraft, code: string): boolean {
+  const redactor = draft.tree.egress.redactor;
+  return redactor !== undefined && redactor.redact(code) !== code;
+}
+
 async function runAndCommit(call: Call, prepared: Prepared, code: string, attempt: number, turn: AgentTurn | undefined): Promise<AttemptEnd> {
   const { state, draft } = call;
   for (let run = 1; ; run += 1) {
@@ -127,7 +139,7 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     const { outcome, failure, context } = await runInSandbox(call, prepared.source);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(draft, prepared, code, attempt, outcome, failure);
     // Decided before the record is written, so the record and the log line can say it; once, as a re-run after a conflict runs the same program.
-    if (outcome.ok && draft.program.programSource !== "reused") draft.reuse.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs, knowledgeTexts(draft));
+    if (outcome.ok && draft.program.programSource !== "reused") draft.reuse.reuseDecision ??= holdsCredential(draft, code) ? CREDENTIAL_IN_TEXT : decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs, knowledgeTexts(draft));
     const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
     state.link?.conflicted();
