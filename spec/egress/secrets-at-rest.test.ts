@@ -100,6 +100,8 @@ interface Setup {
   readonly agent: Record<string, (...args: unknown[]) => Promise<{ ok: boolean; value?: unknown; errorMessage?: string; callId: string }>>;
   readonly origin: string;
   readonly received: string[];
+  /** Every request the provider got (the delegated calls' too). */
+  readonly asked: ScriptedProvider["calls"];
   /** Everything improv wrote of the agent and its delegated agents, as text (records, log, database, kept values, spans). */
   readonly written: () => Promise<string>;
 }
@@ -120,10 +122,11 @@ async function setup(): Promise<Setup> {
   const log = join(dir, "calls.jsonl");
   const store = new SqliteStore(database);
   const received: string[] = [];
+  const provider = new ScriptedProvider({ programs: PROGRAMS });
   const agent = await Agent.open("reader", {
     store,
     id: "reader-1",
-    provider: new ScriptedProvider({ programs: PROGRAMS }),
+    provider,
     log,
     debug: true,
     egress: { allow: [api.origin], headers: { [api.origin]: { authorization: `Bearer ${TOKEN}`, "x-pin": PIN } } },
@@ -152,7 +155,7 @@ async function setup(): Promise<Setup> {
     const spans = exporter.getFinishedSpans().map((span) => ({ name: span.name, attributes: span.attributes, status: span.status, events: span.events }));
     return [JSON.stringify(records), JSON.stringify(traces), readFileSync(log, "utf8"), databaseText(database), JSON.stringify(values, (_key, value: unknown) => (value instanceof Map || value instanceof Set ? [...value] : value)), JSON.stringify(spans)].join("\n");
   };
-  return { agent: agent as unknown as Setup["agent"], origin: api.origin, received, written };
+  return { agent: agent as unknown as Setup["agent"], origin: api.origin, received, asked: provider.calls, written };
 }
 
 /** The outcome as text, Maps, Sets and errors included. */
@@ -204,13 +207,18 @@ describe("a credential the program assembled is in nothing improv writes of a ca
     expect(copyIn(text)).toBeUndefined();
   });
 
-  test("passed to a delegated call: the child's record, context, log line and prompt in it, and its answer", async () => {
-    const { agent, origin, written } = await setup();
+  test("passed to a delegated call: the child's record, context, log line and prompt in it, its provider's request, and its answer", async () => {
+    const { agent, origin, asked, written } = await setup();
     const outcome = await agent.pass!(origin);
     expect(outcome.value).toMatchObject({ ok: true, value: "kept [redacted]" });
     const text = await written();
     expect(text).toContain('"method_name":"keep"');
     expect(copyIn(text)).toBeUndefined();
+    const childRequest = asked.find((request) => request.method === "keep");
+    expect(childRequest?.args).toEqual(["[redacted]"]);
+    expect(childRequest?.kwargs).toEqual({ also: "[redacted]" });
+    expect(childRequest?.user).toContain("[redacted]");
+    expect(copyIn(JSON.stringify(asked))).toBeUndefined();
   });
 
   test("kept in context: the store's context row and the host's copy (a later call reads it redacted)", async () => {

@@ -12,6 +12,7 @@ import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./dr
 import { choosePreview } from "../history/index.ts";
 import { renderPrompts, type PromptInput } from "./prompt.ts";
 import { feedbackBlock } from "./repair.ts";
+import { redactData } from "../egress/index.ts";
 
 /** A program a provider wrote for one attempt. */
 export interface WrittenProgram {
@@ -54,7 +55,7 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
       const feedback = latest === undefined ? "" : feedbackBlock(latest);
       const user = feedback === "" ? prompts.user : renderPrompts({ ...input, feedback }).user;
       draft.asked.user = user;
-      return {
+      const request: GenerationRequest = {
         role: state.role,
         method,
         attempt,
@@ -65,6 +66,10 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
         ...(latest?.code === undefined ? {} : { feedback: { code: latest.code, error: latest.message } }),
         ...(state.options.model === undefined ? {} : { model: state.options.model }),
       };
+      // Once the call's tree sent credentials, the provider is one more place its text goes (a
+      // delegated call's arguments as the program passed them): it gets what the record holds.
+      const redactor = draft.tree.egress.redactor;
+      return redactor === undefined ? request : redactData(request, redactor);
     },
   };
 }

@@ -14,7 +14,10 @@ export interface GenerationRequest {
   readonly user: string;
   /** The model named in the agent's options, if any. */
   readonly model?: string | undefined;
-  /** The call's positional and named arguments (for providers that script by them; a model gets them in `user`). */
+  /**
+   * The call's positional and named arguments (for providers that script by them; a model gets
+   * them in `user`). Like the prompts, redacted once the call's tree sent credentials (DESIGN 14).
+   */
   readonly args?: readonly unknown[] | undefined;
   readonly kwargs?: Readonly<Record<string, unknown>> | undefined;
   /** For a retry after a failed program: that program and how it failed (also in `user`'s feedback block). */
