@@ -13,7 +13,7 @@ import type { ParsedProgram, ReuseDecision } from "../programs/index.ts";
 import type { KnowledgeAssembly } from "../knowledge/index.ts";
 import type { Span } from "../tracing/index.ts";
 import type { AgentTurn } from "../store/index.ts";
-import { agentsWaitingNow, runWhileWaiting, ToolCallLog, withAgents } from "../tools/index.ts";
+import { agentsWaitingNow, callTreeNow, runWhileWaiting, ToolCallLog, withAgents } from "../tools/index.ts";
 import type { AttemptFailure } from "./repair.ts";
 import type { AgentReference } from "../sandbox/index.ts";
 import { CallTree } from "./call-tree.ts";
@@ -35,7 +35,7 @@ export interface CallOrigin {
   readonly parentTools?: ToolCallLog | undefined;
   /** For a delegated call: runs code in the async context of the application's call at the root of the tree. */
   readonly inCaller?: InCaller | undefined;
-  /** For a delegated call: what the call tree it is part of shares (its request budget, the fetches' count and barrier). */
+  /** For a delegated call: what the call tree it is part of shares (its request budget, the fetches' count and barrier). A call made from a tool's code takes its tree from the tool. */
   readonly tree?: CallTree | undefined;
   /**
    * For a call of the application's: the live agent for an agent the program handed back in its
@@ -226,7 +226,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     undo: { settled: undefined, rule: undefined, handlerError: undefined },
     attemptLog: new AttemptLog(),
     emit: eventsFor(origin.onEvent, { callId, role: state.role, method, startedMs }),
-    tree: origin.tree ?? new CallTree(),
+    tree: origin.tree ?? toolsTree() ?? new CallTree(),
     turn: undefined,
     span: undefined,
     // Taken only where a tool may run: its code sees the stores the application's call set.
@@ -242,7 +242,13 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
  * wait on this code too; `ended` must be called when the code is over.
  */
 export function runForCall<T>(state: AgentState, draft: CallDraft, work: () => T): { readonly result: T; readonly ended: () => void } {
-  return draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), work));
+  return draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), draft.tree, work));
+}
+
+/** The call tree of the tool whose code makes this call: the call is part of it, as a delegated call is. */
+function toolsTree(): CallTree | undefined {
+  const tree = callTreeNow();
+  return tree instanceof CallTree ? tree : undefined;
 }
 
 /** What is left of the call's `callTimeoutMs`. @unit ms */
