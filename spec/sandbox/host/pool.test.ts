@@ -55,11 +55,29 @@ describe("configureSandbox", () => {
     expect(configureSandbox({ isolateCacheMb: 8 }).isolateCacheMb).toBe(8);
     expect(configureSandbox({ reuseIsolates: false }).reuseIsolates).toBe(false);
     expect(sandboxPool().config).toEqual({ processes: 2, maxProcesses: 5, isolateCacheMb: 8, reuseIsolates: false });
-    configureSandbox({ isolateCacheMb: cache, reuseIsolates: true });
+    // More processes without isolateCacheMb raise it to what they need; given with them, too little is refused.
+    expect(configureSandbox({ processes: 3 })).toMatchObject({ processes: 3, isolateCacheMb: 12 });
+    expect(() => configureSandbox({ processes: 4, isolateCacheMb: 12 })).toThrow(RangeError);
+    expect(sandboxPool().config.processes).toBe(3);
+    configureSandbox({ processes: 2, isolateCacheMb: cache, reuseIsolates: true });
   });
 
   test("the default keeps idle isolates in a quarter of the machine's memory", () => {
     expect(defaultSandboxConfig().isolateCacheMb).toBe(Math.max(64, Math.floor(totalmem() / 2 ** 20 / 4)));
+  });
+
+  test("or of a container's memory limit, when that is lower (none: 0, or more than the machine has)", () => {
+    const limit = vi.spyOn(process, "constrainedMemory");
+    try {
+      limit.mockReturnValue(1024 * 2 ** 20);
+      expect(defaultSandboxConfig().isolateCacheMb).toBe(256);
+      for (const none of [0, 2 ** 64]) {
+        limit.mockReturnValue(none);
+        expect(defaultSandboxConfig().isolateCacheMb).toBe(Math.max(64, Math.floor(totalmem() / 2 ** 20 / 4)));
+      }
+    } finally {
+      limit.mockRestore();
+    }
   });
 });
 

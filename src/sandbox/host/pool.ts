@@ -19,7 +19,9 @@ export interface SandboxConfig {
    * disposes the least recently used idle isolates; a busy one never is. An agent whose isolate
    * was disposed gets a new one at its next call (its history sent again). An idle isolate holds
    * about 1.3 MiB once its process compacted it (when nothing ran for a second), 2.5 to 4 MiB while
-   * in use, plus its history mirror. Default: a quarter of the machine's memory.
+   * in use, plus its history mirror. Default: a quarter of the machine's memory (of a
+   * container's limit, when lower); at least 4 MiB for each of the `processes`, which a
+   * `configureSandbox` that gives more processes and no `isolateCacheMb` raises it to.
    * @unit MiB
    */
   readonly isolateCacheMb: number;
@@ -37,9 +39,16 @@ export interface SandboxConfig {
 /** Least memory for idle isolates in each process: about one isolate. @unit MiB */
 export const MIN_ISOLATE_CACHE_MB_PER_PROCESS = 4;
 
-/** A quarter of the machine's memory. @unit MiB */
+/** A quarter of the memory this process may use: the machine's, or its container's limit where that is less. @unit MiB */
 function defaultIsolateCacheMb(): number {
-  return Math.max(64, Math.floor(totalmem() / 2 ** 20 / 4));
+  return Math.max(64, Math.floor(usableMemory() / 2 ** 20 / 4));
+}
+
+/** The machine's memory, or the limit the OS sets this process (a cgroup's) when lower; 0 or more than the machine's means none. @unit bytes */
+function usableMemory(): number {
+  const machine = totalmem();
+  const limit = process.constrainedMemory();
+  return limit > 0 && limit < machine ? limit : machine;
 }
 
 /** A run sent again to a new process at most this often after its process died before it started. */
@@ -80,9 +89,10 @@ export function resolveSandboxConfig(options: Partial<SandboxConfig>, current: S
   const processes = options.processes ?? current.processes;
   const maxProcesses = options.maxProcesses ?? Math.max(current.maxProcesses, processes);
   if (maxProcesses < processes) throw new TypeError(`Sandbox option maxProcesses (${maxProcesses}) must be at least processes (${processes}).`);
-  const isolateCacheMb = options.isolateCacheMb ?? current.isolateCacheMb;
-  if (!Number.isSafeInteger(isolateCacheMb) || isolateCacheMb < 0) throw new TypeError(`Sandbox option isolateCacheMb must be a whole number of MiB; got ${JSON.stringify(isolateCacheMb)}.`);
   const least = processes * MIN_ISOLATE_CACHE_MB_PER_PROCESS;
+  // Left out, it grows with the processes: only a value given with them can be too small.
+  const isolateCacheMb = options.isolateCacheMb ?? Math.max(current.isolateCacheMb, least);
+  if (!Number.isSafeInteger(isolateCacheMb) || isolateCacheMb < 0) throw new TypeError(`Sandbox option isolateCacheMb must be a whole number of MiB; got ${JSON.stringify(isolateCacheMb)}.`);
   if (isolateCacheMb < least) {
     throw new RangeError(`Sandbox option isolateCacheMb (${isolateCacheMb} MiB) cannot hold one idle agent isolate in each of the ${processes} sandbox processes (about ${MIN_ISOLATE_CACHE_MB_PER_PROCESS} MiB each); give at least ${least}.`);
   }
