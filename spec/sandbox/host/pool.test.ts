@@ -3,6 +3,8 @@ import { afterEach, describe, expect, test, vi } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
 import { defaultSandboxConfig, sandboxPool } from "../../../src/sandbox/host/pool.ts";
 import { poolTimings } from "../../../src/sandbox/host/timings.ts";
+import type { BridgeAnswer, RunRequestMessage } from "../../../src/sandbox/protocol.ts";
+import { prepareProgram } from "../../../src/programs/index.ts";
 import { syntheticRecord } from "../../../test-support/records.ts";
 import { waitFor } from "../../../test-support/wait-for.ts";
 
@@ -453,5 +455,48 @@ describe("stuck sandbox processes", () => {
     } finally {
       poolTimings.stuckAfterMs = saved;
     }
+  });
+});
+
+describe("two runs of one agent in a sandbox process at once (the host's queue sends one at a time; the process does not rely on it)", () => {
+  /** A run of `agentId` whose history mirror the host estimates at `mirrorMb`. */
+  function run(agentId: string, callId: string, code: string, mirrorMb: number): Omit<RunRequestMessage, "type" | "runId"> {
+    const prepared = prepareProgram(code, "m");
+    if (!prepared.ok) throw new Error(prepared.message);
+    return {
+      agentId,
+      memoryLimitMb: 64,
+      mirrorMb,
+      timeoutMs: 20_000,
+      callTimeLeftMs: 30_000,
+      historyEpoch: 1,
+      historyStart: 0,
+      payload: { callId, code: prepared.source, args: [], kwargs: {}, context: {}, depth: 0, maxDelegationDepth: 3, tools: ["hold"], fetch: false, knowledge: "[]", history: { start: 0, reset: true, records: [] } },
+    };
+  }
+
+  test("a run that needs a larger isolate leaves the one still running in the old isolate to finish, counted busy until then", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const pool = sandboxPool();
+    let answer!: (value: string) => void;
+    const answered = new Promise<string>((resolve) => (answer = resolve));
+    let asked!: () => void;
+    const waiting = new Promise<void>((resolve) => (asked = resolve));
+    const first = pool.execute(run("same-agent", "c1", "return await tools.hold({})", 1), {
+      onBridge: async () => {
+        asked();
+        return { ok: true, value: await answered } as BridgeAnswer;
+      },
+    });
+    await waiting;
+    // Past the first isolate's mirror reserve: the second run gets an isolate of its own.
+    const second = await pool.execute(run("same-agent", "c2", "return 2", 100), { onBridge: async () => ({ ok: true, value: null }) as BridgeAnswer });
+    expect(second).toMatchObject({ kind: "settled", result: { status: "ok" } });
+    expect((await pool.stats())[0]).toMatchObject({ isolates: 2, busyIsolates: 1 });
+    answer("the first run's own answer");
+    const firstReport = await first;
+    expect(firstReport).toMatchObject({ kind: "settled", result: { status: "ok" } });
+    expect(JSON.stringify(firstReport)).toContain("the first run's own answer");
+    expect((await pool.stats())[0]).toMatchObject({ isolates: 1, busyIsolates: 0 });
   });
 });

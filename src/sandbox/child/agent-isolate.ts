@@ -196,7 +196,8 @@ export class AgentIsolate {
   historyEpoch = -1;
   historyLength = 0;
   lastUsed = Date.now();
-  busy = false;
+  /** Runs in this isolate now: one, or more when a run of the agent came while another was still settling. */
+  runs = 0;
   /** What the program may use: the runtime and the history mirror come on top (see {@link allowMirror}). */
   readonly memoryLimitMb: number;
   /** The isolate's limit beyond `memoryLimitMb`: what the runtime and the mirror may grow to without a rebuild. */
@@ -385,6 +386,11 @@ export class AgentIsolate {
     } catch {
       // The estimate stays; a disposed isolate is rebuilt by the next run.
     }
+  }
+
+  /** Whether a run is in this isolate now. */
+  get busy(): boolean {
+    return this.runs > 0;
   }
 
   get isDisposed(): boolean {

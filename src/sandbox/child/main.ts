@@ -117,6 +117,7 @@ function memoryCeilingMb(): number {
     if (isolate.busy || inUse.has(agentId)) limitsMb += isolate.memoryLimitMb + isolate.mirrorAllowanceMb;
     else idleMb += isolate.residentMb;
   }
+  for (const isolate of retired) limitsMb += isolate.memoryLimitMb + isolate.mirrorAllowanceMb;
   return Math.max(MIN_CEILING_MB, Math.ceil(baselineRssMb + 3 * limitsMb + idleMb + sparesMb() + 256));
 }
 /**
@@ -204,10 +205,19 @@ function reusedIsolate(agentId: string, memoryLimitMb: number, mirrorMb: number)
   return spare === undefined ? undefined : adopt(agentId, spare);
 }
 
+/**
+ * Isolates replaced while a run was still in them (a run of the agent that needed a larger one
+ * came meanwhile): each is disposed once its last run ends, not under it.
+ */
+const retired = new Set<AgentIsolate>();
+
 /** Makes `isolate` the agent's, in place of any it had. */
 function adopt(agentId: string, isolate: AgentIsolate): AgentIsolate {
   const existing = isolates.get(agentId);
-  if (existing !== isolate) existing?.dispose();
+  if (existing !== undefined && existing !== isolate) {
+    if (existing.busy) retired.add(existing);
+    else existing.dispose();
+  }
   isolates.delete(agentId);
   isolates.set(agentId, isolate);
   evictIdle();
@@ -526,7 +536,7 @@ function runIn(isolate: AgentIsolate, message: RunRequestMessage, control: RunCo
   // Cancelled while its isolate was being made: it never starts.
   if (control.cancelled) return endRun(message, isolate, cancelledBeforeStart());
   let outcome: RunReport | Promise<RunReport>;
-  isolate.busy = true;
+  isolate.runs += 1;
   // The host learns that a run started from its answer, its first bridge request, or its
   // `B` line; one that goes on after its synchronous part without a request says so with an
   // `S` line (see `startedLine`). The program's synchronous part runs inside `isolate.run`,
@@ -568,8 +578,9 @@ function endRun(message: RunRequestMessage, isolate: AgentIsolate | undefined, r
   controls.delete(message.runId);
   runIdByCall.delete(message.payload.callId);
   if (isolate) {
-    isolate.busy = false;
+    isolate.runs -= 1;
     isolate.lastUsed = Date.now();
+    if (!isolate.busy && retired.delete(isolate)) isolate.dispose();
     dropIfDisposed(message.agentId, isolate);
   }
   return report;
@@ -623,9 +634,10 @@ process.on("message", (received: HostMessage) => {
         if (isolate.busy) busyIsolates += 1;
         else idleIsolatesMb += isolate.residentMb;
       }
+      busyIsolates += retired.size;
       // Spares are idle isolates too, held against the same budget.
       idleIsolatesMb += sparesMb();
-      send({ type: "stats", statsId: message.statsId, isolates: isolates.size, busyIsolates, idleIsolatesMb, spareIsolates: spares.length, reusedIsolates: reused, rssMb: process.memoryUsage.rss() / 2 ** 20 });
+      send({ type: "stats", statsId: message.statsId, isolates: isolates.size + retired.size, busyIsolates, idleIsolatesMb, spareIsolates: spares.length, reusedIsolates: reused, rssMb: process.memoryUsage.rss() / 2 ** 20 });
       break;
     }
     case "forget": {
