@@ -13,7 +13,7 @@ import type { ParsedProgram, ReuseDecision } from "../programs/index.ts";
 import type { KnowledgeAssembly } from "../knowledge/index.ts";
 import type { Span } from "../tracing/index.ts";
 import type { AgentTurn } from "../store/index.ts";
-import { agentsWaitingNow, callTreeNow, runWhileWaiting, ToolCallLog, withAgents } from "../tools/index.ts";
+import { agentsWaitingNow, toolCallerNow, runWhileWaiting, ToolCallLog, withAgents } from "../tools/index.ts";
 import type { AttemptFailure } from "./repair.ts";
 import type { AgentReference } from "../sandbox/index.ts";
 import { CallTree } from "./call-tree.ts";
@@ -201,13 +201,15 @@ export interface CallTokens {
 export function newDraft(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): CallDraft {
   const startedMs = performance.now();
   const callId = randomUUID();
+  // A call a tool makes while its program waits belongs to that program's call (see `runForCall`).
+  const caller = origin.tree === undefined ? toolCaller() : undefined;
   return {
     callId,
     role: state.role,
     method,
     speaker: origin.speaker,
-    traceId: origin.traceId ?? state.options.traceId ?? randomUUID(),
-    parentCallId: origin.parentCallId,
+    traceId: origin.traceId ?? caller?.traceId ?? state.options.traceId ?? randomUUID(),
+    parentCallId: origin.parentCallId ?? caller?.callId,
     depth: state.depth,
     startedAt: new Date(),
     startedMs,
@@ -226,7 +228,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     undo: { settled: undefined, rule: undefined, handlerError: undefined },
     attemptLog: new AttemptLog(),
     emit: eventsFor(origin.onEvent, { callId, role: state.role, method, startedMs }),
-    tree: origin.tree ?? toolsTree() ?? new CallTree(),
+    tree: origin.tree ?? caller?.tree ?? new CallTree(),
     turn: undefined,
     span: undefined,
     // Taken only where a tool may run: its code sees the stores the application's call set.
@@ -242,13 +244,20 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
  * wait on this code too; `ended` must be called when the code is over.
  */
 export function runForCall<T>(state: AgentState, draft: CallDraft, work: () => T): { readonly result: T; readonly ended: () => void } {
-  return draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), draft.tree, work));
+  const caller: ToolCaller = { tree: draft.tree, traceId: draft.traceId, callId: draft.callId };
+  return draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), caller, work));
 }
 
-/** The call tree of the tool whose code makes this call: the call is part of it, as a delegated call is. */
-function toolsTree(): CallTree | undefined {
-  const tree = callTreeNow();
-  return tree instanceof CallTree ? tree : undefined;
+/** What a call made from a tool's code takes from the call whose program called the tool: its call tree, its trace, and itself as parent. */
+interface ToolCaller {
+  readonly tree: CallTree;
+  readonly traceId: string;
+  readonly callId: string;
+}
+
+function toolCaller(): ToolCaller | undefined {
+  const caller = toolCallerNow() as Partial<ToolCaller> | undefined;
+  return caller?.tree instanceof CallTree ? (caller as ToolCaller) : undefined;
 }
 
 /** What is left of the call's `callTimeoutMs`. @unit ms */

@@ -2,24 +2,25 @@
  * A tool that calls back into the agent whose program waits for it would wait for itself (the
  * agent runs one program at a time). While a tool runs, the agents waiting on it are known
  * here; a call of one of them is refused at once, and a call of another agent carries the set on
- * to the calls it makes. So is the call tree the tool's call belongs to: a call the tool makes
- * is part of it, as a delegated call is (its budgets, its barrier, its redaction; DESIGN 14).
+ * to the calls it makes. So is the call whose program called the tool: a call the tool makes is
+ * part of its call tree, as a delegated call is (its budgets, its barrier, its redaction; DESIGN
+ * 14), and of its trace.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 
 interface Waiting {
   readonly agents: ReadonlySet<string>;
-  /** The call tree of the call whose program called the tool (opaque here). */
-  readonly tree: object;
+  /** The call whose program called the tool (opaque here: `call/` says what it holds). */
+  readonly caller: object;
   /** Cleared when the tool call ends: a callback the tool left behind may call the agent then. */
   active: boolean;
 }
 
 const waiting = new AsyncLocalStorage<Waiting>();
 
-/** Runs a tool's `execute` knowing that `agents` wait for it, for a call of `tree`; `ended` must be called when the tool call ends. */
-export function runWhileWaiting<T>(agents: ReadonlySet<string>, tree: object, execute: () => T): { readonly result: T; readonly ended: () => void } {
-  const state: Waiting = { agents, tree, active: true };
+/** Runs a tool's `execute` for `caller`, knowing that `agents` wait for it; `ended` must be called when the tool call ends. */
+export function runWhileWaiting<T>(agents: ReadonlySet<string>, caller: object, execute: () => T): { readonly result: T; readonly ended: () => void } {
+  const state: Waiting = { agents, caller, active: true };
   const ended = () => {
     state.active = false;
   };
@@ -39,10 +40,10 @@ export function agentsWaitingNow(): ReadonlySet<string> {
 
 const EMPTY: ReadonlySet<string> = new Set();
 
-/** The call tree of the call whose tool's code is running now; undefined outside a tool (or in a callback it left behind). */
-export function callTreeNow(): object | undefined {
+/** The call whose tool's code is running now; undefined outside a tool (or in a callback it left behind). */
+export function toolCallerNow(): object | undefined {
   const state = waiting.getStore();
-  return state !== undefined && state.active ? state.tree : undefined;
+  return state !== undefined && state.active ? state.caller : undefined;
 }
 
 /** `base` with `more` added (the same set when nothing is added). */
