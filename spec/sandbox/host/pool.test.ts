@@ -499,4 +499,29 @@ describe("two runs of one agent in a sandbox process at once (the host's queue s
     expect(JSON.stringify(firstReport)).toContain("the first run's own answer");
     expect((await pool.stats())[0]).toMatchObject({ isolates: 1, busyIsolates: 0 });
   });
+
+  test("a run cancelled while its isolate was being made leaves the isolate's count of runs as it was", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const pool = sandboxPool();
+    const noBridge = { onBridge: async () => ({ ok: true, value: null }) as BridgeAnswer };
+    expect((await pool.execute(run("warm", "w", "return 1", 1), noBridge)).kind).toBe("settled");
+    const controller = new AbortController();
+    const cancelled = pool.execute(run("cold-agent", "c0", "return 0", 1), { ...noBridge, signal: controller.signal });
+    controller.abort();
+    expect(await cancelled).toMatchObject({ kind: "failed", errorType: "cancelled" });
+    let answer!: (value: string) => void;
+    const answered = new Promise<string>((resolve) => (answer = resolve));
+    let asked!: () => void;
+    const waiting = new Promise<void>((resolve) => (asked = resolve));
+    const held = pool.execute(run("cold-agent", "c1", "return await tools.hold({})", 1), {
+      onBridge: async () => {
+        asked();
+        return { ok: true, value: await answered } as BridgeAnswer;
+      },
+    });
+    await waiting;
+    expect((await pool.stats())[0]).toMatchObject({ busyIsolates: 1 });
+    answer("held");
+    expect(JSON.stringify(await held)).toContain("held");
+  });
 });

@@ -533,10 +533,11 @@ function run(message: RunRequestMessage, release: () => void): RunReport | Promi
 }
 
 function runIn(isolate: AgentIsolate, message: RunRequestMessage, control: RunControl, release: () => void): RunReport | Promise<RunReport> {
+  // Counted from here, so that `endRun` takes off what was put on, whichever way the run ends.
+  isolate.runs += 1;
   // Cancelled while its isolate was being made: it never starts.
   if (control.cancelled) return endRun(message, isolate, cancelledBeforeStart());
   let outcome: RunReport | Promise<RunReport>;
-  isolate.runs += 1;
   // The host learns that a run started from its answer, its first bridge request, or its
   // `B` line; one that goes on after its synchronous part without a request says so with an
   // `S` line (see `startedLine`). The program's synchronous part runs inside `isolate.run`,
