@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, SqliteStore, type HistoryRecord } from "../../src/index.ts";
 import { serve } from "./harness.ts";
+import { moveVersionOn } from "../../test-support/turns.ts";
 
 /** The credential the host adds (no `/` or `+`: its pieces go through a JSON body unescaped). */
 const TOKEN = "Zq8xKp4vWm2xYv7RtN3bLc6H";
@@ -82,7 +83,7 @@ const PROGRAMS: Record<string, string> = {
   fail: `${ASSEMBLE} throw new Error("the key is " + secret);`,
   say: `${ASSEMBLE} console.log("the key is", secret); console.log(JSON.stringify({ secret })); return "said";`,
   tell: `${ASSEMBLE} await tools.note({ text: secret }); await tools.strict({ text: secret }); return "told";`,
-  pass: `${ASSEMBLE} const told = await delegate("helper").keep(secret, kw({ also: secret })); return told;`,
+  pass: `${ASSEMBLE} const told = await delegate("helper").keep(secret, kw({ also: secret, map: new Map([[secret, secret]]), set: new Set([secret]), error: new Error(secret) })); return told;`,
   keep: `context.kept = args[0]; return "kept " + args[0];`,
   stash: `${ASSEMBLE} context.token = secret; context.nested = { [secret]: [secret, { deeper: "x" + secret }] }; context.set = new Set([secret]); return "stashed";`,
   recall: `return context;`,
@@ -216,9 +217,9 @@ describe("a credential the program assembled is in nothing improv writes of a ca
     expect(copyIn(text)).toBeUndefined();
     const childRequest = asked.find((request) => request.method === "keep");
     expect(childRequest?.args).toEqual(["[redacted]"]);
-    expect(childRequest?.kwargs).toEqual({ also: "[redacted]" });
+    expect(childRequest?.kwargs).toMatchObject({ also: "[redacted]" });
     expect(childRequest?.user).toContain("[redacted]");
-    expect(copyIn(JSON.stringify(asked))).toBeUndefined();
+    expect(copyIn(shown(asked))).toBeUndefined();
   });
 
   test("kept in context: the store's context row and the host's copy (a later call reads it redacted)", async () => {
@@ -241,6 +242,30 @@ describe("a credential the program assembled is in nothing improv writes of a ca
     expect(records.map((record) => record.program_source)).toEqual(["generated", "generated"]);
     expect(records[0]?.reuse_decision).toEqual({ kept: false, reason: expect.stringContaining("a credential this call sent") });
     expect(copyIn(await written())).toBeUndefined();
+  });
+
+  test("written into the program's own text and sent only when the program runs again after a conflict: still not kept", async () => {
+    const api = await serve({ "/x": (_request, response) => void response.end("ok") });
+    const database = join(mkdtempSync(join(tmpdir(), "improv-at-rest-")), "improv.db");
+    const store = new SqliteStore(database);
+    let runs = 0;
+    const provider = new ScriptedProvider({ programs: { go: `const n = await tools.bump({}); if (n > 1) await fetch("${api.origin}/x", { headers: { authorization: "Bearer ${TOKEN}" } }); return n * 2;` } });
+    const agent = await Agent.open("rerun", {
+      store,
+      id: "rerun-1",
+      provider,
+      egress: { allow: [api.origin], headers: { [api.origin]: { authorization: `Bearer ${TOKEN}` } } },
+      tools: {
+        // The first run's context is overtaken by another process: the program runs again, and then sends.
+        bump: { description: "Counts runs.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: () => ((runs += 1) === 1 && moveVersionOn(database, "rerun-1"), runs) },
+      },
+    });
+    opened.push({ agent, store });
+    const outcome = await (agent as unknown as Setup["agent"]).go!();
+    expect(outcome.value).toBe(4);
+    expect(runs).toBe(2);
+    expect((Agent.history(agent) as readonly HistoryRecord[]).at(-1)?.reuse_decision).toMatchObject({ kept: false, reason: expect.stringContaining("a credential this call sent") });
+    expect(await store.programs("rerun")).toEqual([]);
   });
 
   test("credentials sent by a delegated call count for its caller: the caller's value and context hold no copy", async () => {

@@ -211,6 +211,30 @@ describe("the barrier: after a response from an origin with injected headers, ot
     expect(sender.history().at(1)?.parent_call_id).toBeUndefined();
   });
 
+  test("so is a call that toolApproval or a returns schema makes of an agent: the call's code too", async () => {
+    const { api } = await servers();
+    const judge = egressAgent({ judge: `return String(args[0]).length > 0` }, {}, "judge");
+    const askJudge = async (text: unknown) => (await judge.agent.judge(text)).value === true;
+    const post = {
+      description: "Posts a text.",
+      inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+      execute: async () => "posted",
+    };
+    // A Standard Schema whose check asks the judge about the value.
+    const judged = { "~standard": { version: 1, vendor: "test", validate: async (value: unknown) => ((await askJudge(value)) ? { value } : { issues: [{ message: "refused" }] }) } };
+    const reader = egressAgent(
+      { post: `const seen = await (await fetch("${api.origin}/echo?in=body")).text(); await tools.post({ text: seen }); return seen;` },
+      { egress: { allow: [api.origin], headers: { [api.origin]: HEADERS } }, tools: { post }, toolApproval: async ({ input }) => askJudge((input as { text: string }).text), methods: { post: { returns: judged } } },
+    );
+    const outcome = await reader.agent.post();
+    expect(outcome.ok, outcome.errorMessage).toBe(true);
+    const readerRecord = reader.history().at(0);
+    // One from the approval, one from the returns check: both in the reader's trace, under its call, redacted.
+    expect(judge.history()).toHaveLength(2);
+    for (const record of judge.history()) expect(record).toMatchObject({ trace_id: readerRecord?.trace_id, parent_call_id: readerRecord?.call_id, args: ['{"echoed":"[redacted]"}'] });
+    expect(JSON.stringify(judge.provider.calls)).not.toContain(TOKEN);
+  });
+
   test.each([
     [{ flows: {} }, 'Option "egress.flows" must be an array of { from, to }'],
     [{ flows: [{ from: "https://a.example" }] }, 'Option "egress.flows[0]" must be { from, to }'],

@@ -5,7 +5,7 @@
  * counted.
  */
 import type { AgentState } from "../state/index.ts";
-import { type ErrorType, Outcome, within } from "../shared/index.ts";
+import { asJsonSafe, type ErrorType, Outcome, within } from "../shared/index.ts";
 import { costOf, delay, gateOf, type Generation, type GenerationRequest, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
 import { endSpan, startSpan } from "../tracing/index.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
@@ -67,9 +67,10 @@ export function renderCallPrompts(state: AgentState, draft: CallDraft): CallProm
         ...(state.options.model === undefined ? {} : { model: state.options.model }),
       };
       // Once the call's tree sent credentials, the provider is one more place its text goes (a
-      // delegated call's arguments as the program passed them): it gets what the record holds.
+      // delegated call's arguments as the program passed them): it gets what the record holds,
+      // the arguments as JSON data (a Map's or an Error's text is redacted too).
       const redactor = draft.tree.egress.redactor;
-      return redactor === undefined ? request : redactData(request, redactor);
+      return redactor === undefined ? request : redactData({ ...request, args: asJsonSafe(args), kwargs: asJsonSafe(kwargs) }, redactor) as GenerationRequest;
     },
   };
 }

@@ -139,7 +139,11 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     const { outcome, failure, context } = await runInSandbox(call, prepared.source);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(draft, prepared, code, attempt, outcome, failure);
     // Decided before the record is written, so the record and the log line can say it; once, as a re-run after a conflict runs the same program.
-    if (outcome.ok && draft.program.programSource !== "reused") draft.reuse.reuseDecision ??= holdsCredential(draft, code) ? CREDENTIAL_IN_TEXT : decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs, knowledgeTexts(draft));
+    // A run after a conflict may send credentials the first did not: what its text holds is looked at again.
+    if (outcome.ok && draft.program.programSource !== "reused") {
+      if (holdsCredential(draft, code)) draft.reuse.reuseDecision = CREDENTIAL_IN_TEXT;
+      else draft.reuse.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs, knowledgeTexts(draft));
+    }
     const final = await finalize(state, draft, outcome, context === undefined ? undefined : { context, baseVersion });
     if (final !== CONFLICT) return { outcome: final };
     state.link?.conflicted();

@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { AgentState } from "../state/index.ts";
 import type { ProgramSource, Speaker } from "../history/index.ts";
-import { type ErrorType, Outcome } from "../shared/index.ts";
+import { type ErrorType, Outcome, within, type Within } from "../shared/index.ts";
 import type { ParsedProgram, ReuseDecision } from "../programs/index.ts";
 import type { KnowledgeAssembly } from "../knowledge/index.ts";
 import type { Span } from "../tracing/index.ts";
@@ -246,6 +246,22 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
 export function runForCall<T>(state: AgentState, draft: CallDraft, work: () => T): { readonly result: T; readonly ended: () => void } {
   const caller: ToolCaller = { tree: draft.tree, traceId: draft.traceId, callId: draft.callId };
   return draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), caller, work));
+}
+
+/**
+ * The application's code for a call (a tool's `execute`, `toolApproval`, a `returns` check,
+ * `onFailure`) as {@link runForCall} runs it, waited for as `within` does: known as the call's
+ * until the wait ends, so an agent it calls meanwhile is part of the call's tree and trace.
+ */
+export async function withinCallCode<T>(state: AgentState, draft: CallDraft, limitMs: number, signal: AbortSignal | undefined, timeoutReason: () => unknown, work: (signal: AbortSignal) => T | PromiseLike<T>): Promise<Within<Awaited<T>>> {
+  let ended: (() => void) | undefined;
+  const answer = await within(limitMs, signal, timeoutReason, (given) => {
+    const running = runForCall(state, draft, () => work(given));
+    ended = running.ended;
+    return running.result;
+  });
+  ended?.();
+  return answer;
 }
 
 /** What a call made from a tool's code takes from the call whose program called the tool: its call tree, its trace, and itself as parent. */

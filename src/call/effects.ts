@@ -5,9 +5,9 @@
  * function decides (bounded in time; its failure is logged, never thrown at the caller).
  */
 import { type CallFailure, DEFAULT_TOOL_TIMEOUT_MS, effectsOf, undoEffects } from "../tools/index.ts";
-import { type Outcome, safeMessage, within } from "../shared/index.ts";
+import { type Outcome, safeMessage } from "../shared/index.ts";
 import type { AgentState } from "../state/index.ts";
-import { type CallDraft, runForCall } from "./draft.ts";
+import { type CallDraft, runForCall, withinCallCode } from "./draft.ts";
 
 /** Applies the agent's `onFailure` to the call's effects when `outcome` is a failure and there are some; at most once per call. */
 export function settleEffects(state: AgentState, draft: CallDraft, outcome: Outcome): Promise<void> {
@@ -38,7 +38,7 @@ async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, 
     },
   };
   const limitMs = handlerLimitMs(draft);
-  const answer = await within(limitMs, undefined, () => new Error(`it did not settle within ${limitMs} ms`), () => draft.inCaller(() => rule(failure)));
+  const answer = await withinCallCode(state, draft, limitMs, undefined, () => new Error(`it did not settle within ${limitMs} ms`), () => rule(failure));
   if (!answer.ok) draft.undo.handlerError = answer.why === "timeout" ? `onFailure did not settle within ${limitMs} ms` : `onFailure threw: ${safeMessage(answer.error)}`;
   // A revert the function began ends before the record says what became of the effects.
   await undone;

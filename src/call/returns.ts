@@ -6,7 +6,7 @@
  * JSON data only, so what the caller gets is what it passed; a program's JSON Schema is checked
  * on a schema thread, within the call's time.
  */
-import type { Call } from "./draft.ts";
+import { type Call, withinCallCode } from "./draft.ts";
 import { safeMessage, within } from "../shared/index.ts";
 import { JSON_DATA_HINT, jsonDataProblem } from "../contracts/index.ts";
 
@@ -34,7 +34,7 @@ export async function checkReturns(call: Call, value: unknown): Promise<ReturnsC
   // The application's schema code and a program's schema run bounded (the application's in the caller's async context); improv's own check of the application's JSON Schema needs neither.
   const checked = schema.ownCheck
     ? await within(Number.POSITIVE_INFINITY, undefined, () => undefined, () => schema.check(value))
-    : await within(limitMs, draft.signal, () => new Error(late), (signal) => draft.inCaller(() => schema.check(value, signal)));
+    : await withinCallCode(call.state, draft, limitMs, draft.signal, () => new Error(late), (signal) => schema.check(value, signal));
   if (!checked.ok) {
     const problem = checked.why === "timeout" ? late : checked.why === "aborted" ? "the call was cancelled while it checked" : safeMessage(checked.error);
     return { ok: false, mismatch: false, problem };

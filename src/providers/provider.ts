@@ -16,7 +16,8 @@ export interface GenerationRequest {
   readonly model?: string | undefined;
   /**
    * The call's positional and named arguments (for providers that script by them; a model gets
-   * them in `user`). Like the prompts, redacted once the call's tree sent credentials (DESIGN 14).
+   * them in `user`). Like the prompts, redacted once the call's tree sent credentials (DESIGN 14):
+   * then they are JSON data, as the call's record holds them.
    */
   readonly args?: readonly unknown[] | undefined;
   readonly kwargs?: Readonly<Record<string, unknown>> | undefined;

@@ -11,4 +11,4 @@ export type { ErrorType, FailedOutcome, OkOutcome, OutcomeFields, OutcomeStatus 
 export { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
 export { safeMessage } from "./safe-message.ts";
 export { readSnapshot, sqliteDatabase } from "./sqlite.ts";
-export { within } from "./within.ts";
+export { within, type Within } from "./within.ts";

@@ -1,12 +1,12 @@
 import type { AskingRun } from "../../sandbox/index.ts";
-import type { Call } from "../draft.ts";
-import { safeMessage, within } from "../../shared/index.ts";
+import { type Call, withinCallCode } from "../draft.ts";
+import { safeMessage } from "../../shared/index.ts";
 
 /** What `toolApproval` said of a call that may change the world. */
 export type Approval = { readonly approved: true } | { readonly approved: false; readonly ended: true } | { readonly approved: false; readonly ended: false; readonly why: string };
 
 /**
- * Asks the agent's `toolApproval` (in the caller's async context) about a call of `tool` that
+ * Asks the agent's `toolApproval` (in the caller's async context, as the call's code) about a call of `tool` that
  * may change the world: approved (also when no approval is set), denied (`why`: by the
  * application, or the approval failed), or the run ended while it was asked. An approval that
  * never answers does not hold the call: it is waited for until the run ends.
@@ -15,13 +15,7 @@ export async function askApproval(call: Call, run: AskingRun, tool: string, inpu
   const { state, draft } = call;
   const ask = state.options.toolApproval;
   if (ask === undefined) return { approved: true };
-  const asked = await within(Number.POSITIVE_INFINITY, run.signal, () => undefined, async () => {
-    try {
-      return (await draft.inCaller(() => ask({ tool, input, role: state.role, agentId: state.agentId, callId: draft.callId }))) === true ? true : "by the application";
-    } catch (error) {
-      return `(the approval failed: ${safeMessage(error)})`;
-    }
-  });
-  if (!asked.ok) return { approved: false, ended: true };
-  return asked.value === true ? { approved: true } : { approved: false, ended: false, why: asked.value };
+  const asked = await withinCallCode(state, draft, Number.POSITIVE_INFINITY, run.signal, () => undefined, () => ask({ tool, input, role: state.role, agentId: state.agentId, callId: draft.callId }));
+  if (!asked.ok) return asked.why === "threw" ? { approved: false, ended: false, why: `(the approval failed: ${safeMessage(asked.error)})` } : { approved: false, ended: true };
+  return asked.value === true ? { approved: true } : { approved: false, ended: false, why: "by the application" };
 }

@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { type AskingRun, type BridgeAnswer, bridgeFailure, readToolInput, SANDBOX_LIMITS, type ToolRequest } from "../../sandbox/index.ts";
 import { endSpan, inSpan, type Span, startSpan } from "../../tracing/index.ts";
 import { copyToolInput, copyToolResult, type GrantedTool, type SchemaCheck, type Tool, type ToolCallEntry, type WriteEffect } from "../../tools/index.ts";
-import { type ErrorType, safeMessage, within } from "../../shared/index.ts";
-import { type Call, runForCall } from "../draft.ts";
+import { type ErrorType, safeMessage } from "../../shared/index.ts";
+import { type Call, withinCallCode } from "../draft.ts";
 import { askApproval } from "./approval.ts";
 
 /**
@@ -147,13 +147,7 @@ async function bounded<T>(call: Call, run: AskingRun, granted: GrantedTool, work
   const { state, draft } = call;
   const limitMs = Math.min(granted.timeoutMs, Math.max(0, run.timeLeftMs()));
   const timeoutMessage = limitMs < granted.timeoutMs ? "the call's callTimeoutMs ran out before the tool answered." : `did not answer within its timeoutMs (${granted.timeoutMs} ms).`;
-  let ended: (() => void) | undefined;
-  const answer = await within(limitMs, run.signal, () => new Error(timeoutMessage), (signal) => {
-    const running = runForCall(state, draft, () => work(signal));
-    ended = running.ended;
-    return running.result;
-  });
-  ended?.();
+  const answer = await withinCallCode(state, draft, limitMs, run.signal, () => new Error(timeoutMessage), work);
   if (answer.ok) return answer;
   if (answer.why === "timeout") return { ok: false, errorType: "timeout", message: timeoutMessage };
   if (answer.why === "aborted") return { ok: false, errorType: "cancelled", message: "the call ended before the tool answered." };
