@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test, vi } from "vitest";
 import { Agent, ScriptedProvider, configureSandbox, type AgentProxy } from "../../../src/index.ts";
 import { defaultSandboxConfig, sandboxPool } from "../../../src/sandbox/host/pool.ts";
 import { poolTimings } from "../../../src/sandbox/host/timings.ts";
-import type { BridgeAnswer, RunRequestMessage } from "../../../src/sandbox/protocol.ts";
+import type { BridgeAnswer, RunReport, RunRequestMessage } from "../../../src/sandbox/protocol.ts";
 import { prepareProgram } from "../../../src/programs/index.ts";
 import { syntheticRecord } from "../../../test-support/records.ts";
 import { waitFor } from "../../../test-support/wait-for.ts";
@@ -475,20 +475,26 @@ describe("two runs of one agent in a sandbox process at once (the host's queue s
     };
   }
 
-  test("a run that needs a larger isolate leaves the one still running in the old isolate to finish, counted busy until then", async () => {
-    configureSandbox({ processes: 1, maxProcesses: 1 });
-    const pool = sandboxPool();
+  /** A run of `agentId` held in its isolate, waiting for a tool's answer, once it waits; `answer` lets it end. */
+  async function heldRun(agentId: string, callId: string): Promise<{ readonly report: Promise<RunReport>; readonly answer: (value: string) => void }> {
     let answer!: (value: string) => void;
     const answered = new Promise<string>((resolve) => (answer = resolve));
     let asked!: () => void;
     const waiting = new Promise<void>((resolve) => (asked = resolve));
-    const first = pool.execute(run("same-agent", "c1", "return await tools.hold({})", 1), {
+    const report = sandboxPool().execute(run(agentId, callId, "return await tools.hold({})", 1), {
       onBridge: async () => {
         asked();
         return { ok: true, value: await answered } as BridgeAnswer;
       },
     });
     await waiting;
+    return { report, answer };
+  }
+
+  test("a run that needs a larger isolate leaves the one still running in the old isolate to finish, counted busy until then", async () => {
+    configureSandbox({ processes: 1, maxProcesses: 1 });
+    const pool = sandboxPool();
+    const { report: first, answer } = await heldRun("same-agent", "c1");
     // Past the first isolate's mirror reserve: the second run gets an isolate of its own.
     const second = await pool.execute(run("same-agent", "c2", "return 2", 100), { onBridge: async () => ({ ok: true, value: null }) as BridgeAnswer });
     expect(second).toMatchObject({ kind: "settled", result: { status: "ok" } });
@@ -509,17 +515,7 @@ describe("two runs of one agent in a sandbox process at once (the host's queue s
     const cancelled = pool.execute(run("cold-agent", "c0", "return 0", 1), { ...noBridge, signal: controller.signal });
     controller.abort();
     expect(await cancelled).toMatchObject({ kind: "failed", errorType: "cancelled" });
-    let answer!: (value: string) => void;
-    const answered = new Promise<string>((resolve) => (answer = resolve));
-    let asked!: () => void;
-    const waiting = new Promise<void>((resolve) => (asked = resolve));
-    const held = pool.execute(run("cold-agent", "c1", "return await tools.hold({})", 1), {
-      onBridge: async () => {
-        asked();
-        return { ok: true, value: await answered } as BridgeAnswer;
-      },
-    });
-    await waiting;
+    const { report: held, answer } = await heldRun("cold-agent", "c1");
     expect((await pool.stats())[0]).toMatchObject({ busyIsolates: 1 });
     answer("held");
     expect(JSON.stringify(await held)).toContain("held");
