@@ -6,10 +6,10 @@ import { safeMessage } from "../../shared/index.ts";
 export type Approval = { readonly approved: true } | { readonly approved: false; readonly ended: true } | { readonly approved: false; readonly ended: false; readonly why: string };
 
 /**
- * Asks the agent's `toolApproval` (in the caller's async context, as the call's code) about a call of `tool` that
- * may change the world: approved (also when no approval is set), denied (`why`: by the
- * application, or the approval failed), or the run ended while it was asked. An approval that
- * never answers does not hold the call: it is waited for until the run ends.
+ * Asks the agent's `toolApproval` (in the caller's async context, as the call's code) about a
+ * call of `tool` that may change the world: approved (also when no approval is set), denied
+ * (`why`: by the application, or the approval failed), or the run ended while it was asked. An
+ * approval that never answers does not hold the call: it is waited for until the run ends.
  */
 export async function askApproval(call: Call, run: AskingRun, tool: string, input: unknown): Promise<Approval> {
   const { state, draft } = call;
