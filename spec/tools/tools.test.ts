@@ -274,6 +274,18 @@ describe("tools: effects and approval", () => {
     expect((await agent.other()).value).toBe(1);
   });
 
+  test("so is toolApproval calling back into the agent whose program waits for the approval", async () => {
+    const { state, bump } = counter();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    let self: any;
+    let asked: string | undefined;
+    const { agent } = assistant({ act: "return await tools.bump({})", other: "return 1" }, { bump }, { toolApproval: async () => ((asked = (await self.other()).errorMessage), true), callTimeoutMs: 5_000 });
+    self = agent;
+    expect((await agent.act()).ok).toBe(true);
+    expect(asked).toContain("would wait for itself");
+    expect(state.calls).toBe(1);
+  });
+
   test("through a delegate chain too: a tool of the child calling the parent is refused", async () => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     let parent: any;
