@@ -308,6 +308,19 @@ describe("onFailure as a function", () => {
     expect(states(lastRecord(history))).toEqual(["applied", "applied", "applied"]);
   });
 
+  test("an agent the function asks is in the failed call's trace, under it, as an agent a tool calls is", async () => {
+    const { order } = shop();
+    const triage = agentWith({ decide: "return args[0] > 2 ? 'revert' : 'keep'" }, { role: "triage" });
+    const onFailure = async (failure: CallFailure) => {
+      if ((await triage.agent.decide(failure.effects.length)).value === "revert") await failure.revert();
+    };
+    const { agent, history } = agentOf({ buy: PLACE_THREE_THEN_FAIL }, { order }, { onFailure });
+    expect((await agent.buy()).ok).toBe(false);
+    const failed = lastRecord(history);
+    expect(states(failed)).toEqual(["reverted", "reverted", "reverted"]);
+    expect(triage.history().at(0)).toMatchObject({ trace_id: failed.trace_id, parent_call_id: failed.call_id });
+  });
+
   test("an onFailure that throws: the call's outcome is its own failure, the log line says what the function threw, nothing is lost", async () => {
     const { order, book } = shop();
     const onFailure = async (failure: CallFailure) => {
