@@ -321,6 +321,31 @@ describe("onFailure as a function", () => {
     expect(triage.history().at(0)).toMatchObject({ trace_id: failed.trace_id, parent_call_id: failed.call_id });
   });
 
+  test("after a program's own mistake its agent is free: the function may call it", async () => {
+    const { order } = shop();
+    let noted: unknown;
+    const onFailure = async (failure: CallFailure) => {
+      noted = (await self.agent.note(failure.errorType)).value;
+    };
+    const self = agentOf({ buy: "await tools.order({ item: 'a' }); return undefinedFunction()", note: "return 'noted ' + args[0]" }, { order }, { onFailure, maxGenerationAttempts: 1 });
+    expect((await self.agent.buy()).ok).toBe(false);
+    expect(noted).toBe("noted execution");
+  });
+
+  test("what the failure spent of the call's request budget does not stop its undoing: the function's calls have a budget of their own", async () => {
+    const { order, book } = shop();
+    const noop: Tool = { description: "Does nothing.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: () => 1 };
+    const cancel: Tool<{ number: string }> = { description: "Cancels an order.", inputSchema: { type: "object", properties: { number: { type: "string" } }, required: ["number"] }, execute: ({ number }) => book.delete(number) };
+    const clerk = agentWith({ cancel: "return await tools.cancel({ number: args[0] })" }, { role: "clerk", tools: { cancel } });
+    const onFailure = async (failure: CallFailure) => {
+      for (const effect of failure.effects) await clerk.agent.cancel(effect.result);
+    };
+    const { agent } = agentOf({ buy: "await tools.order({ item: 'a' }); for (let i = 0; i < 300; i++) await tools.noop({}); return 1" }, { order, noop }, { onFailure });
+    expect((await agent.buy()).errorType).toBe("budget_exceeded");
+    expect(book.size).toBe(0);
+    expect(clerk.history().at(0)).toMatchObject({ outcome_summary: { status: "ok" } });
+  });
+
   test("an onFailure that throws: the call's outcome is its own failure, the log line says what the function threw, nothing is lost", async () => {
     const { order, book } = shop();
     const onFailure = async (failure: CallFailure) => {

@@ -8,8 +8,21 @@ import { CallTreeEgress } from "../egress/index.ts";
 import { SANDBOX_LIMITS } from "../sandbox/index.ts";
 
 export class CallTree {
-  readonly egress = new CallTreeEgress();
+  readonly egress: CallTreeEgress;
   #requests = 0;
+
+  constructor(egress = new CallTreeEgress()) {
+    this.egress = egress;
+  }
+
+  /**
+   * The tree of what undoes a failed call's effects (`onFailure`, a tool's `revert`) and the
+   * calls that code makes: the same fetches' count, barrier and redaction, and a request budget
+   * of its own, so that a failure that spent the call's budget does not also stop its undoing.
+   */
+  forCleanUp(): CallTree {
+    return new CallTree(this.egress);
+  }
 
   /** Counts one request of a program of the tree (a delegated call, a tool call, a fetch, `content`); false past the budget. */
   takeRequest(): boolean {

@@ -239,13 +239,24 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
 }
 
 /**
- * Runs the application's code for a call (a tool's `execute` or `revert`, its schema's check) in
- * the async context the call was made in, knowing that its agent and the agents waiting on it
- * wait on this code too; `ended` must be called when the code is over.
+ * How the application's code runs for a call. `agentWaits`: whether the call's agent waits for
+ * it (its program, or its turn, held until the code ends), so that a call of the agent from it
+ * is refused (default true). `tree`: the call tree the calls it makes join (default the call's).
  */
-export function runForCall<T>(state: AgentState, draft: CallDraft, work: () => T): { readonly result: T; readonly ended: () => void } {
-  const caller: ToolCaller = { tree: draft.tree, traceId: draft.traceId, callId: draft.callId };
-  return draft.inCaller(() => runWhileWaiting(withAgents(draft.waitingAgents, state.id), caller, work));
+export interface CallCode {
+  readonly agentWaits?: boolean;
+  readonly tree?: CallTree;
+}
+
+/**
+ * Runs the application's code for a call (a tool's `execute` or `revert`, its schema's check) in
+ * the async context the call was made in, knowing which agents wait on this code (see
+ * {@link CallCode}); `ended` must be called when the code is over.
+ */
+export function runForCall<T>(state: AgentState, draft: CallDraft, work: () => T, code: CallCode = {}): { readonly result: T; readonly ended: () => void } {
+  const caller: ToolCaller = { tree: code.tree ?? draft.tree, traceId: draft.traceId, callId: draft.callId };
+  const waiting = code.agentWaits === false ? draft.waitingAgents : withAgents(draft.waitingAgents, state.id);
+  return draft.inCaller(() => runWhileWaiting(waiting, caller, work));
 }
 
 /**
@@ -253,10 +264,10 @@ export function runForCall<T>(state: AgentState, draft: CallDraft, work: () => T
  * `onFailure`) as {@link runForCall} runs it, waited for as `within` does: known as the call's
  * until the wait ends, so an agent it calls meanwhile is part of the call's tree and trace.
  */
-export async function withinCallCode<T>(state: AgentState, draft: CallDraft, limitMs: number, signal: AbortSignal | undefined, timeoutReason: () => unknown, work: (signal: AbortSignal) => T | PromiseLike<T>): Promise<Within<Awaited<T>>> {
+export async function withinCallCode<T>(state: AgentState, draft: CallDraft, limitMs: number, signal: AbortSignal | undefined, timeoutReason: () => unknown, work: (signal: AbortSignal) => T | PromiseLike<T>, code: CallCode = {}): Promise<Within<Awaited<T>>> {
   let ended: (() => void) | undefined;
   const answer = await within(limitMs, signal, timeoutReason, (given) => {
-    const running = runForCall(state, draft, () => work(given));
+    const running = runForCall(state, draft, () => work(given), code);
     ended = running.ended;
     return running.result;
   });
@@ -310,7 +321,7 @@ export function waitsForItself(state: AgentState, draft: CallDraft): Outcome | u
   return failed(
     draft,
     "invalid_input",
-    `${state.role}.${draft.method}() was called from a tool while a program of this same agent waits for that tool; the call would wait for itself. Call the agent after its program ends, or use another agent.`,
+    `${state.role}.${draft.method}() was called from the application's code for a call of this same agent (a tool, toolApproval, a returns check, onFailure, a revert) while that call holds the agent; the call would wait for itself. Call the agent after that call ends, or use another agent.`,
   );
 }
 

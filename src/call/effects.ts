@@ -7,22 +7,26 @@
 import { type CallFailure, DEFAULT_TOOL_TIMEOUT_MS, effectsOf, undoEffects } from "../tools/index.ts";
 import { type Outcome, safeMessage } from "../shared/index.ts";
 import type { AgentState } from "../state/index.ts";
-import { type CallDraft, runForCall, withinCallCode } from "./draft.ts";
+import { type CallCode, type CallDraft, runForCall, withinCallCode } from "./draft.ts";
 
-/** Applies the agent's `onFailure` to the call's effects when `outcome` is a failure and there are some; at most once per call. */
-export function settleEffects(state: AgentState, draft: CallDraft, outcome: Outcome): Promise<void> {
+/**
+ * Applies the agent's `onFailure` to the call's effects when `outcome` is a failure and there are
+ * some; at most once per call. `holdsAgent`: whether the call holds its agent's turn meanwhile (a
+ * call of the agent from `onFailure` or a revert would then wait for itself, and is refused).
+ */
+export function settleEffects(state: AgentState, draft: CallDraft, outcome: Outcome, holdsAgent: boolean): Promise<void> {
   const { undo, tools } = draft;
   if (undo.settled !== undefined) return undo.settled;
   if (outcome.ok || tools.effects.length === 0) return Promise.resolve();
   const rule = state.options.onFailure;
   undo.rule = typeof rule === "function" ? "function" : rule;
-  undo.settled = rule === "keep" ? Promise.resolve() : applyRule(state, draft, outcome, rule);
+  undo.settled = rule === "keep" ? Promise.resolve() : applyRule(state, draft, outcome, rule, { agentWaits: holdsAgent, tree: draft.tree.forCleanUp() });
   return undo.settled;
 }
 
-async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, rule: Exclude<AgentState["options"]["onFailure"], "keep">): Promise<void> {
+async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, rule: Exclude<AgentState["options"]["onFailure"], "keep">, code: CallCode): Promise<void> {
   let undone: Promise<void> | undefined;
-  const revert = () => (undone ??= undoEffects(draft.tools.effects, draft.callId, (work) => runForCall(state, draft, work), draft.span));
+  const revert = () => (undone ??= undoEffects(draft.tools.effects, draft.callId, (work) => runForCall(state, draft, work, code), draft.span));
   if (rule === "revert") return revert();
   const failure: CallFailure = {
     callId: draft.callId,
@@ -38,7 +42,7 @@ async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, 
     },
   };
   const limitMs = handlerLimitMs(draft);
-  const answer = await withinCallCode(state, draft, limitMs, undefined, () => new Error(`it did not settle within ${limitMs} ms`), () => rule(failure));
+  const answer = await withinCallCode(state, draft, limitMs, undefined, () => new Error(`it did not settle within ${limitMs} ms`), () => rule(failure), code);
   if (!answer.ok) draft.undo.handlerError = answer.why === "timeout" ? `onFailure did not settle within ${limitMs} ms` : `onFailure threw: ${safeMessage(answer.error)}`;
   // A revert the function began ends before the record says what became of the effects.
   await undone;

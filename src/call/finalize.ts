@@ -34,7 +34,8 @@ export async function finalize(
 ): Promise<Outcome | typeof CONFLICT> {
   if (draft.finalized) return outcome;
   // A failure's effects are kept or undone first: the record says what became of them.
-  await settleEffects(target, draft, outcome);
+  // In the agent's turn: a call finalized outside it settled its effects before (performOpenCall).
+  await settleEffects(target, draft, outcome, true);
   draft.reuse.artifactHit = endedByKeptProgram(draft, outcome);
   // The attempt that ran ends with the outcome being committed (a store failure below replaces it).
   draft.attemptLog.end(outcome);
@@ -69,7 +70,7 @@ export async function finalize(
     } catch (error) {
       final = Outcome.failure(draft.callId, "store", storeFailure(error));
       // Nothing of the call is kept: its effects are kept or undone as for any failure, and the log line says which.
-      await settleEffects(target, draft, final);
+      await settleEffects(target, draft, final, true);
       draft.attemptLog.end(final);
       serialized = buildRecord(target, draft, final, durationMs, false, redactor);
       appended = false;

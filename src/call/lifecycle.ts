@@ -73,7 +73,7 @@ async function performOpenCall(state: AgentState, method: string, rawArgs: reado
   // agent's at once, not behind a program that is running. Without a context there is no conflict.
   if (!draft.finalized) {
     // A failure's effects are kept or undone before its caller is answered, whenever its record is written.
-    await settleEffects(state, draft, outcome);
+    await settleEffects(state, draft, outcome, false);
     if (state.link === undefined) outcome = (await finalize(state, draft, outcome)) as Outcome;
     else if (answersBeforeWriting(state, draft, outcome)) {
       // The record is committed after the program that holds the queue, and the caller is answered now.

@@ -17,7 +17,8 @@ export interface GenerationRequest {
   /**
    * The call's positional and named arguments (for providers that script by them; a model gets
    * them in `user`). Like the prompts, redacted once the call's tree sent credentials (DESIGN 14):
-   * then they are JSON data, as the call's record holds them.
+   * then they are JSON data, as the call's record holds them (a `Map`, `Date` or `BigInt` a
+   * marker such as `"[Map(1)]"`, a long string cut).
    */
   readonly args?: readonly unknown[] | undefined;
   readonly kwargs?: Readonly<Record<string, unknown>> | undefined;
