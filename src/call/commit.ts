@@ -138,8 +138,9 @@ async function runAndCommit(call: Call, prepared: Prepared, code: string, attemp
     const requestsBefore = draft.tree.requests;
     const { outcome, failure, context } = await runInSandbox(call, prepared.source);
     if (failure !== undefined && isOwnMistake(prepared, failure)) return describeMistake(draft, prepared, code, attempt, outcome, failure);
-    // Decided before the record is written, so the record and the log line can say it; once, as a re-run after a conflict runs the same program.
-    // A run after a conflict may send credentials the first did not: what its text holds is looked at again.
+    // Decided before the record is written, so the record and the log line can say it; once, as a
+    // re-run after a conflict runs the same program, except that a re-run may send credentials the
+    // first did not, so what its text holds is looked at after every run.
     if (outcome.ok && draft.program.programSource !== "reused") {
       if (holdsCredential(draft, code)) draft.reuse.reuseDecision = CREDENTIAL_IN_TEXT;
       else draft.reuse.reuseDecision ??= decideReuse(draft.method, state.options.reuse, prepared, draft.args, draft.kwargs, knowledgeTexts(draft));

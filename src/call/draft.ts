@@ -35,7 +35,7 @@ export interface CallOrigin {
   readonly parentTools?: ToolCallLog | undefined;
   /** For a delegated call: runs code in the async context of the application's call at the root of the tree. */
   readonly inCaller?: InCaller | undefined;
-  /** For a delegated call: what the call tree it is part of shares (its request budget, the fetches' count and barrier). A call made from a tool's code takes its tree from the tool. */
+  /** For a delegated call: what the call tree it is part of shares (its request budget, the fetches' count and barrier). A call made by the application's code running for another call (see `runForCall`) takes that call's. */
   readonly tree?: CallTree | undefined;
   /**
    * For a call of the application's: the live agent for an agent the program handed back in its
@@ -201,7 +201,7 @@ export interface CallTokens {
 export function newDraft(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): CallDraft {
   const startedMs = performance.now();
   const callId = randomUUID();
-  // A call a tool makes while its program waits belongs to that program's call (see `runForCall`).
+  // A call made by the application's code running for another call (a tool, toolApproval, …) belongs to that call (see `runForCall`).
   const caller = origin.tree === undefined ? toolCaller() : undefined;
   return {
     callId,
@@ -275,7 +275,7 @@ export async function withinCallCode<T>(state: AgentState, draft: CallDraft, lim
   return answer;
 }
 
-/** What a call made from a tool's code takes from the call whose program called the tool: its call tree, its trace, and itself as parent. */
+/** What a call made by the application's code running for another call takes from that call: its call tree, its trace, and itself as parent. */
 interface ToolCaller {
   readonly tree: CallTree;
   readonly traceId: string;

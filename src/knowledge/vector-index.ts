@@ -110,4 +110,3 @@ export class VectorIndex {
     return { rows: Array.from(found.keys, Number), scores: found.distances.map((distance) => 1 - distance) };
   }
 }
-
