@@ -5,7 +5,7 @@
  * never the host.
  */
 import { describe, expect, test } from "vitest";
-import { Agent, fromRetrieval, fromState, literal, ScriptedProvider, type KnowledgeResult, type Retriever } from "../../src/index.ts";
+import { Agent, fromRetrieval, fromState, lexicalEmbedder, literal, memoryRetriever, ScriptedProvider, type KnowledgeResult, type Retriever } from "../../src/index.ts";
 import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 /** A retriever over fixed passages: those sharing a word with the query, scored by the words shared. */
@@ -110,6 +110,21 @@ describe("knowledge", () => {
     const support = Agent.for("support", { provider, knowledge: [fromRetrieval(wordRetriever(PASSAGES), { name: "kb", query: "refunds" })] });
     expect((await support.look()).value).toEqual([true, true, true, true]);
     expect((await support.ask()).value).toBe(0);
+  });
+
+  test("metadata from improv's own retrievers reaches programs as stored, and is cut to the same bound as any retriever's when large", async () => {
+    const kb = memoryRetriever({ embedder: lexicalEmbedder() });
+    await kb.add([
+      { id: "small", content: "refunds take five days", metadata: { product: "billing", year: 2025, open: true, owner: null } },
+      { id: "large", content: "refunds by card", metadata: { note: "n".repeat(1_500), more: "m".repeat(1_500), most: "x".repeat(1_500) } },
+    ]);
+    const provider = new ScriptedProvider({ programs: { look: "return knowledge[0].results.map((found) => [found.sourceId, found.metadata, JSON.stringify(found.metadata).length])" } });
+    const support = Agent.for("support", { provider, knowledge: [fromRetrieval(kb, { name: "kb", query: "refunds", topK: 2 })] });
+    const outcome = await support.look();
+    expect(outcome.errorMessage).toBeUndefined();
+    const byId = Object.fromEntries((outcome.value as [string, unknown, number][]).map(([id, metadata, chars]) => [id, { metadata, chars }]));
+    expect(byId.small?.metadata).toEqual({ product: "billing", year: 2025, open: true, owner: null });
+    expect(byId.large?.metadata).toEqual({ note: "n".repeat(1_500), more: "m".repeat(1_500), "[output limit reached]": "[output limit reached]" });
   });
 
   test("passages reach the program as the retriever gave them (odd characters too), metadata without its `__proto__` key, and null for metadata it lacks", async () => {

@@ -8,6 +8,7 @@ import { configure } from "safe-stable-stringify";
 import { safeMessage, toJsonSafe, type JsonValue, within } from "../shared/index.ts";
 import { endSpan, startSpan, type Span } from "../tracing/index.ts";
 import { KNOWLEDGE_LIMITS, type KnowledgeCall, type NamedSource } from "./sources.ts";
+import { ownFlatMetadata } from "./vectors.ts";
 
 /** One passage in a segment, as programs read it. */
 export interface SegmentResult {
@@ -71,18 +72,22 @@ export interface AssemblyCall extends KnowledgeCall {
 }
 
 const MAX_QUERY_CHARS = 2_000;
+/** The most characters a result's metadata takes as JSON: more is cut by its JSON-safe copy. */
+const MAX_METADATA_CHARS = 2_000;
 const stringify = configure({ circularValue: "[Circular]", bigint: true, deterministic: false });
 
 /** The call's knowledge from `sources`; an agent without sources gets an empty one at once. */
 export async function assembleKnowledge(sources: readonly NamedSource[], call: AssemblyCall): Promise<KnowledgeAssembly> {
   const began = performance.now();
-  const parts = await Promise.all(sources.map((source) => assembleOne(source, call)));
+  // Literals and state values are read at once; only retrievals are waited for.
+  const parts = sources.map((source) => assembleOne(source, call));
+  for (const [index, part] of parts.entries()) if (part instanceof Promise) parts[index] = await part;
   let room = KNOWLEDGE_LIMITS.blockChars;
   const segments: KnowledgeSegment[] = [];
   const records: KnowledgeRecord[] = [];
   let failure: KnowledgeAssembly["failure"];
   let retrieved = 0;
-  for (const [index, part] of parts.entries()) {
+  for (const [index, part] of (parts as Part[]).entries()) {
     const source = sources[index] as NamedSource;
     if ("error" in part) {
       records.push({ name: source.name, kind: source.kind, ...(part.query === undefined ? {} : { query: part.query }), results: [], chars: 0, error: part.error });
@@ -107,7 +112,7 @@ export async function assembleKnowledge(sources: readonly NamedSource[], call: A
 
 type Part = { readonly segment: KnowledgeSegment; readonly query?: string } | { readonly error: string; readonly query?: string };
 
-async function assembleOne(source: NamedSource, call: AssemblyCall): Promise<Part> {
+function assembleOne(source: NamedSource, call: AssemblyCall): Part | Promise<Part> {
   switch (source.kind) {
     case "literal":
       return { segment: { name: source.name, kind: "literal", text: cut(source.text, source.maxChars) } };
@@ -171,7 +176,7 @@ function readResults(answer: unknown, source: Extract<NamedSource, { kind: "retr
           sourceId: cut(sourceId, 200),
           score,
           content: cut(content, source.maxChars),
-          metadata: metadata === undefined ? null : toJsonSafe(metadata, 2_000),
+          metadata: metadata === undefined ? null : (ownFlatMetadata(item, MAX_METADATA_CHARS) ?? toJsonSafe(metadata, MAX_METADATA_CHARS)),
         }),
       );
     }

@@ -207,9 +207,33 @@ export function matchesFilter(metadata: StoredMetadata | undefined, filter: Meta
   return true;
 }
 
+/** Results made by improv's own retrievers ({@link result}): frozen, with plain metadata that has no getters to run. */
+const ownResults = new WeakSet<object>();
+
 /** A search result, frozen. */
 export function result(content: string, score: number, sourceId: string, metadata: StoredMetadata | undefined): KnowledgeResult {
-  return Object.freeze(metadata === undefined ? { content, score, sourceId } : { content, score, sourceId, metadata });
+  const made = Object.freeze(metadata === undefined ? { content, score, sourceId } : { content, score, sourceId, metadata });
+  ownResults.add(made);
+  return made;
+}
+
+/**
+ * The metadata of a result one of improv's retrievers made, as it is, when it is flat (strings,
+ * finite numbers, booleans, null) and at most `maxChars` characters as JSON; undefined for any
+ * other result or metadata, which must be copied as untrusted data.
+ */
+export function ownFlatMetadata(item: object, maxChars: number): StoredMetadata | undefined {
+  if (!ownResults.has(item)) return undefined;
+  const { metadata } = item as KnowledgeResult;
+  if (typeof metadata !== "object" || metadata === null || !Object.isFrozen(metadata) || Object.getPrototypeOf(metadata) !== Object.prototype) return undefined;
+  let left = maxChars - 2;
+  for (const key in metadata) {
+    const value: unknown = (metadata as Record<string, unknown>)[key];
+    if (key === "__proto__" || !Object.hasOwn(metadata, key) || !isPrimitive(value)) return undefined;
+    left -= key.length + 3 + (typeof value === "string" ? value.length + 2 : 8);
+    if (left < 0) return undefined;
+  }
+  return metadata as StoredMetadata;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -14,7 +14,12 @@ export type Within<T> = { readonly ok: true; readonly value: T } | { readonly ok
  */
 export async function within<T>(limitMs: number, signal: AbortSignal | undefined, timeoutReason: () => unknown, work: (signal: AbortSignal) => T | PromiseLike<T>): Promise<Within<Awaited<T>>> {
   const controller = new AbortController();
-  const onAbort = () => controller.abort(signal?.reason);
+  // Ends the race once there is one; a listener on the signal handed to the work would cost as much again.
+  let stop: ((reason: unknown) => void) | undefined;
+  const onAbort = () => {
+    controller.abort(signal?.reason);
+    stop?.(signal?.reason);
+  };
   if (signal?.aborted) onAbort();
   else signal?.addEventListener("abort", onAbort, { once: true });
   let timedOut = false;
@@ -26,18 +31,20 @@ export async function within<T>(limitMs: number, signal: AbortSignal | undefined
       if (controller.signal.aborted) throw controller.signal.reason;
       return { ok: true, value: result as Awaited<T> };
     }
-    if (Number.isFinite(limitMs)) {
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort(timeoutReason());
-      }, limitMs);
-    }
     const stopped = new Promise<never>((_, reject) => {
-      if (controller.signal.aborted) reject(controller.signal.reason);
-      else controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
+      if (controller.signal.aborted) return reject(controller.signal.reason);
+      stop = reject;
+      if (Number.isFinite(limitMs)) {
+        timer = setTimeout(() => {
+          timedOut = true;
+          const reason = timeoutReason();
+          controller.abort(reason);
+          reject(reason);
+        }, limitMs);
+      }
     });
     const pending = Promise.resolve(result) as Promise<Awaited<T>>;
-    pending.catch(() => undefined); // It may reject after the race is lost; that must not go unhandled.
+    pending.then(undefined, () => undefined); // It may reject after the race is lost; that must not go unhandled.
     return { ok: true, value: await Promise.race([pending, stopped]) };
   } catch (error) {
     return { ok: false, why: timedOut ? "timeout" : controller.signal.aborted ? "aborted" : "threw", error };
