@@ -8,9 +8,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent, fromRetrieval, fromState, lexicalEmbedder, literal, memoryRetriever, pgvectorRetriever, sqliteRetriever, type Passage, type PassageRetriever, type Provider, type Retriever } from "../src/index.ts";
+import { Agent, fromRetrieval, fromState, lexicalEmbedder, literal, memoryRetriever, pgvectorRetriever, sqliteRetriever, type Embedder, type Passage, type PassageRetriever, type Provider, type Retriever } from "../src/index.ts";
 import { startPglite } from "../test-support/pglite-server.ts";
-import { INDEX_MIN_ROWS, indexBuiltOf, TopK, VectorRows } from "../src/knowledge/vector-rows.ts";
+import { INDEX_MIN_ROWS, indexBuiltOf, MIN_CANDIDATES, TopK, VectorRows } from "../src/knowledge/vector-rows.ts";
+import { newVectorIndex } from "../src/knowledge/vector-index.ts";
+import { embedNormalised } from "../src/knowledge/vectors.ts";
 import { expectOk, measure, measureInterleaved, summarize, type Summary } from "./stats.ts";
 
 const WORDS = "refund order ship card account password label return credit invoice tracking email store gift day week price discount address payment plan billing support warranty repair".split(" ");
@@ -45,6 +47,15 @@ export interface KnowledgeFigures {
    * `withoutBesideExact`. @unit µs
    */
   readonly calls: { readonly without: Summary; readonly withoutBesideSqlite: Summary; readonly withoutBesideExact: Summary } & Retrievers<Summary>;
+  /**
+   * What any retriever on the memory retriever's graph adds at least, and what improv adds
+   * without a search, in rounds of their own: the call without knowledge; the same call right
+   * after a bare search of a graph like the retriever's (usearch with the same vectors and
+   * settings, the query's vector made beforehand: no improv code); and the call with the three
+   * sources on a retriever that hands back five of the memory retriever's results at once,
+   * searching nothing. Undefined without usearch. @unit µs
+   */
+  readonly floor: { readonly without: Summary; readonly afterBareSearch: Summary; readonly answeredAtOnce: Summary } | undefined;
   /** One search alone, topK 5. @unit µs */
   readonly search: Retrievers<Summary>;
   /**
@@ -115,6 +126,7 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
     const sqliteCalls = await measureInterleaved({ without: task(agents.without), sqliteHnsw: task(agents.sqliteHnsw) }, options.count, options.warmup);
     const exactCalls = await measureInterleaved({ without: task(agents.without), memory: task(agents.memory), sqlite: task(agents.sqlite) }, options.count, options.warmup);
     const calls = { ...exactCalls, ...memoryCalls, sqliteHnsw: sqliteCalls.sqliteHnsw, withoutBesideSqlite: sqliteCalls.without, withoutBesideExact: exactCalls.without };
+    const floor = await floorCalls(embedder, options, agents.without, agentWith, () => n++);
     const searchInCalls = mapRetrievers(searchTimes, (samples) => summarize(samples.slice(-options.count)));
     const signal = new AbortController().signal;
     const searchTask = (retriever: PassageRetriever) => ({ task: () => retriever.search("refund card week", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal }) });
@@ -163,10 +175,53 @@ export async function knowledgeFigures(options: { readonly passages: number; rea
     } finally {
       await server.stop();
     }
-    return { passages: options.passages, dimensions: embedder.dimensions, calls, search, searchInCalls, recall, sqliteGrowth, pgvectorGrowth };
+    return { passages: options.passages, dimensions: embedder.dimensions, calls, floor, search, searchInCalls, recall, sqliteGrowth, pgvectorGrowth };
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+type Reader = ReturnType<typeof Agent.for<{ customer: { plan: string } }>>;
+
+/** {@link KnowledgeFigures.floor}: undefined when usearch is not available. */
+async function floorCalls(
+  embedder: Embedder,
+  options: { readonly passages: number; readonly count: number; readonly warmup: number },
+  without: Reader,
+  agentWith: (retriever: Retriever) => Reader,
+  nextN: () => number,
+): Promise<KnowledgeFigures["floor"]> {
+  const graph = newVectorIndex(embedder.dimensions);
+  if (graph === undefined) return undefined;
+  const all = passages(options.passages);
+  const vectors = new Float32Array(all.length * embedder.dimensions);
+  (await embedNormalised(embedder, all.map((passage) => passage.content), undefined)).forEach((vector, row) => vectors.set(vector, row * embedder.dimensions));
+  graph.add(all.map((_, row) => row), vectors);
+  const few = memoryRetriever({ embedder });
+  await few.add(all.slice(0, 50));
+  const fixed = await few.search("refund card", { topK: 5, minRelevance: Number.NEGATIVE_INFINITY, signal: new AbortController().signal });
+  const atOnce = agentWith({ search: async () => fixed });
+  await expectOk(atOnce.read(0));
+  // Each query's vector is made before the rounds: the bare search is the graph's work alone.
+  const first = nextN();
+  const asked = await embedNormalised(embedder, Array.from({ length: 3 * (options.count + options.warmup) + 1 }, (_, index) => `${first + index} refund card`), undefined);
+  const floor = await measureInterleaved(
+    {
+      without: { task: () => expectOk(without.read(nextN())) },
+      afterBareSearch: {
+        task: () => {
+          const n = nextN();
+          graph.nearest(asked[n - first] as Float32Array, MIN_CANDIDATES);
+          return expectOk(without.read(n));
+        },
+      },
+      answeredAtOnce: { task: () => expectOk(atOnce.read(nextN())) },
+    },
+    options.count,
+    options.warmup,
+  );
+  await Agent.close(atOnce);
+  return floor;
 }
 
 function mapRetrievers<T, U>(retrievers: Retrievers<T>, each: (retriever: T, key: keyof Retrievers<T>) => U): Retrievers<U> {

@@ -202,8 +202,10 @@ function knowledgeTargets(figures: typeof results.knowledge): { figure: string; 
   const ratio = (summary: Summary, beside: Summary) => summary.p50 / beside.p50;
   const memory = ratio(calls.memoryHnsw, calls.without);
   const sqlite = ratio(calls.sqliteHnsw, calls.withoutBesideSqlite);
+  const { floor } = figures;
+  const floorText = floor === undefined ? "" : `; after a bare graph search ×${ratio(floor.afterBareSearch, floor.without).toFixed(2)}, with a retriever that answers at once ×${ratio(floor.answeredAtOnce, floor.without).toFixed(2)}`;
   return [
-    { figure: `kept call with knowledge (memory retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${memory.toFixed(2)}, its search ×${ratio(figures.searchInCalls.memoryHnsw, calls.without).toFixed(2)} of it; exact ×${ratio(calls.memory, calls.withoutBesideExact).toFixed(2)})`, met: memory <= 1.5 },
+    { figure: `kept call with knowledge (memory retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${memory.toFixed(2)}, its search ×${ratio(figures.searchInCalls.memoryHnsw, calls.without).toFixed(2)} of it; exact ×${ratio(calls.memory, calls.withoutBesideExact).toFixed(2)}${floorText})`, met: memory <= 1.5 },
     { figure: `kept call with knowledge (SQLite retriever, HNSW, ${figures.passages} passages) ≤ 1.5 × without (×${sqlite.toFixed(2)}, its search ×${ratio(figures.searchInCalls.sqliteHnsw, calls.withoutBesideSqlite).toFixed(2)} of it; exact ×${ratio(calls.sqlite, calls.withoutBesideExact).toFixed(2)})`, met: sqlite <= 1.5 },
   ];
 }
@@ -355,6 +357,11 @@ row("  with knowledge, memory retriever, exact", knowledge.calls.memory);
 row("    its search, inside those calls", knowledge.searchInCalls.memory);
 row("  with knowledge, SQLite retriever, exact", knowledge.calls.sqlite);
 row("    its search, inside those calls", knowledge.searchInCalls.sqlite);
+if (knowledge.floor !== undefined) {
+  row("the call without knowledge (beside the floor's calls)", knowledge.floor.without);
+  row("  right after a bare search of the same graph (usearch alone)", knowledge.floor.afterBareSearch);
+  row("  with knowledge, a retriever that answers at once", knowledge.floor.answeredAtOnce);
+}
 row("one search, memory retriever, exact", knowledge.search.memory);
 row("one search, memory retriever, HNSW", knowledge.search.memoryHnsw);
 row("one search, SQLite retriever, exact", knowledge.search.sqlite);

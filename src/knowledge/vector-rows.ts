@@ -23,7 +23,7 @@ const INTAKE_ROWS = 1_024;
  */
 const THREAD_BUILD_MIN_ROWS = 4 * 1_024;
 /** Candidates asked of the index: at least this many, and at least four times `topK`. */
-const MIN_CANDIDATES = 40;
+export const MIN_CANDIDATES = 40;
 
 /**
  * What an in-process retriever answers with once no graph of its is being built on a thread: for
