@@ -57,6 +57,25 @@ describe("sqliteRetriever", () => {
     expect(await ask("refunds business days")).toEqual([]);
   });
 
+  test("the passages' text kept between searches is the table's: after another connection's write, one by hand, and this retriever's own", async () => {
+    const path = freshPath();
+    const embedder = lexicalEmbedder();
+    const here = await opened(path, { embedder });
+    const there = await opened(path, { embedder });
+    const ask = async (query: string) => (await here.search(query, { topK: 1, minRelevance: 0.2, signal: never() })).map((found) => [found.sourceId, found.content, found.metadata]);
+    await here.add([{ id: "refunds", content: "Refunds take five business days.", metadata: { topic: "billing" } }]);
+    expect(await ask("refunds business days")).toEqual([["refunds", "Refunds take five business days.", { topic: "billing" }]]);
+    await there.add([{ id: "refunds", content: "Refunds take five business days, or ten abroad.", metadata: { topic: "billing", region: "all" } }]);
+    expect(await ask("refunds business days")).toEqual([["refunds", "Refunds take five business days, or ten abroad.", { topic: "billing", region: "all" }]]);
+    // Only the text changed, by hand: the vector is the same, the text read is the new one.
+    const db = new DatabaseSync(path);
+    db.prepare('UPDATE "improv_passages" SET content = ?, metadata = ? WHERE id = ?').run("Refunds: five business days.", '{"topic":"money"}', "refunds");
+    db.close();
+    expect(await ask("refunds business days")).toEqual([["refunds", "Refunds: five business days.", { topic: "money" }]]);
+    await here.add([{ id: "refunds", content: "Refunds take five business days. Gift cards never." }]);
+    expect(await ask("refunds business days")).toEqual([["refunds", "Refunds take five business days. Gift cards never.", undefined]]);
+  });
+
   test('with index: "hnsw", the index kept between searches learns what changed: another connection\'s passage, a replaced one, one deleted by hand', async () => {
     const path = freshPath();
     const embedder = lexicalEmbedder({ dimensions: 128 });

@@ -37,14 +37,20 @@ const OPTION_NAMES: { readonly [K in keyof SqliteRetrieverOptions]-?: true } = {
 const VECTOR_FORMAT = "float32-le-unit";
 const LITTLE_ENDIAN = endianness() === "LE";
 const MAX_STATEMENTS = 64;
-/** The most vectors a retriever keeps in the process between searches; a larger table is read at every search. @unit bytes */
+/**
+ * The most a retriever keeps in the process between searches: the vectors, and the passages' text
+ * too when both fit (counted at two bytes a character); a table whose vectors alone do not is
+ * read at every search. @unit bytes
+ */
 const MAX_CACHE_BYTES = 256 * 2 ** 20;
 
-/** The table's vectors as this connection last read them; good while the table has not changed. */
+/** The table as this connection last read it; good while the table has not changed. */
 interface VectorCache {
-  /** `PRAGMA data_version` when they were read: another connection's commit changes it. */
+  /** `PRAGMA data_version` when it was read: another connection's commit changes it. */
   readonly version: number;
   readonly rows: VectorRows;
+  /** Each row's content, when it fits beside the vectors; undefined when a search reads its winners' content from the table. */
+  readonly contents: string[] | undefined;
 }
 
 /**
@@ -55,10 +61,12 @@ interface VectorCache {
  *
  * A search embeds the query, scores the passages whose metadata matches the filter (inside the
  * search, before `topK`) by cosine similarity in the process, and keeps the best `topK` scoring
- * at least `minRelevance`, best first; only those passages' content is read. The vectors are
- * kept in the process between searches (up to 256 MiB of them) and read again once the table
- * changed, here or in another process; a larger table is read at every search (35 ms for
- * 10,000 passages of 384 dimensions, most of it reading the BLOBs).
+ * at least `minRelevance`, best first. The vectors and the passages' text are kept in the
+ * process between searches (up to 256 MiB of them) and read again once the table changed, here
+ * or in another process; then a search is one statement (SQLite's `data_version`) and the work
+ * in the process. When only the vectors fit, a search reads its winners' content from the
+ * table; when not even they do, it reads every vector (35 ms for 10,000 passages of 384
+ * dimensions, most of it reading the BLOBs).
  *
  * @example
  * const docs = await sqliteRetriever("kb.db", { embedder: openaiEmbedder() });
@@ -77,6 +85,12 @@ export async function sqliteRetriever(path: string, options: SqliteRetrieverOpti
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new RangeError(`${caller} option "busyTimeoutMs" must be a whole number of milliseconds, 0 or more; got ${describeType(busyTimeoutMs)}.`);
   const index = checkIndexOption(given.index, caller);
   return new SqliteRetriever(path === ":memory:" ? path : resolve(path), embedder, table, busyTimeoutMs, index);
+}
+
+/** The results for `best` from the passages held in the process (their text read with their vectors). */
+function answerFrom(cache: VectorCache, best: TopK<number>): readonly KnowledgeResult[] {
+  const { rows, contents } = cache;
+  return Object.freeze(best.best().map(({ score, key, item: row }) => result((contents as string[])[row] as string, score, key, rows.metadata[row])));
 }
 
 class SqliteRetriever implements PassageRetriever {
@@ -166,11 +180,15 @@ class SqliteRetriever implements PassageRetriever {
     this.#open("search");
     const { topK, minRelevance, filter, signal } = checkSearch(query, options, "sqliteRetriever()");
     const [asked] = (await embedNormalised(this.embedder, [query], signal)) as [Float32Array];
-    return this.#guard("search", () =>
+    return this.#guard("search", () => {
+      // Nothing changed since the table was read, and its text is here too: one statement, no transaction.
+      const current = this.#current();
+      if (current?.contents !== undefined) return answerFrom(current, current.rows.search(asked, { topK, minRelevance, filter }));
       // One snapshot for both reads: the vectors, then the winners' content.
-      readSnapshot(this.#db, () => {
+      return readSnapshot(this.#db, () => {
         const cache = this.#cached();
         const best = cache?.rows.search(asked, { topK, minRelevance, filter }) ?? new TopK<number>(topK);
+        if (cache?.contents !== undefined) return answerFrom(cache, best);
         if (cache === undefined) {
           const { where, params } = filterSql(filter);
           for (const row of this.#statement(`SELECT id, vector FROM "${this.#table}"${where}`).all(...params) as { id: string; vector: Uint8Array }[]) {
@@ -185,8 +203,15 @@ class SqliteRetriever implements PassageRetriever {
             return result(row.content, score, key, row.metadata === null ? undefined : (Object.freeze(JSON.parse(row.metadata)) as StoredMetadata));
           }),
         );
-      }),
-    );
+      });
+    });
+  }
+
+  /** The cache, when it holds the text too and the table has not changed since it was read (here or in another process). */
+  #current(): VectorCache | undefined {
+    if (this.#cache?.contents === undefined || this.#wrote) return undefined;
+    const version = Number((this.#statement("PRAGMA data_version").get() as { data_version: number | bigint }).data_version);
+    return this.#cache.version === version ? this.#cache : undefined;
   }
 
   /**
@@ -203,21 +228,27 @@ class SqliteRetriever implements PassageRetriever {
     try {
       this.#wrote = false;
       const { dimensions } = this.embedder;
-      const held = Number((this.#statement(`SELECT count(*) AS n FROM "${this.#table}"`).get() as { n: number | bigint }).n);
+      const size = this.#statement(`SELECT count(*) AS n, coalesce(sum(length(content)), 0) AS chars FROM "${this.#table}"`).get() as { n: number | bigint; chars: number | bigint };
+      const held = Number(size.n);
       if (held * dimensions * 4 > MAX_CACHE_BYTES) {
         kept?.dispose();
         return undefined;
       }
-      const read = this.#statement(`SELECT id, metadata, vector FROM "${this.#table}"`).all() as { id: string; metadata: string | null; vector: Uint8Array }[];
+      const withText = held * dimensions * 4 + Number(size.chars) * 2 <= MAX_CACHE_BYTES;
+      const read = this.#statement(`SELECT id, metadata, vector${withText ? ", content" : ""} FROM "${this.#table}"`).all() as { id: string; metadata: string | null; vector: Uint8Array; content?: string }[];
+      const contents: string[] | undefined = withText ? [] : undefined;
       const fill = (rows: VectorRows) => {
-        for (const row of read) rows.set(row.id, this.#vector(row.id, row.vector), row.metadata === null ? undefined : (JSON.parse(row.metadata) as StoredMetadata));
+        for (const row of read) {
+          const at = rows.set(row.id, this.#vector(row.id, row.vector), row.metadata === null ? undefined : (Object.freeze(JSON.parse(row.metadata)) as StoredMetadata));
+          if (contents !== undefined) contents[at] = row.content as string;
+        }
         return rows;
       };
       // Passages gone from the table (removed by other means than this API) leave rows that no longer are: start again.
       const added = kept === undefined ? 0 : read.filter((row) => !kept.has(row.id)).length;
       const rows = kept !== undefined && kept.size + added === read.length ? fill(kept) : fill(new VectorRows(dimensions, held, { index: this.#index }));
       if (rows !== kept) kept?.dispose();
-      this.#cache = { version, rows };
+      this.#cache = { version, rows, contents };
       return this.#cache;
     } catch (error) {
       kept?.dispose();
