@@ -14,6 +14,7 @@ import { beforeEach, describe, expect, test } from "vitest";
 import { indexBuilds, MAX_THREAD_BUILDS } from "../../src/knowledge/index-build.ts";
 import { vectorIndexAvailable } from "../../src/knowledge/vector-index.ts";
 import { INDEX_MIN_ROWS, TopK, VectorRows } from "../../src/knowledge/vector-rows.ts";
+import { dotAt, dotFour } from "../../src/knowledge/vectors.ts";
 
 function vectorsOf(count: number, dimensions: number, seed: number): Float32Array[] {
   let state = seed;
@@ -42,6 +43,20 @@ describe("VectorRows.scan", () => {
     const found = best.best();
     expect(found.map((entry) => entry.key)).toEqual(expected.map((entry) => entry.key));
     found.forEach((entry, at) => expect(entry.score).toBeCloseTo(expected[at]!.score, 6));
+  });
+});
+
+describe("dotFour", () => {
+  test.each([1, 3, 4, 7, 384, 385])("with %i dimensions, each of four rows' sums is exactly dotAt's", (dimensions) => {
+    const vectors = vectorsOf(9, dimensions, dimensions + 7);
+    const matrix = new Float32Array(9 * dimensions);
+    vectors.forEach((vector, row) => matrix.set(vector, row * dimensions));
+    const [asked] = vectorsOf(1, dimensions, 5) as [Float32Array];
+    const into = new Float64Array(4);
+    for (const rows of [[0, 1, 2, 3], [8, 3, 3, 5], [7, 0, 6, 4]] as const) {
+      dotFour(asked, matrix, [rows[0] * dimensions, rows[1] * dimensions, rows[2] * dimensions, rows[3] * dimensions], dimensions, into);
+      expect(Array.from(into)).toEqual(rows.map((row) => dotAt(asked, matrix, row * dimensions, dimensions)));
+    }
   });
 });
 

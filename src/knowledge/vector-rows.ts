@@ -7,7 +7,7 @@
 import type { MetadataFilter } from "./types.ts";
 import { type BuiltIndex, IndexBuild, judgeOutliers } from "./index-build.ts";
 import { GRAPH_SCORE_ERROR, newVectorIndex, type VectorIndex } from "./vector-index.ts";
-import { clampCosine, dotAt, isZero, matchesFilter, rowsOf, type StoredMetadata } from "./vectors.ts";
+import { clampCosine, dotAt, dotFour, isZero, matchesFilter, rowsOf, type StoredMetadata } from "./vectors.ts";
 
 /** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
 export const INDEX_MIN_ROWS = 2_048;
@@ -54,6 +54,8 @@ export class VectorRows {
   readonly #rows = new Map<string, number>();
   readonly #scanOnly: boolean;
   #matrix: Float32Array;
+  /** Where {@link #scoreEach} puts its scores. */
+  readonly #four = new Float64Array(4);
   /** The index, once the rows are many enough; null when none can be had (usearch missing, or it failed once). */
   #index: VectorIndex | null | undefined;
   /** Rows set since the index last took them in: added to it at the next search. */
@@ -169,6 +171,16 @@ export class VectorRows {
         // What a row must score to get in: the worst kept once `topK` are, else `minRelevance`.
         const bar = () => (best.full ? best.worstScore : search.minRelevance);
         let lowest = Number.POSITIVE_INFINITY;
+        // Scored four at a time (see dotFour); the bar a candidate is held to may be a batch old, which only scores more.
+        const waiting: number[] = [];
+        const scoreWaiting = () => {
+          const scores = this.#scoreEach(asked, waiting);
+          for (const [at, row] of waiting.entries()) {
+            lowest = Math.min(lowest, scores[at] as number);
+            offer(row, scores[at] as number);
+          }
+          waiting.length = 0;
+        };
         for (const [at, row] of found.rows.entries()) {
           if (this.#outliers.has(row)) continue;
           // A candidate the graph scores too low to get in (even with its error) is not read: it is known below the bar.
@@ -176,10 +188,9 @@ export class VectorRows {
             lowest = Number.NEGATIVE_INFINITY;
             continue;
           }
-          const score = this.#score(asked, row);
-          lowest = Math.min(lowest, score);
-          offer(row, score);
+          if (waiting.push(row) === 4) scoreWaiting();
         }
+        scoreWaiting();
         for (const row of this.#outliers) offer(row, this.#score(asked, row));
         for (const row of this.#unindexed) offer(row, this.#score(asked, row));
         if (best.admits(0)) for (const row of this.#zeros) offer(row, 0);
@@ -204,6 +215,17 @@ export class VectorRows {
 
   #score(asked: Float32Array, row: number): number {
     return clampCosine(dotAt(asked, this.#matrix, row * this.dimensions, this.dimensions));
+  }
+
+  /** The scores of up to four `rows`, as {@link #score} gives each. */
+  #scoreEach(asked: Float32Array, rows: readonly number[]): Float64Array {
+    const { dimensions } = this;
+    const scores = this.#four;
+    if (rows.length === 4) {
+      dotFour(asked, this.#matrix, [(rows[0] as number) * dimensions, (rows[1] as number) * dimensions, (rows[2] as number) * dimensions, (rows[3] as number) * dimensions], dimensions, scores);
+      for (let at = 0; at < 4; at += 1) scores[at] = clampCosine(scores[at] as number);
+    } else for (const [at, row] of rows.entries()) scores[at] = this.#score(asked, row);
+    return scores;
   }
 
   /** The graph's candidates for `asked`, with its scores for them; undefined (and no index from then on) if it failed. */

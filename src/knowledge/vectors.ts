@@ -148,6 +148,50 @@ export function dotAt(asked: Float32Array, matrix: Float32Array, offset: number,
   return sum0 + sum1 + sum2 + sum3;
 }
 
+/**
+ * {@link dotAt} for four rows at once (at `offsets`), into `into`, each sum made exactly as
+ * `dotAt` makes it. Rows scattered over a large matrix are read side by side instead of one
+ * after another, each waiting on memory: half the time for rows not in the caches.
+ */
+export function dotFour(asked: Float32Array, matrix: Float32Array, offsets: readonly [number, number, number, number], dimensions: number, into: Float64Array): void {
+  const [a, b, c, d] = offsets;
+  const whole = dimensions - (dimensions % 4);
+  let a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0, d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+  for (let index = 0; index < whole; index += 4) {
+    const x0 = asked[index] as number;
+    const x1 = asked[index + 1] as number;
+    const x2 = asked[index + 2] as number;
+    const x3 = asked[index + 3] as number;
+    a0 += x0 * (matrix[a + index] as number);
+    a1 += x1 * (matrix[a + index + 1] as number);
+    a2 += x2 * (matrix[a + index + 2] as number);
+    a3 += x3 * (matrix[a + index + 3] as number);
+    b0 += x0 * (matrix[b + index] as number);
+    b1 += x1 * (matrix[b + index + 1] as number);
+    b2 += x2 * (matrix[b + index + 2] as number);
+    b3 += x3 * (matrix[b + index + 3] as number);
+    c0 += x0 * (matrix[c + index] as number);
+    c1 += x1 * (matrix[c + index + 1] as number);
+    c2 += x2 * (matrix[c + index + 2] as number);
+    c3 += x3 * (matrix[c + index + 3] as number);
+    d0 += x0 * (matrix[d + index] as number);
+    d1 += x1 * (matrix[d + index + 1] as number);
+    d2 += x2 * (matrix[d + index + 2] as number);
+    d3 += x3 * (matrix[d + index + 3] as number);
+  }
+  for (let index = whole; index < dimensions; index += 1) {
+    const x = asked[index] as number;
+    a0 += x * (matrix[a + index] as number);
+    b0 += x * (matrix[b + index] as number);
+    c0 += x * (matrix[c + index] as number);
+    d0 += x * (matrix[d + index] as number);
+  }
+  into[0] = a0 + a1 + a2 + a3;
+  into[1] = b0 + b1 + b2 + b3;
+  into[2] = c0 + c1 + c2 + c3;
+  into[3] = d0 + d1 + d2 + d3;
+}
+
 /** `passages` checked, each a fresh record with its metadata copied and frozen; a `TypeError` naming `caller`, the passage and what is wrong. */
 export function checkPassages(passages: unknown, caller: string): CheckedPassage[] {
   if (!Array.isArray(passages)) throw new TypeError(`${caller}.add(passages) takes an array of { id, content, metadata? }; got ${describeType(passages)}.`);
