@@ -359,7 +359,7 @@ row("  with knowledge, SQLite retriever, exact", knowledge.calls.sqlite);
 row("    its search, inside those calls", knowledge.searchInCalls.sqlite);
 if (knowledge.floor !== undefined) {
   row("the call without knowledge (beside the floor's calls)", knowledge.floor.without);
-  row("  right after a bare search of the same graph (usearch alone)", knowledge.floor.afterBareSearch);
+  row("  right after a bare search of a graph like the retriever's (usearch alone)", knowledge.floor.afterBareSearch);
   row("  with knowledge, a retriever that answers at once", knowledge.floor.answeredAtOnce);
 }
 row("one search, memory retriever, exact", knowledge.search.memory);

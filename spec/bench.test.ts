@@ -35,7 +35,7 @@ test("npm run bench -- --quick prints every figure with its baseline and writes 
   expect(results.knowledge.calls.without.count).toBeGreaterThan(0);
   expect(output).toMatch(/with knowledge, SQLite retriever, HNSW +p50 +\d+ µs[^\n]*\n +its search, inside those calls +p50 +\d+ µs/);
   expect(results.knowledge.searchInCalls.memoryHnsw.count).toBe(results.knowledge.calls.memoryHnsw.count);
-  expect(output).toMatch(/right after a bare search of the same graph \(usearch alone\) +p50 +\d+ µs[^\n]*\n +with knowledge, a retriever that answers at once +p50 +\d+ µs/);
+  expect(output).toMatch(/right after a bare search of a graph like the retriever.s \(usearch alone\) +p50 +\d+ µs[^\n]*\n +with knowledge, a retriever that answers at once +p50 +\d+ µs/);
   expect(results.knowledge.floor.afterBareSearch.count).toBe(results.knowledge.floor.without.count);
   expect(output).toMatch(/≤ 1\.5 × without \(×[\d.]+, its search ×[\d.]+ of it; exact ×[\d.]+; after a bare graph search ×[\d.]+, with a retriever that answers at once ×[\d.]+\)/);
   expect(output).toMatch(/a new agent.s first call \(with Agent.for and Agent.close\), isolates reused as by default, ≤ 2 × a bare isolate and context \(×[\d.]+\)/);

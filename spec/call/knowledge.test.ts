@@ -127,6 +127,32 @@ describe("knowledge", () => {
     expect(byId.large?.metadata).toEqual({ note: "n".repeat(1_500), more: "m".repeat(1_500), "[output limit reached]": "[output limit reached]" });
   });
 
+  test("metadata from improv's own retrievers reaches programs exactly as the same metadata from any retriever: long numbers and long keys bounded alike", async () => {
+    const manyNumbers = Object.fromEntries(Array.from({ length: 140 }, (_, index) => [`n${index}`, 1.2345678901234567e-300 * (index + 1)]));
+    const longKey = { ["k".repeat(1_500)]: "v" };
+    const small = { product: "billing", year: 2025 };
+    const look = async (retriever: Retriever) => {
+      const provider = new ScriptedProvider({ programs: { look: "return knowledge[0].results.map((found) => [found.sourceId, found.metadata])" } });
+      const agent = Agent.for("support", { provider, knowledge: [fromRetrieval(retriever, { name: "kb", query: "refunds", topK: 3 })] });
+      const outcome = await agent.look();
+      expect(outcome.errorMessage).toBeUndefined();
+      return Object.fromEntries(outcome.value as [string, unknown][]);
+    };
+    const own = memoryRetriever({ embedder: lexicalEmbedder() });
+    const passages = [
+      { id: "numbers", content: "refunds one", metadata: manyNumbers },
+      { id: "key", content: "refunds two", metadata: longKey },
+      { id: "small", content: "refunds three", metadata: small },
+    ];
+    await own.add(passages);
+    const plain: Retriever = { search: async () => passages.map((passage) => ({ sourceId: passage.id, content: passage.content, score: 0.5, metadata: passage.metadata })) };
+    const [fromOwn, fromPlain] = [await look(own), await look(plain)];
+    expect(fromOwn).toEqual(fromPlain);
+    expect(fromOwn.small).toEqual(small);
+    expect(JSON.stringify(fromOwn.numbers).length).toBeLessThan(2_500);
+    expect(Object.keys(fromOwn.key as object)[0]?.length).toBeLessThan(300);
+  });
+
   test("passages reach the program as the retriever gave them (odd characters too), metadata without its `__proto__` key, and null for metadata it lacks", async () => {
     const content = "line\u2028sep \ud800 lone \u0000 nul \"quoted\" </script>";
     const retriever: Retriever = {

@@ -12,6 +12,7 @@ import { memoryRetriever } from "../../src/knowledge/memory-retriever.ts";
 import { pgvectorRetriever } from "../../src/knowledge/pgvector-retriever.ts";
 import type { Embedder, MetadataFilter, Passage, PassageRetriever } from "../../src/knowledge/types.ts";
 import { startPglite, type PgliteServer } from "../../test-support/pglite-server.ts";
+import { Agent, fromRetrieval, ScriptedProvider } from "../../src/index.ts";
 
 let server: PgliteServer;
 let admin: pg.Pool;
@@ -357,6 +358,43 @@ describe("pgvectorRetriever on PostgreSQL with pgvector (PGlite over a socket)",
       await expect(docs.count()).rejects.toThrow(/pgvectorRetriever\(\{ pool \}\) cannot count passages: it was closed/);
       expect((await pool.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
       await expect(pgvectorRetriever({ pool }, { embedder: lexicalEmbedder(), maxConnections: 2 })).rejects.toThrow(/with \{ pool \}, size your pool instead/);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  test("{ pool } whose jsonb parser makes metadata with getters: a call's knowledge holds what each getter gave once, never the live object", async () => {
+    const JSONB = 3802;
+    let secondReads = 0;
+    const withGetters = (text: string): unknown => {
+      const parsed = JSON.parse(text) as Record<string, unknown>;
+      const made = {};
+      for (const [key, value] of Object.entries(parsed)) {
+        let reads = 0;
+        Object.defineProperty(made, key, {
+          enumerable: true,
+          get() {
+            reads += 1;
+            if (reads === 1) return value;
+            secondReads += 1;
+            return "y".repeat(300_000);
+          },
+        });
+      }
+      return made;
+    };
+    const pool = new pg.Pool({ connectionString: server.url, max: 2, types: { getTypeParser: ((oid: number, format?: string) => (oid === JSONB ? withGetters : pg.types.getTypeParser(oid, format as "text"))) as typeof pg.types.getTypeParser } });
+    try {
+      const docs = await pgvectorRetriever({ pool }, { embedder: lexicalEmbedder(), table: freshTable() });
+      open.push(docs);
+      await docs.add([{ id: "one", content: "refunds take five days", metadata: { note: "small" } }]);
+      const provider = new ScriptedProvider({ programs: { look: "const m = knowledge[0].results[0].metadata; return [m, JSON.stringify(knowledge).length < 10_000]" } });
+      const agent = Agent.for("pg-getters", { provider, knowledge: [fromRetrieval(docs, { name: "kb", query: "refunds" })] });
+      const outcome = await agent.look();
+      expect(outcome.errorMessage).toBeUndefined();
+      expect(outcome.value).toEqual([{ note: "small" }, true]);
+      expect(secondReads).toBe(0);
+      await Agent.close(agent);
     } finally {
       await pool.end();
     }

@@ -244,4 +244,40 @@ describe("OpenTelemetry spans", () => {
     expect(backup?.status.code).toBe(SpanStatusCode.ERROR);
     expect(backup?.attributes["error.type"]).toBe("knowledge");
   });
+
+  test("a span processor that throws as a retrieval's span ends, while another retrieval still searches, fails the call cleanly: no unhandled rejection", async () => {
+    const breaking = new BasicTracerProvider({
+      spanProcessors: [
+        {
+          onStart: () => undefined,
+          onEnd: (span: ReadableSpan) => {
+            if (span.name === "retrieve fast") throw new Error("span processor broke");
+          },
+          forceFlush: async () => undefined,
+          shutdown: async () => undefined,
+        },
+      ],
+    });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    trace.disable();
+    trace.setGlobalTracerProvider(breaking);
+    try {
+      const slow = { search: () => new Promise<never[]>((resolve) => setTimeout(() => resolve([]), 50)) };
+      const agent = Agent.for("support", {
+        provider: new ScriptedProvider({ programs: { answer: "return 1" } }),
+        knowledge: [fromRetrieval(slow, { name: "slow", query: "q" }), fromRetrieval({ search: async () => [] }, { name: "fast", query: "q" })],
+      });
+      const outcome = await agent.answer();
+      expect(outcome).toMatchObject({ ok: false, errorType: "execution", errorMessage: expect.stringContaining("span processor broke") });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(unhandled).toEqual([]);
+      expect(Agent.history(agent)).toHaveLength(1);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      trace.disable();
+      trace.setGlobalTracerProvider(provider);
+    }
+  });
 });

@@ -79,15 +79,15 @@ const stringify = configure({ circularValue: "[Circular]", bigint: true, determi
 /** The call's knowledge from `sources`; an agent without sources gets an empty one at once. */
 export async function assembleKnowledge(sources: readonly NamedSource[], call: AssemblyCall): Promise<KnowledgeAssembly> {
   const began = performance.now();
-  // Literals and state values are read at once; only retrievals are waited for.
-  const parts = sources.map((source) => assembleOne(source, call));
-  for (const [index, part] of parts.entries()) if (part instanceof Promise) parts[index] = await part;
+  // Literals and state values need no waiting; retrievals are waited for together, so a failure of any one is handled.
+  const made = sources.map((source) => assembleOne(source, call));
+  const parts = made.some((part) => part instanceof Promise) ? await Promise.all(made) : (made as Part[]);
   let room = KNOWLEDGE_LIMITS.blockChars;
   const segments: KnowledgeSegment[] = [];
   const records: KnowledgeRecord[] = [];
   let failure: KnowledgeAssembly["failure"];
   let retrieved = 0;
-  for (const [index, part] of (parts as Part[]).entries()) {
+  for (const [index, part] of parts.entries()) {
     const source = sources[index] as NamedSource;
     if ("error" in part) {
       records.push({ name: source.name, kind: source.kind, ...(part.query === undefined ? {} : { query: part.query }), results: [], chars: 0, error: part.error });

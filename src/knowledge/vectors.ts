@@ -2,6 +2,7 @@
  * What improv's retrievers share: the embedder checked, its vectors checked and normalised, the
  * passages and search options checked, and metadata filters.
  */
+import { types } from "node:util";
 import { describeType } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, SearchOptions } from "./types.ts";
 import { vectorIndexAvailable } from "./vector-index.ts";
@@ -251,7 +252,7 @@ export function matchesFilter(metadata: StoredMetadata | undefined, filter: Meta
   return true;
 }
 
-/** Results made by improv's own retrievers ({@link result}): frozen, with plain metadata that has no getters to run. */
+/** Results made by improv's own retrievers ({@link result}): frozen, their content a string and their score a number. */
 const ownResults = new WeakSet<object>();
 
 /** A search result, frozen. */
@@ -262,20 +263,23 @@ export function result(content: string, score: number, sourceId: string, metadat
 }
 
 /**
- * The metadata of a result one of improv's retrievers made, as it is, when it is flat (strings,
- * finite numbers, booleans, null) and at most `maxChars` characters as JSON; undefined for any
- * other result or metadata, which must be copied as untrusted data.
+ * The metadata of a result one of improv's retrievers made, as it is, when a JSON-safe copy of at
+ * most `maxChars` characters (`toJsonSafe`) would be the same: a frozen plain object (no Proxy,
+ * no getters) of strings, finite numbers, booleans and nulls, its keys at most 200 characters,
+ * all of it within `maxChars` as that copy counts them. Undefined otherwise: then it is copied
+ * as untrusted data (the pgvector retriever's metadata is what the application's `pg` made of it).
  */
 export function ownFlatMetadata(item: object, maxChars: number): StoredMetadata | undefined {
   if (!ownResults.has(item)) return undefined;
   const { metadata } = item as KnowledgeResult;
-  if (typeof metadata !== "object" || metadata === null || !Object.isFrozen(metadata) || Object.getPrototypeOf(metadata) !== Object.prototype) return undefined;
+  if (typeof metadata !== "object" || metadata === null || types.isProxy(metadata) || !Object.isFrozen(metadata) || Object.getPrototypeOf(metadata) !== Object.prototype) return undefined;
   let left = maxChars - 2;
-  for (const key in metadata) {
-    const value: unknown = (metadata as Record<string, unknown>)[key];
-    if (key === "__proto__" || !Object.hasOwn(metadata, key) || !isPrimitive(value)) return undefined;
-    left -= key.length + 3 + (typeof value === "string" ? value.length + 2 : 8);
-    if (left < 0) return undefined;
+  for (const key of Object.keys(metadata)) {
+    const found = Object.getOwnPropertyDescriptor(metadata, key);
+    if (key === "__proto__" || key.length > 200 || found === undefined || !("value" in found) || !isPrimitive(found.value)) return undefined;
+    const value: unknown = found.value;
+    left -= key.length + 3 + (typeof value === "string" ? value.length + 2 : String(value).length);
+    if (left <= 0) return undefined;
   }
   return metadata as StoredMetadata;
 }
