@@ -84,6 +84,37 @@ describe("within", () => {
     }
   });
 
+  it("answers aborted for work on an aborted signal that hands back a promise already resolved, as for a value", async () => {
+    const caller = new AbortController();
+    caller.abort(new Error("gone"));
+    expect(await within(1_000, caller.signal, late, async () => 1)).toMatchObject({ ok: false, why: "aborted", error: new Error("gone") });
+    expect(await within(1_000, caller.signal, late, () => Promise.resolve(1))).toMatchObject({ ok: false, why: "aborted" });
+  });
+
+  it("answers a promise whose constructor getter throws as threw, leaving no unhandled rejection, even when the caller aborted meanwhile", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const caller = new AbortController();
+      const answer = await within(1_000, caller.signal, late, () => {
+        caller.abort(new Error("cancelled"));
+        const odd = new Promise(() => undefined);
+        Object.defineProperty(odd, "constructor", {
+          get() {
+            throw new Error("no constructor");
+          },
+        });
+        return odd;
+      });
+      expect(answer).toMatchObject({ ok: false, error: new Error("no constructor") });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+
   it("makes the time-out reason only when the time is up", async () => {
     let made = 0;
     await within(1_000, undefined, () => (made += 1, new Error("late")), async () => "quick");

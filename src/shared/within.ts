@@ -31,8 +31,12 @@ export async function within<T>(limitMs: number, signal: AbortSignal | undefined
       if (controller.signal.aborted) throw controller.signal.reason;
       return { ok: true, value: result as Awaited<T> };
     }
+    // Made first: a promise whose `constructor` getter throws makes this throw, before any race exists to leave unhandled.
+    const pending = Promise.resolve(result) as Promise<Awaited<T>>;
+    pending.then(undefined, () => undefined); // It may reject after the race is lost; that must not go unhandled.
+    // Aborted before or while the work started: the answer is that, as for work that answered at once.
+    if (controller.signal.aborted) throw controller.signal.reason;
     const stopped = new Promise<never>((_, reject) => {
-      if (controller.signal.aborted) return reject(controller.signal.reason);
       stop = reject;
       if (Number.isFinite(limitMs)) {
         timer = setTimeout(() => {
@@ -43,8 +47,6 @@ export async function within<T>(limitMs: number, signal: AbortSignal | undefined
         }, limitMs);
       }
     });
-    const pending = Promise.resolve(result) as Promise<Awaited<T>>;
-    pending.then(undefined, () => undefined); // It may reject after the race is lost; that must not go unhandled.
     return { ok: true, value: await Promise.race([pending, stopped]) };
   } catch (error) {
     return { ok: false, why: timedOut ? "timeout" : controller.signal.aborted ? "aborted" : "threw", error };
