@@ -123,8 +123,7 @@ function leaseMs(state: AgentState): number {
 const CREDENTIAL_IN_TEXT = { kept: false, reason: "its text holds a credential this call sent (egress.headers), and a kept program is stored" } as const;
 
 function holdsCredential(draft: CallDraft, code: string): boolean {
-  const redactor = draft.tree.egress.redactor;
-  return redactor !== undefined && redactor.redact(code) !== code;
+  return draft.tree.redact(code) !== code;
 }
 
 async function runAndCommit(call: Call, prepared: Prepared, code: string, attempt: number, turn: AgentTurn | undefined): Promise<AttemptEnd> {

@@ -13,7 +13,7 @@ import type { ParsedProgram, ReuseDecision } from "../programs/index.ts";
 import type { KnowledgeAssembly } from "../knowledge/index.ts";
 import type { Span } from "../tracing/index.ts";
 import type { AgentTurn } from "../store/index.ts";
-import { agentsWaitingNow, toolCallerNow, runWhileWaiting, ToolCallLog, withAgents } from "../tools/index.ts";
+import { runWhileWaiting, ToolCallLog, toolRunningNow, withAgents } from "../tools/index.ts";
 import type { AttemptFailure } from "./repair.ts";
 import type { AgentReference } from "../sandbox/index.ts";
 import { CallTree } from "./call-tree.ts";
@@ -201,8 +201,9 @@ export interface CallTokens {
 export function newDraft(state: AgentState, method: string, rawArgs: readonly unknown[], origin: CallOrigin): CallDraft {
   const startedMs = performance.now();
   const callId = randomUUID();
+  const tool = toolRunningNow();
   // A call made by the application's code running for another call (a tool, toolApproval, …) belongs to that call (see `runForCall`).
-  const caller = origin.tree === undefined ? toolCaller() : undefined;
+  const caller = origin.tree === undefined ? toolCaller(tool?.caller) : undefined;
   return {
     callId,
     role: state.role,
@@ -233,7 +234,7 @@ export function newDraft(state: AgentState, method: string, rawArgs: readonly un
     span: undefined,
     // Taken only where a tool may run: its code sees the stores the application's call set.
     inCaller: origin.inCaller ?? (state.options.tools.names.length > 0 || state.options.egress !== undefined ? (AsyncLocalStorage.snapshot() as InCaller) : runHere),
-    waitingAgents: withAgents(origin.waitingAgents ?? new Set(), agentsWaitingNow()),
+    waitingAgents: withAgents(origin.waitingAgents ?? new Set(), ...(tool === undefined ? [] : [tool.agents])),
     finalized: false,
   };
 }
@@ -282,8 +283,8 @@ interface ToolCaller {
   readonly callId: string;
 }
 
-function toolCaller(): ToolCaller | undefined {
-  const caller = toolCallerNow() as Partial<ToolCaller> | undefined;
+function toolCaller(given: object | undefined): ToolCaller | undefined {
+  const caller = given as Partial<ToolCaller> | undefined;
   return caller?.tree instanceof CallTree ? (caller as ToolCaller) : undefined;
 }
 

@@ -9,7 +9,7 @@ export { JsonSchemaCompiler, SchemaProblem } from "./json-schema.ts";
 export type { SchemaCheck } from "./json-schema.ts";
 export { McpConnectionError, mcpTools } from "./mcp.ts";
 export type { McpClient, McpHttpServer, McpRevert, McpRevertOptions, McpServer, McpStdioServer, McpToolSet, McpToolsOptions } from "./mcp.ts";
-export { agentsWaitingNow, toolCallerNow, runWhileWaiting, withAgents } from "./reentry.ts";
+export { runWhileWaiting, toolRunningNow, withAgents } from "./reentry.ts";
 export { copyToolResult } from "./result.ts";
 export { schemaToType } from "./schema-type.ts";
 export { jsonSchemaProblem, readSchema } from "./schema.ts";

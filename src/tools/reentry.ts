@@ -32,18 +32,13 @@ export function runWhileWaiting<T>(agents: ReadonlySet<string>, caller: object, 
   }
 }
 
-/** The agents waiting on the tool whose code is running now (none outside a tool). */
-export function agentsWaitingNow(): ReadonlySet<string> {
+/**
+ * The tool whose code is running now: the agents waiting on it and the call whose program called
+ * it; undefined outside a tool (or in a callback it left behind).
+ */
+export function toolRunningNow(): { readonly agents: ReadonlySet<string>; readonly caller: object } | undefined {
   const state = waiting.getStore();
-  return state !== undefined && state.active ? state.agents : EMPTY;
-}
-
-const EMPTY: ReadonlySet<string> = new Set();
-
-/** The call whose tool's code is running now; undefined outside a tool (or in a callback it left behind). */
-export function toolCallerNow(): object | undefined {
-  const state = waiting.getStore();
-  return state !== undefined && state.active ? state.caller : undefined;
+  return state !== undefined && state.active ? state : undefined;
 }
 
 /** `base` with `more` added (the same set when nothing is added). */
