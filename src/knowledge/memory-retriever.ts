@@ -4,8 +4,8 @@
  */
 import { checkOptionNames } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, Passage, PassageRetriever, SearchOptions } from "./types.ts";
-import { INDEX_BUILT, VectorRows } from "./vector-rows.ts";
-import { checkEmbedder, checkIndexOption, checkPassages, checkSearch, embedNormalised, result } from "./vectors.ts";
+import { INDEX_BUILT, resultsOf, VectorRows } from "./vector-rows.ts";
+import { checkEmbedder, checkIndexOption, checkPassages, checkSearch, embedNormalised } from "./vectors.ts";
 
 /** Options of {@link memoryRetriever}. */
 export interface MemoryRetrieverOptions {
@@ -59,7 +59,7 @@ export function memoryRetriever(options: MemoryRetrieverOptions): PassageRetriev
       const { topK, minRelevance, filter, signal } = checkSearch(query, searchOptions, CALLER);
       const [asked] = (await embedNormalised(embedder, [query], signal)) as [Float32Array];
       const best = rows.search(asked, { topK, minRelevance, filter });
-      return Object.freeze(best.best().map(({ score, key, item: row }) => result(contents[row] as string, score, key, rows.metadata[row])));
+      return resultsOf(best, rows, contents);
     },
 
     async count(): Promise<number> {

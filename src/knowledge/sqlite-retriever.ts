@@ -9,7 +9,7 @@ import { dirname, resolve } from "node:path";
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import { checkOptionNames, describeType, readSnapshot, sqliteDatabase } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, PassageRetriever, SearchOptions } from "./types.ts";
-import { INDEX_BUILT, TopK, VectorRows } from "./vector-rows.ts";
+import { INDEX_BUILT, resultsOf, TopK, VectorRows } from "./vector-rows.ts";
 import { checkEmbedder, checkIndexOption, checkPassages, checkSearch, cosine, embedNormalised, result, type StoredMetadata } from "./vectors.ts";
 
 /** Options of {@link sqliteRetriever}. */
@@ -85,12 +85,6 @@ export async function sqliteRetriever(path: string, options: SqliteRetrieverOpti
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new RangeError(`${caller} option "busyTimeoutMs" must be a whole number of milliseconds, 0 or more; got ${describeType(busyTimeoutMs)}.`);
   const index = checkIndexOption(given.index, caller);
   return new SqliteRetriever(path === ":memory:" ? path : resolve(path), embedder, table, busyTimeoutMs, index);
-}
-
-/** The results for `best` from the passages held in the process (their text read with their vectors). */
-function answerFrom(cache: VectorCache, best: TopK<number>): readonly KnowledgeResult[] {
-  const { rows, contents } = cache;
-  return Object.freeze(best.best().map(({ score, key, item: row }) => result((contents as string[])[row] as string, score, key, rows.metadata[row])));
 }
 
 class SqliteRetriever implements PassageRetriever {
@@ -183,12 +177,12 @@ class SqliteRetriever implements PassageRetriever {
     return this.#guard("search", () => {
       // Nothing changed since the table was read, and its text is here too: one statement, no transaction.
       const current = this.#current();
-      if (current?.contents !== undefined) return answerFrom(current, current.rows.search(asked, { topK, minRelevance, filter }));
+      if (current?.contents !== undefined) return resultsOf(current.rows.search(asked, { topK, minRelevance, filter }), current.rows, current.contents);
       // One snapshot for both reads: the vectors, then the winners' content.
       return readSnapshot(this.#db, () => {
         const cache = this.#cached();
         const best = cache?.rows.search(asked, { topK, minRelevance, filter }) ?? new TopK<number>(topK);
-        if (cache?.contents !== undefined) return answerFrom(cache, best);
+        if (cache?.contents !== undefined) return resultsOf(best, cache.rows, cache.contents);
         if (cache === undefined) {
           const { where, params } = filterSql(filter);
           for (const row of this.#statement(`SELECT id, vector FROM "${this.#table}"${where}`).all(...params) as { id: string; vector: Uint8Array }[]) {
@@ -207,10 +201,15 @@ class SqliteRetriever implements PassageRetriever {
     });
   }
 
+  /** SQLite's `data_version` for this connection: another connection's commit changes it. */
+  #dataVersion(): number {
+    return Number((this.#statement("PRAGMA data_version").get() as { data_version: number | bigint }).data_version);
+  }
+
   /** The cache, when it holds the text too and the table has not changed since it was read (here or in another process). */
   #current(): VectorCache | undefined {
     if (this.#cache?.contents === undefined || this.#wrote) return undefined;
-    const version = Number((this.#statement("PRAGMA data_version").get() as { data_version: number | bigint }).data_version);
+    const version = this.#dataVersion();
     return this.#cache.version === version ? this.#cache : undefined;
   }
 
@@ -220,7 +219,7 @@ class SqliteRetriever implements PassageRetriever {
    * updated in place, so the index (if one was built) only takes in the vectors that changed.
    */
   #cached(): VectorCache | undefined {
-    const version = Number((this.#statement("PRAGMA data_version").get() as { data_version: number | bigint }).data_version);
+    const version = this.#dataVersion();
     if (this.#cache !== undefined && !this.#wrote && this.#cache.version === version) return this.#cache;
     const kept = this.#cache?.rows;
     this.#cache = undefined;

@@ -4,10 +4,10 @@
  * rows, asks an HNSW index ({@link VectorIndex}) for candidates and scores those exactly: the
  * scores are always exact, the set found is approximate (recall in docs/performance.md).
  */
-import type { MetadataFilter } from "./types.ts";
+import type { KnowledgeResult, MetadataFilter } from "./types.ts";
 import { type BuiltIndex, IndexBuild, judgeOutliers } from "./index-build.ts";
 import { GRAPH_SCORE_ERROR, newVectorIndex, type VectorIndex } from "./vector-index.ts";
-import { clampCosine, dotAt, dotFour, isZero, matchesFilter, rowsOf, type StoredMetadata } from "./vectors.ts";
+import { clampCosine, dotAt, dotFour, isZero, matchesFilter, result, rowsOf, type StoredMetadata } from "./vectors.ts";
 
 /** Up to this many rows a scan is cheap enough (0.6 ms at 384 dimensions) that no index is built. */
 export const INDEX_MIN_ROWS = 2_048;
@@ -386,6 +386,11 @@ interface Building {
 function sameVector(matrix: Float32Array, offset: number, vector: Float32Array): boolean {
   for (let index = 0; index < vector.length; index += 1) if (matrix[offset + index] !== vector[index]) return false;
   return true;
+}
+
+/** The results a search of `rows` found (`best`, by row), each with its passage's text from `contents` (by row) and its metadata, frozen. */
+export function resultsOf(best: TopK<number>, rows: VectorRows, contents: readonly string[]): readonly KnowledgeResult[] {
+  return Object.freeze(best.best().map(({ score, key, item: row }) => result(contents[row] as string, score, key, rows.metadata[row])));
 }
 
 /** The best `k` of the scores offered, kept in a small heap (the worst of them on top); ties go to the smaller key. */
