@@ -84,6 +84,21 @@ describe("toJsonSafe stand-ins, field by field", () => {
     expect(isPlainJson({ a: [1, "two", { b: null }] })).toBe(true);
   });
 
+  test("plain JSON is taken as is only when the copy within the same bound would be the same: numbers, booleans and nulls counted as the copy counts them", () => {
+    const values: unknown[] = [
+      Array.from({ length: 6 }, (_, index) => -1.2345678901234567e-300 * (index + 1)),
+      { a: null, b: null, c: null, d: [null, null] },
+      [true, false, true, 0, -0, 12],
+      { note: "n".repeat(20), n: 1e21, nested: { list: [1.5, "x", null, false] } },
+    ];
+    for (const value of values) {
+      for (let maxChars = 1; maxChars <= 200; maxChars += 1) {
+        if (isPlainJson(value, maxChars)) expect(JSON.stringify(toJsonSafe(value, maxChars)), `${JSON.stringify(value)} within ${maxChars}`).toBe(JSON.stringify(value));
+      }
+      expect(isPlainJson(value, 200)).toBe(true);
+    }
+  });
+
   test("deep nesting stops at a marker", () => {
     let deep: unknown = "bottom";
     for (let i = 0; i < 100; i += 1) deep = { deep };

@@ -3,7 +3,7 @@
  * passages and search options checked, and metadata filters.
  */
 import { types } from "node:util";
-import { describeType } from "../shared/index.ts";
+import { describeType, isPlainJson } from "../shared/index.ts";
 import type { Embedder, KnowledgeResult, MetadataFilter, Passage, SearchOptions } from "./types.ts";
 import { vectorIndexAvailable } from "./vector-index.ts";
 
@@ -272,16 +272,9 @@ export function result(content: string, score: number, sourceId: string, metadat
 export function ownFlatMetadata(item: object, maxChars: number): StoredMetadata | undefined {
   if (!ownResults.has(item)) return undefined;
   const { metadata } = item as KnowledgeResult;
-  if (typeof metadata !== "object" || metadata === null || types.isProxy(metadata) || !Object.isFrozen(metadata) || Object.getPrototypeOf(metadata) !== Object.prototype) return undefined;
-  let left = maxChars - 2;
-  for (const key of Object.keys(metadata)) {
-    const found = Object.getOwnPropertyDescriptor(metadata, key);
-    if (key === "__proto__" || key.length > 200 || found === undefined || !("value" in found) || !isPrimitive(found.value)) return undefined;
-    const value: unknown = found.value;
-    left -= key.length + 3 + (typeof value === "string" ? value.length + 2 : String(value).length);
-    if (left <= 0) return undefined;
-  }
-  return metadata as StoredMetadata;
+  // Frozen and not a Proxy: what is checked now is what is read later. Plain JSON of that size has no getters; flat, it has nothing unfrozen inside.
+  if (typeof metadata !== "object" || metadata === null || types.isProxy(metadata) || !Object.isFrozen(metadata) || !isPlainJson(metadata, maxChars)) return undefined;
+  return Object.values(metadata).every(isPrimitive) ? (metadata as StoredMetadata) : undefined;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -3,7 +3,7 @@ export { loadOpenAI, postgresLabel } from "./clients.ts";
 export { Drain, closeTimeout } from "./drain.ts";
 export { ENV_VARIABLES, apiKeyFrom, readEnv, readEnvFlag } from "./env.ts";
 export type { EnvName } from "./env.ts";
-export { asJsonSafe, describeError, toJsonSafe, truncateString, valueClass } from "./json-safe.ts";
+export { asJsonSafe, describeError, isPlainJson, toJsonSafe, truncateString, valueClass } from "./json-safe.ts";
 export type { JsonValue } from "./json-safe.ts";
 export { checkOptionNames, describeType } from "./option-check.ts";
 export { ERROR_TYPES, ImprovError, Outcome, isRetriable } from "./outcome.ts";

@@ -67,32 +67,36 @@ export function toJsonSafe(value: unknown, maxChars = MAX_JSON_SAFE_CHARS, optio
 }
 
 /**
- * Whether `value` is already plain JSON that {@link toJsonSafe} would copy unchanged: plain
- * objects and arrays within the depth, size and output limits, short strings, finite numbers,
- * booleans and null, no `__proto__` keys, no getters. Allocates nothing, so the common case
- * skips the copy.
+ * Whether `value` is already plain JSON that {@link toJsonSafe} (with `maxChars`) would copy
+ * unchanged: plain objects and arrays within the depth, size and output limits, counted as that
+ * copy counts them, short strings, finite numbers, booleans and null, no `__proto__` keys, no
+ * getters. Allocates nothing, so the common case skips the copy.
  */
-export function isPlainJson(value: unknown): value is JsonValue {
-  return isPlain(value, 0, { left: MAX_JSON_SAFE_CHARS });
+export function isPlainJson(value: unknown, maxChars = MAX_JSON_SAFE_CHARS): value is JsonValue {
+  return isPlain(value, 0, { left: maxChars });
 }
 
+/** Each value takes at least one character, so `left >= 0` after it means the copy had room before it, as it checks. */
 function isPlain(value: unknown, depth: number, budget: Budget): boolean {
   switch (typeof value) {
     case "string":
       budget.left -= value.length + 2;
       return value.length <= MAX_STRING_CHARS && budget.left >= 0;
     case "number":
-      budget.left -= 8;
+      budget.left -= String(value).length;
       return Number.isFinite(value) && budget.left >= 0;
     case "boolean":
-      budget.left -= 5;
+      budget.left -= String(value).length;
       return budget.left >= 0;
     case "object":
       break;
     default:
       return false;
   }
-  if (value === null) return true;
+  if (value === null) {
+    budget.left -= 4;
+    return budget.left >= 0;
+  }
   budget.left -= 2;
   if (depth >= MAX_DEPTH || budget.left < 0) return false;
   if (Array.isArray(value)) {
