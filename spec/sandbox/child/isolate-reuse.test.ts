@@ -61,6 +61,11 @@ const programs = {
   ].join("\n"),
   slow: "const answer = await tools.pause({ ms: 400 }); globalThis.afterClose = 'secret-A'; return answer",
   count: "context.n = (context.n ?? 0) + 1; return [context.n, context.conversation_history.length]",
+  // Strings kept by the realm's symbol registry, which no reset can empty: `args[0]` MiB of them.
+  pin: "let n = 0; for (; n < args[0]; n += 1) Symbol.for(String(n).padEnd(2 ** 20, 'z') + Math.random()); return n",
+  // Sets the realm's last match (its input settable directly too), for the agent's next call to find.
+  keepMatch: 'RegExp.input = "kept:" + args[0]; /(x)(y)/.exec("axyz"); RegExp.input = "kept:" + args[0]; return 1',
+  lastMatch: "return [RegExp.input, RegExp.lastMatch, RegExp.$1]",
 };
 
 const pause = pauseTool;
@@ -146,6 +151,42 @@ describe("isolates passed on to new agents", () => {
     const next = agent("reuse-after-spin");
     expect((await next.look()).value).toEqual(NOTHING_LEFT);
     expect((await totals()).reused).toBe(0);
+  });
+
+  test("an isolate holding memory its reset cannot free (strings in the symbol registry) is never passed on: the next agent gets all of its memoryLimitMb", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: true });
+    const pinning = agent("reuse-pin");
+    expect((await pinning.pin(40)).value).toBe(40);
+    await Agent.close(pinning);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await totals()).toEqual({ spares: 0, reused: 0 });
+    // A program that only left garbage still passes its isolate on.
+    const plain = agent("reuse-after-pin");
+    expect((await plain.leave()).ok).toBe(true);
+    await Agent.close(plain);
+    await expect.poll(async () => (await totals()).spares, { timeout: 5_000 }).toBe(1);
+  });
+
+  test("the realm's last match is cleared between calls of one agent, as between agents", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: true });
+    const keeper = agent("keep-match");
+    expect((await keeper.keepMatch("secret-1")).ok).toBe(true);
+    expect((await keeper.lastMatch()).value).toEqual(["", "", ""]);
+    await Agent.close(keeper);
+  });
+
+  test("an idle isolate counts what it holds as of its latest call (what a program kept included) against the budget and the memory ceiling", async () => {
+    sandboxPool().shutdown();
+    configureSandbox({ processes: 1, reuseIsolates: true });
+    const pinning = agent("idle-pin");
+    expect((await pinning.count()).ok).toBe(true);
+    // Idle for a second, its isolate is compacted and measured (once: see AgentIsolate.compact).
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await pinning.pin(30)).value).toBe(30);
+    await expect.poll(async () => (await sandboxPool().stats())[0]?.idleIsolatesMb ?? 0, { timeout: 5_000 }).toBeGreaterThanOrEqual(30);
+    await Agent.close(pinning);
   });
 
   test("with reuseIsolates: false, no isolate is ever passed on", async () => {

@@ -209,6 +209,8 @@ export class AgentIsolate {
   /** The isolate's live heap (runtime and mirror) when last measured, and the mirror estimate then. @unit MiB */
   #measuredMb: number;
   #measuredAtMirrorMb = 0;
+  /** The mirror estimate when {@link residentMb} was last measured. @unit MiB */
+  #residentAtMirrorMb = 0;
   /** Heap allowed beyond `memoryLimitMb` now. @unit MiB */
   #allowanceMb = 0;
   /** Whether the isolate's heap was collected once since it was made (see {@link compact}). */
@@ -382,6 +384,7 @@ export class AgentIsolate {
       this.#measuredMb = liveMb;
       this.#measuredAtMirrorMb = measuredAt;
       this.#residentMb = residentMbOf(this.#isolate, heap);
+      this.#residentAtMirrorMb = measuredAt;
       this.#compacted = true;
     } catch {
       // The estimate stays; a disposed isolate is rebuilt by the next run.
@@ -597,7 +600,10 @@ export class AgentIsolate {
    * in {@link TIDY_TIMEOUT_MS}) is disposed: the next run builds a fresh one.
    */
   tidy(): void {
-    if (this.#betweenCalls(this.#tidyRef, [])) this.#measureIfStale();
+    if (!this.#betweenCalls(this.#tidyRef, [])) return;
+    this.#measureIfStale();
+    // What a program kept (in the symbol registry, say) counts against the process's budget for idle isolates from now on.
+    this.#refreshResident();
   }
 
   /**
@@ -625,6 +631,12 @@ export class AgentIsolate {
    */
   recycle(seed: readonly number[]): boolean {
     if (this.busy || this.isDisposed || !this.#betweenCalls(this.#resetRef, [[...seed]])) return false;
+    // Memory no reset reaches (strings in the realm's symbol registry, say) would shrink the next agent's limit, and tell it how much the last one kept.
+    if (!this.#holdsOnlyRuntime()) {
+      this.dispose();
+      return false;
+    }
+    this.#refreshResident();
     this.historyEpoch = -1;
     this.historyLength = 0;
     // What it holds back is set anew by the `allowMirror` of the agent that takes it.
@@ -633,6 +645,32 @@ export class AgentIsolate {
     // Its size is measured again once its process has time to compact it.
     this.#compacted = false;
     return true;
+  }
+
+  /**
+   * Whether the heap holds no more than the runtime did when made, within
+   * {@link RECYCLE_SLACK_MB}: at once when it is that small garbage and all, else after a full
+   * collection (some milliseconds, only for an isolate whose agent left that much).
+   */
+  #holdsOnlyRuntime(): boolean {
+    const withinRuntime = () => this.#isolate.getHeapStatisticsSync().used_heap_size / 2 ** 20 <= this.#runtimeMb + RECYCLE_SLACK_MB;
+    try {
+      if (withinRuntime()) return true;
+      this.#collect.applySync(undefined, [], { timeout: TIDY_TIMEOUT_MS });
+      return withinRuntime();
+    } catch {
+      return false;
+    }
+  }
+
+  /** Measures what the isolate holds now (no collection: a few microseconds). */
+  #refreshResident(): void {
+    try {
+      this.#residentMb = residentMbOf(this.#isolate);
+      this.#residentAtMirrorMb = this.#mirrorMb;
+    } catch {
+      // Disposed: dropped by its process.
+    }
   }
 
   /** Whether {@link compact} has not been done since the isolate was made. */
@@ -651,6 +689,7 @@ export class AgentIsolate {
     try {
       this.#collect.applySync(undefined, [], { timeout: TIDY_TIMEOUT_MS });
       this.#residentMb = residentMbOf(this.#isolate);
+      this.#residentAtMirrorMb = this.#mirrorMb;
     } catch {
       // The estimate stays; a disposed isolate is rebuilt by the next run.
     }
@@ -661,7 +700,7 @@ export class AgentIsolate {
    * and what the engine allocated beside them) plus what its mirror grew by since. @unit MiB
    */
   get residentMb(): number {
-    return this.#residentMb + Math.max(0, this.#mirrorMb - this.#measuredAtMirrorMb);
+    return this.#residentMb + Math.max(0, this.#mirrorMb - this.#residentAtMirrorMb);
   }
 
   /** The call's result from the isolate if it has settled (which also ends the call there), else null. */
@@ -708,6 +747,11 @@ export class AgentIsolate {
  * isolate, less the heap it reports). @unit MiB
  */
 const ISOLATE_OVERHEAD_MB = 0.5;
+/**
+ * How much more than the runtime's heap as made an isolate may hold and still be passed on to
+ * another agent (see `recycle`): garbage of the calls before, not what a program kept. @unit MiB
+ */
+const RECYCLE_SLACK_MB = 4;
 
 /** An isolate's pages, what its engine allocated beside them and its fixed overhead, as it now stands. @unit MiB */
 function residentMbOf(isolate: ivm.Isolate, heap = isolate.getHeapStatisticsSync()): number {

@@ -112,7 +112,7 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
   // times the limit bounds the work here, and the host measures the value itself.
   const encodeWithin = (value: unknown, jsonLimit: number, ownData = false) => encode(value, jsonLimit * limits.encodedCharsPerJsonChar, ownData);
   let mirror = parts.createMirror();
-  /** Matches the empty string: run by `reset` so that the realm's last match is no agent's. */
+  /** Matches the empty string: run by `cleanGlobals` so that the realm's last match is no call's. */
   const EMPTY_MATCH = /(?:)/;
   /** More records than this in one run are parsed at its start, on its own time, as a sync's are. */
   const MAX_RECORDS_AS_TEXT = 4;
@@ -255,6 +255,8 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
    * replaced). Never throws.
    */
   function cleanGlobals(): boolean {
+    // The last match (RegExp.input, lastMatch, $1…) is no global property, and a program may set it: cleared too.
+    apply(regexpExec, EMPTY_MATCH, [""]);
     let clean = getPrototypeOf(global) === globalPrototype && isExtensible(global);
     try {
       for (const key of ownKeys(global)) {
@@ -335,7 +337,6 @@ export function createRuntime(parts: RuntimeParts): IsolateRuntime {
       handedOut = null;
       nextRequestId = 1;
       mirror = parts.createMirror();
-      apply(regexpExec, EMPTY_MATCH, [""]);
       return true;
     },
     start(payload: RunPayload): StartAnswer {
