@@ -24,6 +24,7 @@ function shop(options: { maxWriteCalls?: number; approve?: (input: unknown) => b
       "shop.reads": "for (let i = 0; i < 40; i++) await tools.stock({}); await tools.order({ item: 'one' }); return 'ok'",
       "shop.fanout": "const a = await delegate('helper').place(); const b = await delegate('helper').place(); let mine = 0; for (let i = 0; i < 5; i++) { try { await tools.order({ item: 'x' }); mine++ } catch { break } } return [a.value, b.value, mine]",
       "helper.place": "let n = 0; for (let i = 0; i < 5; i++) { try { await tools.order({ item: 'h' }); n++ } catch { break } } return n",
+      "shop.parallel": "const settled = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => tools.order({ item: 'p' + i }))); return settled.filter((each) => each.status === 'fulfilled').length",
       "shop.denied": "let refused = 0; for (let i = 0; i < 30; i++) { try { await tools.order({ item: i % 2 ? 'odd' : 'even' }) } catch { refused++ } } return refused",
     },
   });
@@ -71,6 +72,18 @@ describe("maxWriteCalls", () => {
     expect(fanning.orders).toHaveLength(12);
   });
 
+  test("calls made in parallel: no more than the limit reach the tool, with or without an approval to wait for; a denied or cancelled one frees its place", async () => {
+    const parallel = shop({ maxWriteCalls: 2 });
+    expect((await parallel.agent.parallel()).value).toBe(2);
+    expect(parallel.orders).toHaveLength(2);
+    const approvals: unknown[] = [];
+    const slow = shop({ maxWriteCalls: 3, approve: (input) => (approvals.push(input), (input as { item: string }).item !== "p0") });
+    // Approval answered at once here; the wait on it is still a turn: p0 denied frees its place for another.
+    expect((await slow.agent.parallel()).value).toBe(3);
+    expect(slow.orders).toHaveLength(3);
+    expect(approvals.length).toBe(4);
+  });
+
   test("the option is checked at construction", () => {
     const provider = new ScriptedProvider({ programs: {} });
     expect(() => Agent.for("shop", { provider, maxWriteCalls: -1 })).toThrow(new RangeError('Option "maxWriteCalls" must be at least 0, got -1.'));
@@ -99,6 +112,27 @@ return { sent, refused, last };`;
     expect(outcome.value).toEqual({ sent: 3, refused: 5, last: expect.stringContaining("(maxWriteCalls: 3); this request was not sent.") });
     expect(posts).toBe(3);
     expect(gets).toBe(8);
+  });
+
+  test("POSTs made in parallel, each waiting for its approval: no more than the limit are asked about and sent", async () => {
+    let posts = 0;
+    const server = await serve({
+      "/orders": (_request, response) => {
+        posts += 1;
+        response.end("ok");
+      },
+    });
+    const program = `const settled = await Promise.allSettled(Array.from({ length: 10 }, () => fetch("${server.origin}/orders", { method: "POST", body: "x" }))); return settled.filter((each) => each.status === "fulfilled").length`;
+    let approvals = 0;
+    const toolApproval = async () => {
+      approvals += 1;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return true;
+    };
+    const { agent } = egressAgent({ order: program }, { egress: { allow: [server.origin], methods: ["POST"] }, maxWriteCalls: 1, toolApproval });
+    expect((await agent.order()).value).toBe(1);
+    expect(posts).toBe(1);
+    expect(approvals).toBe(1);
   });
 });
 

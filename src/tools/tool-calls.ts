@@ -107,6 +107,8 @@ export class ToolCallLog {
   readonly #wrote = new Set<string>();
   /** Calls of tools that may change the world this call's own programs made (not its delegated calls'). */
   #writes = 0;
+  /** Writes checked against `maxWriteCalls` and not yet made or given up (waiting for approval, say). */
+  #heldWrites = 0;
   /** The writes that reached the tool (or the server), in order: the call's effect ledger (DESIGN 19). */
   readonly #effects: ToolCallEntry[] = [];
   /** By attempt: how many tool calls its program made. */
@@ -127,6 +129,27 @@ export class ToolCallLog {
   markWrote(tool: string): void {
     this.#writes += 1;
     this.#noteWrote(tool);
+  }
+
+  /**
+   * Holds one of the call's `max` writes for a write on its way (to its approval, then its tool):
+   * false when all are made or held. Writes made in parallel are so counted before any of them
+   * waits. Each hold is let go once ({@link letGoWrite}), after {@link markWrote} or instead of it.
+   */
+  holdWrite(max: number): boolean {
+    if (this.#writes + this.#heldWrites >= max) return false;
+    this.#heldWrites += 1;
+    return true;
+  }
+
+  letGoWrite(): void {
+    this.#heldWrites = Math.max(0, this.#heldWrites - 1);
+  }
+
+  /** Why {@link holdWrite} said no, as the middle of a sentence: the writes made, those on their way, and the limit. */
+  writeLimitReached(max: number): string {
+    const onTheirWay = this.#heldWrites === 0 ? "" : ` (and has ${this.#heldWrites} more on their way)`;
+    return `this call has made ${this.#writes} calls of tools that may change the world${onTheirWay}, the most it may make (maxWriteCalls: ${max})`;
   }
 
   /** Puts a write that is about to reach its tool in the effect ledger, its outcome unknown until it answers. */

@@ -47,14 +47,19 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
     if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
     if (mayWrite(next.method)) {
       const { maxWriteCalls } = call.state.options;
-      if (draft.tools.writes >= maxWriteCalls) return fail(`fetch ${shown}: this call has made ${draft.tools.writes} calls of tools that may change the world, the most it may make (maxWriteCalls: ${maxWriteCalls}); this request was not sent.`, false);
-      // The application approves exactly what is sent: the whole URL, and for a redirect where it came from.
-      const input = context.from === undefined ? { method, url: sentUrl(next.url) } : { method: next.method, url: sentUrl(next.url), redirectedFrom: sentUrl(context.from), status: context.status };
-      const approval = await askApproval(call, run, "fetch", input);
-      if (!approval.approved) return approval.ended ? fail(`fetch ${shown}: the call ended while the application was asked to approve the request.`, false, "cancelled") : fail(`fetch ${shown}: denied ${approval.why}.`, false);
-      if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
-      // From here the world may change: the call's programs are not run again on their own.
-      draft.tools.markWrote("fetch");
+      // Held before the wait for approval, so that requests made in parallel cannot all pass the limit.
+      if (!draft.tools.holdWrite(maxWriteCalls)) return fail(`fetch ${shown}: ${draft.tools.writeLimitReached(maxWriteCalls)}; this request was not sent.`, false);
+      try {
+        // The application approves exactly what is sent: the whole URL, and for a redirect where it came from.
+        const input = context.from === undefined ? { method, url: sentUrl(next.url) } : { method: next.method, url: sentUrl(next.url), redirectedFrom: sentUrl(context.from), status: context.status };
+        const approval = await askApproval(call, run, "fetch", input);
+        if (!approval.approved) return approval.ended ? fail(`fetch ${shown}: the call ended while the application was asked to approve the request.`, false, "cancelled") : fail(`fetch ${shown}: denied ${approval.why}.`, false);
+        if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
+        // From here the world may change: the call's programs are not run again on their own.
+        draft.tools.markWrote("fetch");
+      } finally {
+        draft.tools.letGoWrite();
+      }
       // A request that may write is an effect (never undoable: a fetch has no revert); known applied once a response came.
       if (entry.state === undefined) draft.tools.addEffect(entry);
     }

@@ -57,19 +57,27 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   if (!checked.ok) return checked.errorType === "tool" ? fail("tool", `tools.${granted.path}: its input schema failed while checking the input (${checked.message}).`) : fail(checked.errorType, `tools.${granted.path}: ${checked.message}`, true);
   if (!checked.value.ok) return fail("invalid_input", `tools.${granted.path}(input): the input does not match the tool's schema: ${checked.value.problems}`);
   const value = checked.value.value;
+  let write: WriteEffect | undefined;
   if (granted.effect === "write") {
     if (run.signal.aborted) return ended();
     const { maxWriteCalls } = call.state.options;
-    if (draft.tools.writes >= maxWriteCalls) return fail("tool", `tools.${granted.path}: this call has made ${draft.tools.writes} calls of tools that may change the world, the most it may make (maxWriteCalls: ${maxWriteCalls}); this one was not made.`);
-    const approval = await askApproval(call, run, granted.path, value);
-    if (!approval.approved) {
-      return approval.ended ? fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`) : fail("tool", `tools.${granted.path}: denied ${approval.why}.`);
+    // Held before the wait for approval, so that writes made in parallel cannot all pass the limit.
+    if (!draft.tools.holdWrite(maxWriteCalls)) return fail("tool", `tools.${granted.path}: ${draft.tools.writeLimitReached(maxWriteCalls)}; this one was not made.`);
+    try {
+      const approval = await askApproval(call, run, granted.path, value);
+      if (!approval.approved) {
+        return approval.ended ? fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`) : fail("tool", `tools.${granted.path}: denied ${approval.why}.`);
+      }
+      // A run that ended meanwhile does not start the tool: nothing of an ended call runs on.
+      if (run.signal.aborted) return ended();
+      // From here the world may change: the call's programs are not run again on their own.
+      write = startWrite(call, granted, entry, value, toolCallId);
+    } finally {
+      draft.tools.letGoWrite();
     }
   }
   // A run that ended meanwhile does not start the tool: nothing of an ended call runs on.
   if (run.signal.aborted) return ended();
-  // From here the world may change: the call's programs are not run again on their own.
-  const write = granted.effect === "write" ? startWrite(call, granted, entry, value, toolCallId) : undefined;
   const options = { callId: draft.callId, toolCallId, messages: [], context: {}, ...(write === undefined ? {} : { idempotencyKey: write.idempotencyKey }) };
   let answer: unknown;
   // The tool's span is the active one while it runs: spans its own code starts are its children.
