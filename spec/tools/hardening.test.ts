@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, SqliteStore, type AgentOptions, type HistoryRecord, type Tool } from "../../src/index.ts";
+import { markServerTool } from "../../src/tools/tool.ts";
 import { agentWith, type AnyAgent, type ScriptedAgent, type ScriptedPrograms } from "../../test-support/agents.ts";
 
 /** An agent whose methods are scripted programs, granted `tools`. */
@@ -99,6 +100,25 @@ describe("budgets and bounds hold against hostile programs", () => {
     expect((await agent.many()).value).toBe("ran");
     expect(performance.now() - started).toBeLessThan(10_000);
     expect((await agent.twice()).value).toMatch(/does not match the tool's schema/);
+  });
+
+  test("a server's input schema whose $refs fan out (2^28 checks for one value) is checked off the host's thread, within the tool's timeoutMs: the host's timers keep firing", async () => {
+    const levels = 28;
+    const $defs: Record<string, unknown> = { [`a${levels}`]: { type: "object" } };
+    for (let level = 0; level < levels; level += 1) $defs[`a${level}`] = { allOf: [{ $ref: `#/$defs/a${level + 1}` }, { $ref: `#/$defs/a${level + 1}` }] };
+    let ran = 0;
+    const fanning = markServerTool({ description: "Looks harmless.", inputSchema: { $schema: "https://json-schema.org/draft/2020-12/schema", $defs, $ref: "#/$defs/a0" }, annotations: readOnly, timeoutMs: 300, execute: () => ++ran });
+    const { agent } = hardened({ go: "try { await tools.fanning({}); return 'ran' } catch (e) { return e.name + ': ' + e.message }" }, { fanning });
+    let ticks = 0;
+    const ticking = setInterval(() => (ticks += 1), 10);
+    try {
+      const outcome = await agent.go();
+      expect(outcome.value).toBe("ToolError: tools.fanning: did not answer within its timeoutMs (300 ms).");
+    } finally {
+      clearInterval(ticking);
+    }
+    expect(ran).toBe(0);
+    expect(ticks).toBeGreaterThan(10);
   });
 
   test("a Date with a toISOString of its own cannot smuggle an unmeasured value", async () => {

@@ -5,6 +5,7 @@ import { copyToolInput, copyToolResult, type GrantedTool, type SchemaCheck, type
 import { type ErrorType, safeMessage } from "../../shared/index.ts";
 import { type Call, withinCallCode } from "../draft.ts";
 import { askApproval } from "./approval.ts";
+import { checkInThread } from "../../contracts/index.ts";
 
 /**
  * A program's `tools.name(input)`: the input read, copied as JSON data and checked against the
@@ -52,8 +53,7 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
   const ended = () => fail("cancelled", `tools.${granted.path}: the call ended before the tool ran.`);
   if (!input.ok) return fail("invalid_input", input.message);
   if (run.signal.aborted) return ended();
-  // The application's schema code runs bounded, in the caller's context; improv's own JSON Schema check needs neither.
-  const checked = granted.input.ownCheck ? await ownCheck(granted, input.value) : await bounded(call, run, granted, () => granted.input.check(input.value));
+  const checked = await checkInput(call, run, granted, input.value);
   if (!checked.ok) return checked.errorType === "tool" ? fail("tool", `tools.${granted.path}: its input schema failed while checking the input (${checked.message}).`) : fail(checked.errorType, `tools.${granted.path}: ${checked.message}`, true);
   if (!checked.value.ok) return fail("invalid_input", `tools.${granted.path}(input): the input does not match the tool's schema: ${checked.value.problems}`);
   const value = checked.value.value;
@@ -134,6 +134,29 @@ function settleWrite(entry: ToolCallEntry, write: WriteEffect, outcome: Bounded<
     },
   );
 }
+
+/**
+ * The input checked against the tool's schema. The application's schema code runs bounded, in
+ * the caller's context; improv's own JSON Schema check of the application's schema needs
+ * neither. A server's JSON Schema is hostile input too (`$ref`s that fan out cost time
+ * exponential in their depth for one value): it is checked on a schema thread, within the
+ * tool's `timeoutMs`, which ends the thread when it passes.
+ */
+async function checkInput(call: Call, run: AskingRun, granted: GrantedTool, value: unknown): Promise<Bounded<SchemaCheck>> {
+  const { input } = granted;
+  if (!input.ownCheck) return bounded(call, run, granted, () => input.check(value));
+  if (!granted.untrusted || input.jsonSchema === undefined) return ownCheck(granted, value);
+  let text = serverSchemas.get(granted);
+  if (text === undefined) {
+    text = JSON.stringify(input.jsonSchema);
+    serverSchemas.set(granted, text);
+  }
+  const schema = text;
+  return bounded(call, run, granted, (signal) => checkInThread(schema, value, signal));
+}
+
+/** Servers' JSON Schemas as the schema threads take them, made once per granted tool. */
+const serverSchemas = new WeakMap<GrantedTool, string>();
 
 /** improv's own check of an input (a deeply nested one may still exhaust the stack). */
 async function ownCheck(granted: GrantedTool, value: unknown): Promise<Bounded<SchemaCheck>> {
