@@ -9,6 +9,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { RE2JS } from "re2js";
 import { stringify } from "safe-stable-stringify";
 import { describeError } from "../shared/index.ts";
+import { ecmaPatternForRe2 } from "./ecma-pattern.ts";
 
 /** A value checked: the value the checker gives back (a Standard Schema may transform it), or the problems found. */
 export type SchemaCheck = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problems: string };
@@ -42,12 +43,13 @@ const AJV_OPTIONS: AjvOptions = {
 type AnyAjv = Ajv | Ajv2019 | Ajv2020;
 
 /**
- * A pattern compiled on RE2. ajv keeps one compiled pattern per `toString()` of what this
+ * A pattern compiled on RE2, written for it with the meaning JavaScript gives it (see
+ * `ecma-pattern.ts`). ajv keeps one compiled pattern per `toString()` of what this
  * returns, for every schema its validator compiles: the text must be the pattern's own source
  * and flags, or the first pattern compiled would serve every later one.
  */
 function linearRegExp(pattern: string, flags = ""): { test(text: string): boolean; toString(): string } {
-  const compiled = RE2JS.compile(pattern, flags.includes("i") ? RE2JS.CASE_INSENSITIVE : 0);
+  const compiled = RE2JS.compile(ecmaPatternForRe2(pattern), flags.includes("i") ? RE2JS.CASE_INSENSITIVE : 0);
   return { test: (text: string) => compiled.test(text), toString: () => `/${pattern}/${flags}` };
 }
 
