@@ -36,6 +36,13 @@ describe("a tool's input is copied as JSON data before its schema check and exec
     ["Infinity", "[1, 1 / 0]", /input\[1\] is Infinity, which JSON cannot hold/],
     ["-Infinity at the top", "-1 / 0", /input is -Infinity, which JSON cannot hold/],
     ["nesting past 200 levels", "let v = {}; for (let i = 0; i < 300; i++) v = { v }; v", /input(\.v)+ is nested deeper than 200 levels/],
+    // What the sandbox can only write as text, never given to a tool as if the program had written that text.
+    ["a function", "{ f() {} }", /^tools\.t\(input\): input\.f is a function \(\[Function: f\]\), which JSON cannot hold; send data, not code\.$/],
+    ["a toJSON method", "{ a: 1, toJSON() { return 2 } }", /input\.toJSON is a function \(\[Function: toJSON\]\), which JSON cannot hold/],
+    ["a symbol", "{ s: Symbol('x') }", /input\.s is a symbol \(\[Symbol\(x\)\]\), which JSON cannot hold/],
+    ["a getter that throws", "{ get x() { throw new Error('no') } }", /input\.x is a getter that threw, which JSON cannot hold; send the value itself/],
+    ["a promise", "{ p: Promise.resolve(1) }", /input\.p is a Promise, which JSON cannot hold; await it and send its value/],
+    ["a proxy whose keys cannot be read", "new Proxy({}, { ownKeys() { throw new Error('no') } })", /^tools\.t\(input\): input is an object whose properties could not be read, which JSON cannot hold/],
   ];
   test.each(refused)("%s is refused in the program, and the tool never runs", async (_name, input, message) => {
     const { tool, received } = keeper();

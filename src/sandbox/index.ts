@@ -1,7 +1,7 @@
 /** What other folders may use of sandbox/: they import it from here, never from its files. */
 export { AgentReference, mayHoldAgents, replaceAgentReferences } from "./agent-reference.ts";
 export { findUncloneable } from "./crossing.ts";
-export { readDelegateInput, readHandedBackOptions, readKeptValue, readToolInput, rewriteResult } from "./host/inbound.ts";
+export { readDelegateInput, readHandedBackOptions, readKeptValue, readToolInput, rewriteResult, StandIn } from "./host/inbound.ts";
 export type { ProgramResult } from "./host/inbound.ts";
 export type { AskingRun } from "./host/pending-run.ts";
 export { configureSandbox, sandboxPool } from "./host/pool.ts";

@@ -12,6 +12,18 @@ export class MalformedValueError extends Error {
   override readonly name = "MalformedValueError";
 }
 
+/**
+ * What the sandbox could only write as text: a function or a symbol (`[Function: f]`,
+ * `[Symbol(x)]`), a getter that threw, a promise, an object or property it could not read.
+ * Decoded as that text, unless the caller asks to tell it from a string the program wrote.
+ */
+export class StandIn {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
 const SPECIAL_REFS: ReadonlyMap<number, unknown> = new Map<number, unknown>([
   [-1, undefined],
   [-3, Number.NaN],
@@ -71,7 +83,7 @@ function decodeFlat(nodes: readonly unknown[]): { value: unknown } | undefined {
  * {@link ValueTooLargeError} past that (before building anything) and
  * {@link MalformedValueError} for anything malformed.
  */
-export function decodeValue(text: string, maxChars: number): unknown {
+export function decodeValue(text: string, maxChars: number, options: { readonly markStandIns?: boolean } = {}): unknown {
   // Longer than the in-isolate encoder ever writes for a value within the limit: refused unread.
   if (text.length > maxEncodedChars(maxChars)) throw new ValueTooLargeError(maxChars);
   let parsed: unknown;
@@ -168,6 +180,9 @@ export function decodeValue(text: string, maxChars: number): unknown {
       }
       case "Bytes":
         return remember(index, bytes(String(rest[0]), String(rest[1] ?? "")));
+      case "StandIn":
+        if (typeof rest[0] !== "string") throw new MalformedValueError("Malformed stand-in.");
+        return remember(index, options.markStandIns === true ? new StandIn(rest[0]) : rest[0]);
       case "Agent":
         if (typeof rest[0] !== "string" || (typeof rest[1] !== "string" && rest[1] !== null)) throw new MalformedValueError("Malformed agent.");
         return remember(index, new AgentReference(rest[0], rest[1]));

@@ -77,6 +77,8 @@ function taggedShape(node: readonly unknown[]): NodeShape {
     }
     case "Date":
       return { chars: DATE_CHARS, children: NO_CHILDREN };
+    case "StandIn":
+      return { chars: 2 + text(1), children: NO_CHILDREN };
     case "Bytes":
       return { chars: 2 + text(2), children: NO_CHILDREN };
     default:

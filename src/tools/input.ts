@@ -13,11 +13,12 @@
  * | `-0`                                    | `0`                                       |
  * | no input at all                         | `undefined` (the schema decides)          |
  * | Map, Set, BigInt, RegExp, an error, binary data, NaN, ±Infinity, a cycle, nesting past 200 levels | refused: a `TypeError` in the program naming the place |
+ * | a function or symbol, a getter that threw, a promise, an object that could not be read | refused too (the sandbox writes these as text, such as `[Function: f]`, which the tool must never take for the program's own) |
  *
  * A part shared by two places is copied in each, as JSON writes it.
  */
 
-import { AgentReference } from "../sandbox/index.ts";
+import { AgentReference, StandIn } from "../sandbox/index.ts";
 
 /** The input as the tool is given it, or why it cannot be (the program's mistake). */
 export type ToolInputCopy = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string };
@@ -62,6 +63,25 @@ const ADVICE: Readonly<Record<string, string>> = {
   DataView: "send an array of numbers or a base64 string",
 };
 
+/** What a stand-in stood for, and what to send instead. */
+function standInWhat(text: string): [what: string, advice?: string] {
+  if (text.startsWith("[Function")) return [`a function (${text})`, "send data, not code"];
+  if (text.startsWith("[Symbol(")) return [`a symbol (${text})`, "send a string"];
+  switch (text) {
+    case "[getter threw]":
+      return ["a getter that threw", "send the value itself"];
+    case "[Promise]":
+      return ["a Promise", "await it and send its value"];
+    case "[WeakMap]":
+    case "[WeakSet]":
+      return [`a ${text.slice(1, -1)}`];
+    case "[unreadable property]":
+      return ["a property that could not be read"];
+    default:
+      return ["an object whose properties could not be read"];
+  }
+}
+
 function refuse(walk: Walk, what: string, advice?: string): never {
   throw new NotJson(`${where(walk)} is ${what}, which JSON cannot hold${advice === undefined ? "" : `; ${advice}`}.`);
 }
@@ -93,12 +113,16 @@ function copy(value: unknown, walk: Walk): unknown {
     case "object":
       break;
     default:
-      // The sandbox's encoding writes functions and symbols as text; nothing else reaches here.
+      // The sandbox's encoding writes functions and symbols as stand-ins (refused above); nothing else reaches here.
       return refuse(walk, `a ${typeof value}`);
   }
   if (value === null) {
     spend(walk, 4);
     return null;
+  }
+  if (value instanceof StandIn) {
+    const [what, advice] = standInWhat(value.text);
+    return refuse(walk, what, advice);
   }
   if (value instanceof Date) {
     spend(walk, 26);

@@ -22,7 +22,9 @@ export async function answerTool(request: ToolRequest, call: Call, run: AskingRu
   const input = decoded.ok ? asJson(granted, decoded.value) : decoded;
   // The record shows what the tool is given; an input refused shows as decoded, with stand-ins for what JSON cannot hold.
   draft.emit({ type: "tool", tool: granted.path, effect: granted.effect });
-  const entry = draft.tools.start(granted.path, input.ok ? input.value : decoded.ok ? decoded.value : null, granted.effect, draft.asked.attempts);
+  // An input refused is recorded as decoded, what the sandbox could only write as text as that text.
+  const shown = input.ok ? input.value : decoded.ok ? (readToolInput(request, false) as { readonly value?: unknown }).value : null;
+  const entry = draft.tools.start(granted.path, shown, granted.effect, draft.asked.attempts);
   const toolCallId = randomUUID();
   const span = startSpan(
     `execute_tool ${granted.path}`,

@@ -9,7 +9,9 @@
 import type { ErrorType } from "../../shared/index.ts";
 import { SANDBOX_LIMITS } from "../limits.ts";
 import type { DelegateRequest, IsolateResult, RunReport, ToolRequest } from "../protocol.ts";
-import { decodeValue, MalformedValueError } from "../value-codec.ts";
+import { decodeValue, MalformedValueError, type StandIn } from "../value-codec.ts";
+
+export { StandIn } from "../value-codec.ts";
 import { ValueTooLargeError } from "../value-size.ts";
 
 /** How the program ended, with its value and context decoded. */
@@ -184,11 +186,16 @@ export function readHandedBackOptions(text: string | null): Record<string, unkno
 }
 
 /** A tool call's input from a program: decoded within its limit, or why it cannot be read. */
-export function readToolInput(request: ToolRequest): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string } {
+/**
+ * A tool's input as the program passed it; `markStandIns` (the default) keeps what the sandbox
+ * could only write as text as {@link StandIn}s, so that the input's copy refuses them; without it,
+ * they are their text (for the record of an input refused).
+ */
+export function readToolInput(request: ToolRequest, markStandIns = true): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly message: string } {
   const tooLarge = `The input of tools.${request.tool}() is larger than the ${SANDBOX_LIMITS.maxToolInputChars}-character limit for a tool's input ${SHARED_PARTS}. Pass less data.`;
   if (request.input === null) return { ok: false, message: tooLarge };
   try {
-    return { ok: true, value: decodeValue(request.input, SANDBOX_LIMITS.maxToolInputChars) };
+    return { ok: true, value: decodeValue(request.input, SANDBOX_LIMITS.maxToolInputChars, { markStandIns }) };
   } catch (error) {
     return { ok: false, message: error instanceof ValueTooLargeError ? tooLarge : `The input of tools.${request.tool}() could not be read.` };
   }

@@ -9,14 +9,15 @@
  * -3 NaN, -4 Infinity, -5 -Infinity, -6 -0. A node is a JSON primitive; an array of refs (a
  * plain array); an object of refs (a plain object); or a tagged array whose first item is a
  * string: ["Date", iso|null], ["BigInt", digits], ["Map", k, v, ...], ["Set", v, ...],
- * ["RegExp", source, flags], ["Error", name, message], ["Bytes", kind, hex], and, from an
+ * ["RegExp", source, flags], ["Error", name, message], ["Bytes", kind, hex], ["StandIn", text]
+ * for what can only be written as text, and, from an
  * encoder given `agentOf`, ["Agent", role, options|null] for an agent the runtime made with
  * `delegate` (only the runtime can say so: no data a program makes is written as this tag).
  *
  * Every object is visited once, so cycles and shared references cost nothing extra (no
  * "billion laughs" blow-up). Functions, symbols, promises and weak collections become
- * descriptive strings; `__proto__` keys are dropped; reading a throwing getter or proxy trap
- * gives a stand-in string for that field. The output is bounded by `maxChars`, counted as the
+ * stand-ins (`[Function: f]`, `[Promise]`), as does a field whose getter or proxy trap threw;
+ * `__proto__` keys are dropped. The output is bounded by `maxChars`, counted as the
  * text it writes (each node, each reference, escapes included): past it, encoding throws an
  * error named `ResultTooLarge`.
  *
@@ -28,6 +29,9 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
   "use strict";
   const { keys, getOwnPropertyDescriptor, getPrototypeOf, create } = Object;
   const apply = Reflect.apply;
+  // What `read` gives for a property it could not read, or whose getter threw: written as a stand-in.
+  const GETTER_THREW = create(null) as object;
+  const UNREADABLE_PROPERTY = create(null) as object;
   const isArray = Array.isArray;
   const stringify = JSON.stringify;
   const dateGetTime = Date.prototype.getTime;
@@ -159,6 +163,10 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
       return index;
     }
     function ref(value: unknown): number {
+      if (value === GETTER_THREW || value === UNREADABLE_PROPERTY) {
+        const text = value === GETTER_THREW ? "[getter threw]" : "[unreadable property]";
+        return push(["StandIn", text], jsonChars(text) + 1);
+      }
       const cost = plainCost(value);
       if (cost !== undefined) return push(value, cost);
       switch (typeof value) {
@@ -181,7 +189,7 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
             // Leave it blank.
           }
           const text = `[Symbol(${textOf(description, 200)})]`;
-          return push(text, jsonChars(text) + 1);
+          return push(["StandIn", text], jsonChars(text) + 1);
         }
         case "function": {
           let name = "";
@@ -192,7 +200,7 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
             // A revoked proxy: leave the name blank.
           }
           const text = name ? `[Function: ${textOf(name, 200)}]` : "[Function]";
-          return push(text, jsonChars(text) + 1);
+          return push(["StandIn", text], jsonChars(text) + 1);
         }
         default: {
           const object = value as object;
@@ -210,7 +218,7 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
       try {
         descriptor = getOwnPropertyDescriptor(object, key);
       } catch {
-        return "[unreadable property]";
+        return UNREADABLE_PROPERTY;
       }
       if (!descriptor) return undefined;
       if ("value" in descriptor) return descriptor.value;
@@ -218,7 +226,7 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
       try {
         return apply(descriptor.get, object, []);
       } catch {
-        return "[getter threw]";
+        return GETTER_THREW;
       }
     }
     function describe(object: object): unknown {
@@ -235,7 +243,7 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
         arrayLike = isArray(object);
         if (!arrayLike) prototype = getPrototypeOf(object);
       } catch {
-        return "[revoked proxy]";
+        return ["StandIn", "[revoked proxy]"];
       }
       if (arrayLike) return describeArray(object as unknown[]);
       if (prototype === ObjectPrototype || prototype === null) return describeObject(object);
@@ -270,9 +278,9 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
       }
       if (isView(object) || brand(arrayBufferByteLength, object)) return bytes(object);
       // instanceof, not a brand check: calling then() on a rejected promise would leave a stray rejection.
-      if (object instanceof PromiseCtor) return "[Promise]";
-      if (brand(weakMapHas, object)) return "[WeakMap]";
-      if (brand(weakSetHas, object)) return "[WeakSet]";
+      if (object instanceof PromiseCtor) return ["StandIn", "[Promise]"];
+      if (brand(weakMapHas, object)) return ["StandIn", "[WeakMap]"];
+      if (brand(weakSetHas, object)) return ["StandIn", "[WeakSet]"];
       if (object instanceof ErrorCtor) {
         const name = textOf(readInherited(object, "name") ?? "Error", 200);
         const message = textOf(readInherited(object, "message"), 10_000);
@@ -315,7 +323,7 @@ export function createEncoder(agentOf?: (object: object) => readonly [role: stri
       try {
         names = keys(object);
       } catch {
-        return "[unreadable object]";
+        return ["StandIn", "[unreadable object]"];
       }
       const node = create(null) as Record<string, number>;
       for (const key of names) {
