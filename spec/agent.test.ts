@@ -34,6 +34,13 @@ describe("Agent.for", () => {
     expect(() => Agent.for("", {})).toThrow(TypeError);
   });
 
+  test("a role or id that a store would keep the same as another is refused", () => {
+    // Lone surrogates: a store writes each as U+FFFD, so "user-\ud800" and "user-\udc00" would be one stored agent.
+    expect(() => Agent.for("a", { id: "user-\ud800" })).toThrow(new TypeError('Option "id" must be well-formed Unicode text (it holds a lone surrogate, which a store would keep as U+FFFD, the same as others).'));
+    expect(() => Agent.for("calc\udc00")).toThrow(/role must be well-formed Unicode text/);
+    expect(() => Agent.for("a", { id: "user-\u{1F600}" })).not.toThrow();
+  });
+
   test("new Agent() is refused in favour of Agent.for", () => {
     expect(() => new Agent()).toThrow("Use Agent.for(role, options) to make an agent.");
   });

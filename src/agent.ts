@@ -74,6 +74,8 @@ function validateRole(role: unknown): string {
   if (typeof role !== "string" || role.trim() === "" || role.length > MAX_NAME_LENGTH) {
     throw new TypeError(`An agent's role must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, e.g. Agent.for("calculator").`);
   }
+  // A lone surrogate is kept by a store as U+FFFD: two roles would be one.
+  if (!role.isWellFormed()) throw new TypeError("An agent's role must be well-formed Unicode text (it holds a lone surrogate).");
   return role;
 }
 

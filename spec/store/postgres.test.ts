@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Agent, PostgresStore } from "../../src/index.ts";
 import { EMPTY_CONTEXT, encodeContext } from "../../src/store/context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "../../src/store/migrations.ts";
-import { leanStatements } from "../../src/store/postgres-store.ts";
+import { leanStatements, postgresTimings } from "../../src/store/postgres-store.ts";
 import { postgresUnavailable, startPostgres, type PostgresServer } from "../../test-support/postgres.ts";
 import { durableAgentContract, provider } from "../../test-support/agents-contract.ts";
 import { expectMigratedValues, storeContract } from "../../test-support/store-contract.ts";
@@ -174,6 +174,36 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
       expect(Agent.history(counter)).toHaveLength(1);
       expect(counter.runtimeContext).toEqual({ n: 1 });
     });
+
+    test("a commit held up past the statement timeout is ended by the server: its call says nothing of it was kept, and nothing of it ever is", async () => {
+      const saved = { ...postgresTimings };
+      Object.assign(postgresTimings, { queryMs: 3_000, statementMs: 1_500 });
+      try {
+        const url = await freshDatabase();
+        const store = openStore(url);
+        const counter = await Agent.open("counter", { store, id: "held", provider: provider(), reuse: false });
+        await counter.inc();
+        // Another session holds the agent's row, as a long transaction of another program would.
+        const blocker = new pg.Client({ connectionString: url });
+        await blocker.connect();
+        await blocker.query("BEGIN");
+        await blocker.query("SELECT 1 FROM improv_agents WHERE id = 'held' FOR UPDATE");
+        const held = await counter.inc();
+        expect(held).toMatchObject({ errorType: "store", retriable: true });
+        await blocker.query("COMMIT");
+        await blocker.end();
+        // Had the server gone on with the commit, it would land now that the row is free.
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        const check = new pg.Client({ connectionString: url });
+        await check.connect();
+        const { rows } = await check.query("SELECT count(*)::int AS records FROM improv_records WHERE agent_id = 'held'");
+        await check.end();
+        expect(rows[0]).toEqual({ records: 1 });
+        expect((await counter.inc()).value).toBe(2);
+      } finally {
+        Object.assign(postgresTimings, saved);
+      }
+    }, 30_000);
 
     test("connections the server ends while calls use them end those calls typed, never the host", async () => {
       const url = await freshDatabase();

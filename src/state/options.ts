@@ -275,6 +275,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
   }
   const id = optionalString(given, "id");
   if (id !== undefined && id.length > MAX_ID_LENGTH) throw new RangeError(`Option "id" must be at most ${MAX_ID_LENGTH} characters, got ${id.length}.`);
+  if (id !== undefined && !id.isWellFormed()) throw new TypeError(`Option "id" must be well-formed Unicode text (it holds a lone surrogate, which a store would keep as U+FFFD, the same as others).`);
   const historyPreview = readHistoryPreview(given.historyPreview, integer(given, "historyPreviewLimit", 0), base.historyPreview);
   const toolApproval = pick("toolApproval");
   if (toolApproval !== undefined && typeof toolApproval !== "function") throw new TypeError('Option "toolApproval" must be a function (request) => boolean | Promise<boolean>.');

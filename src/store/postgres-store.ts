@@ -19,9 +19,17 @@ export interface PostgresStoreOptions {
 
 /**
  * A connection that cannot be made, or a query that gets no answer, fails instead of holding
- * an agent's calls forever; keep-alive notices a connection that died quietly.
+ * an agent's calls forever; keep-alive notices a connection that died quietly. The server ends
+ * a statement itself, before pg stops waiting for it: a commit pg gave up on would otherwise go
+ * on in the server and land after its call was told that nothing of it was kept (and a retry
+ * would apply it twice). Settings of the library, read as each connection is made; tests
+ * lower them. @unit ms
  */
-const CONNECTION_LIMITS = { connectionTimeoutMillis: 10_000, query_timeout: 60_000, keepAlive: true } as const;
+export const postgresTimings = { connectMs: 10_000, queryMs: 60_000, statementMs: 55_000 };
+
+function connectionLimits(): pg.ClientConfig {
+  return { connectionTimeoutMillis: postgresTimings.connectMs, query_timeout: postgresTimings.queryMs, statement_timeout: Math.min(postgresTimings.statementMs, postgresTimings.queryMs), keepAlive: true };
+}
 
 /** Serialises schema migrations across processes (an arbitrary, fixed advisory lock key). */
 const MIGRATION_LOCK = 4_821_337;
@@ -67,7 +75,7 @@ export class PostgresStore implements Store {
     this.#turnConnections = Array.from({ length: Math.min(MAX_TURN_CONNECTIONS, maxConnections) }, () => undefined);
     // Idle connections do not keep the process alive: an application that is done can exit.
     this.#pool = loadPg().then(({ Pool }) => {
-      const pool = new Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true, ...CONNECTION_LIMITS });
+      const pool = new Pool({ connectionString: url, max: maxConnections, allowExitOnIdle: true, ...connectionLimits() });
       // A connection that drops while idle must not crash the process; the next query reconnects.
       pool.on("error", () => undefined);
       // Nor one that drops as it is handed out: the pool stops listening to it before its borrower
@@ -352,7 +360,7 @@ export class PostgresStore implements Store {
       const made: TurnConnection = {
         broken: false,
         client: (async () => {
-          const client = new (await loadPg()).Client({ connectionString: this.#url, ...CONNECTION_LIMITS });
+          const client = new (await loadPg()).Client({ connectionString: this.#url, ...connectionLimits() });
           // The server released every lock of a connection that failed; the next turn makes a new one.
           client.on("error", () => {
             made.broken = true;
