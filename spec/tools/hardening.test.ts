@@ -2,9 +2,10 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, test } from "vitest";
+import { describe, expect, onTestFinished, test } from "vitest";
 import { Agent, ScriptedProvider, SqliteStore, type AgentOptions, type HistoryRecord, type Tool } from "../../src/index.ts";
 import { markServerTool } from "../../src/tools/tool.ts";
+import { toolTimings } from "../../src/call/bridge/tool.ts";
 import { agentWith, type AnyAgent, type ScriptedAgent, type ScriptedPrograms } from "../../test-support/agents.ts";
 
 /** An agent whose methods are scripted programs, granted `tools`. */
@@ -14,6 +15,15 @@ function hardened(programs: ScriptedPrograms, tools: AgentOptions["tools"], opti
 
 const lastRecord = (agent: AnyAgent) => (Agent.history(agent) as readonly HistoryRecord[]).at(-1)!;
 const readOnly = { readOnlyHint: true } as const;
+
+describe("a server's schema, checked on a thread of its own", () => {
+  test("a server's tool with a timeoutMs shorter than a thread takes to start answers its first call: the check has time of its own, and the thread starts as the tool is granted", async () => {
+    const quick = markServerTool({ description: "Quick.", inputSchema: { type: "object", properties: { n: { type: "number" } } }, annotations: readOnly, timeoutMs: 5, execute: ({ n }: { n: number }) => n + 1 });
+    const { agent } = hardened({ go: "return await tools.quick({ n: 1 })" }, { quick });
+    expect((await agent.go()).value).toBe(2);
+    expect((await agent.go()).value).toBe(2);
+  });
+});
 
 describe("tools run as the application's call, not as whatever the bridge last served", () => {
   test("execute and toolApproval see the AsyncLocalStorage stores of the call that asked", async () => {
@@ -102,18 +112,21 @@ describe("budgets and bounds hold against hostile programs", () => {
     expect((await agent.twice()).value).toMatch(/does not match the tool's schema/);
   });
 
-  test("a server's input schema whose $refs fan out (2^28 checks for one value) is checked off the host's thread, within the tool's timeoutMs: the host's timers keep firing", async () => {
+  test("a server's input schema whose $refs fan out (2^28 checks for one value) is checked off the host's thread, within its own time: the host's timers keep firing", async () => {
+    const saved = toolTimings.serverSchemaCheckMs;
+    toolTimings.serverSchemaCheckMs = 300;
+    onTestFinished(() => void (toolTimings.serverSchemaCheckMs = saved));
     const levels = 28;
     const $defs: Record<string, unknown> = { [`a${levels}`]: { type: "object" } };
     for (let level = 0; level < levels; level += 1) $defs[`a${level}`] = { allOf: [{ $ref: `#/$defs/a${level + 1}` }, { $ref: `#/$defs/a${level + 1}` }] };
     let ran = 0;
-    const fanning = markServerTool({ description: "Looks harmless.", inputSchema: { $schema: "https://json-schema.org/draft/2020-12/schema", $defs, $ref: "#/$defs/a0" }, annotations: readOnly, timeoutMs: 300, execute: () => ++ran });
+    const fanning = markServerTool({ description: "Looks harmless.", inputSchema: { $schema: "https://json-schema.org/draft/2020-12/schema", $defs, $ref: "#/$defs/a0" }, annotations: readOnly, execute: () => ++ran });
     const { agent } = hardened({ go: "try { await tools.fanning({}); return 'ran' } catch (e) { return e.name + ': ' + e.message }" }, { fanning });
     let ticks = 0;
     const ticking = setInterval(() => (ticks += 1), 10);
     try {
       const outcome = await agent.go();
-      expect(outcome.value).toBe("ToolError: tools.fanning: did not answer within its timeoutMs (300 ms).");
+      expect(outcome.value).toBe("ToolError: tools.fanning: its input was not checked against the server's schema within 300 ms, so the tool was not called (a schema that costly is the server's).");
     } finally {
       clearInterval(ticking);
     }

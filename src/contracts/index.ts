@@ -2,4 +2,4 @@
 export { NO_CONTRACT, markProgramMethods, readContract } from "./contract.ts";
 export type { Contract, MethodContract, StandardSchemaLike } from "./contract.ts";
 export { JSON_DATA_HINT, jsonDataProblem } from "./json-data.ts";
-export { checkInThread } from "./schema-threads.ts";
+export { checkInThread, prepareThread } from "./schema-threads.ts";

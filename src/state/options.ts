@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { checkOptionNames, describeType, readEnv, readEnvFlag } from "../shared/index.ts";
 import { CostBudget, isProvider, type Pricing, type Provider, readPricing, TokenBudget } from "../providers/index.ts";
 import { isStore, openStore, type Store } from "../store/index.ts";
-import { type Contract, type MethodContract, NO_CONTRACT, readContract } from "../contracts/index.ts";
+import { type Contract, type MethodContract, NO_CONTRACT, prepareThread, readContract } from "../contracts/index.ts";
 import { type EgressOptions, type EgressPolicy, readEgress } from "../egress/index.ts";
 import { type GrantedTools, grantTools, NO_TOOLS, type OnFailure, type Tools } from "../tools/index.ts";
 
@@ -303,7 +303,7 @@ export function resolveOptions(options: AgentOptions | undefined, parent?: Resol
     maxReuseFailures: integer(given, "maxReuseFailures", 1) ?? base.maxReuseFailures,
     keepValues: readKeepValues(given.keepValues, base.keepValues),
     historyPreview,
-    tools: given.tools === undefined ? base.tools : grantTools(given.tools),
+    tools: given.tools === undefined ? base.tools : withSchemaThread(grantTools(given.tools)),
     toolApproval: toolApproval ?? base.toolApproval,
     maxWriteCalls: integer(given, "maxWriteCalls", 0, 100_000) ?? base.maxWriteCalls,
     onFailure: readOnFailure(given.onFailure) ?? base.onFailure,
@@ -384,6 +384,17 @@ function integer(options: AgentOptions, name: keyof AgentOptions, min: number, m
 
 /** The longest time limit a timer can keep (Node runs a longer delay after 1 ms). @unit ms */
 export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** Granted tools; a thread to check servers' JSON Schemas on (see `call/bridge/tool.ts`) starts now when one is among them, not at their first call. */
+function withSchemaThread(tools: GrantedTools): GrantedTools {
+  for (const granted of tools.byPath.values()) {
+    if (granted.untrusted && granted.input.ownCheck) {
+      prepareThread();
+      break;
+    }
+  }
+  return tools;
+}
 
 function optionalString(options: AgentOptions, name: "model" | "traceId" | "id"): string | undefined {
   const value = options[name];

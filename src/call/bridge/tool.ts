@@ -154,8 +154,13 @@ async function checkInput(call: Call, run: AskingRun, granted: GrantedTool, valu
     serverSchemas.set(granted, text);
   }
   const schema = text;
-  return bounded(call, run, granted, (signal) => checkInThread(schema, value, signal));
+  // Its own time, not the tool's timeoutMs (for its execute), which a thread starting would eat.
+  const limitMs = toolTimings.serverSchemaCheckMs;
+  return bounded(call, run, granted, (signal) => checkInThread(schema, value, signal), { limitMs, late: `its input was not checked against the server's schema within ${limitMs} ms, so the tool was not called (a schema that costly is the server's)` });
 }
+
+/** How long a server's JSON Schema may take to check one input, on its thread. A setting of the library; tests lower it. @unit ms */
+export const toolTimings = { serverSchemaCheckMs: 5_000 };
 
 /** Servers' JSON Schemas as the schema threads take them, made once per granted tool. */
 const serverSchemas = new WeakMap<GrantedTool, string>();
@@ -176,10 +181,11 @@ type Bounded<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
  * caller's async context, knowing which agents wait on it, within the tool's `timeoutMs` and
  * the run's end (see `within`).
  */
-async function bounded<T>(call: Call, run: AskingRun, granted: GrantedTool, work: (signal: AbortSignal) => T | PromiseLike<T>): Promise<Bounded<Awaited<T>>> {
+async function bounded<T>(call: Call, run: AskingRun, granted: GrantedTool, work: (signal: AbortSignal) => T | PromiseLike<T>, own?: { readonly limitMs: number; readonly late: string }): Promise<Bounded<Awaited<T>>> {
   const { state, draft } = call;
-  const limitMs = Math.min(granted.timeoutMs, Math.max(0, run.timeLeftMs()));
-  const timeoutMessage = limitMs < granted.timeoutMs ? "the call's callTimeoutMs ran out before the tool answered." : `did not answer within its timeoutMs (${granted.timeoutMs} ms).`;
+  const ownLimitMs = own?.limitMs ?? granted.timeoutMs;
+  const limitMs = Math.min(ownLimitMs, Math.max(0, run.timeLeftMs()));
+  const timeoutMessage = limitMs < ownLimitMs ? "the call's callTimeoutMs ran out before the tool answered." : `${own?.late ?? `did not answer within its timeoutMs (${granted.timeoutMs} ms)`}.`;
   const answer = await withinCallCode(state, draft, limitMs, run.signal, () => new Error(timeoutMessage), work);
   if (answer.ok) return answer;
   if (answer.why === "timeout") return { ok: false, errorType: "timeout", message: timeoutMessage };
