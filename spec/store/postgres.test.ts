@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Agent, PostgresStore } from "../../src/index.ts";
+import { Agent, type HistoryRecord, PostgresStore, ScriptedProvider } from "../../src/index.ts";
 import { EMPTY_CONTEXT, encodeContext } from "../../src/store/context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "../../src/store/migrations.ts";
 import { leanStatements, postgresTimings } from "../../src/store/postgres-store.ts";
@@ -204,6 +204,18 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
         Object.assign(postgresTimings, saved);
       }
     }, 30_000);
+
+    test("a call whose argument, value or context holds U+0000 is recorded (PostgreSQL's json cannot hold it: kept as U+FFFD); an escaped backslash before u0000 stays as it is", async () => {
+      const store = openStore(await freshDatabase());
+      const echo = await Agent.open("echo", { store, id: "nul", provider: new ScriptedProvider({ programs: { say: "context.last = args[0]; return args[0] + '!'" } }), reuse: false });
+      const said = await echo.say("a\u0000b \\u0000 c");
+      expect(said).toMatchObject({ ok: true, value: "a\u0000b \\u0000 c!" });
+      const records = await store.records("nul");
+      expect(records).toHaveLength(1);
+      const record = JSON.parse(records[0] as string) as HistoryRecord;
+      expect(record.args).toEqual(["a\ufffdb \\u0000 c"]);
+      expect((await store.traceRecords(record.trace_id)).map((entry) => entry.agentId)).toEqual(["nul"]);
+    });
 
     test("connections the server ends while calls use them end those calls typed, never the host", async () => {
       const url = await freshDatabase();

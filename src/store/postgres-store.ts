@@ -122,7 +122,8 @@ export class PostgresStore implements Store {
     });
   }
 
-  async write(id: string, write: AgentWrite): Promise<WriteResult> {
+  async write(id: string, given: AgentWrite): Promise<WriteResult> {
+    const write = withoutNul(given);
     if (write.replaceHistory === undefined) return this.#use("write a call", (client) => commitOn(client, this.label, id, write, false));
     return this.#transaction("write a call", async (client) => {
       const row = await this.#row(client, id, true);
@@ -333,7 +334,7 @@ export class PostgresStore implements Store {
         if (!holding || connection.broken || write.replaceHistory !== undefined) return this.write(id, write);
         let result: WriteResult;
         try {
-          result = await referenced(client, () => commitOn(client, this.label, id, write, true));
+          result = await referenced(client, () => commitOn(client, this.label, id, withoutNul(write), true));
         } catch (error) {
           if (error instanceof StoreError) throw error;
           throw new StoreError(this.label, `cannot write a call: ${(error as Error).message}`, { cause: error });
@@ -512,6 +513,19 @@ const TURN_SQL = `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS taken,
  * A call's commit (`improv_commit`), called in the select list, not as a table in FROM (which
  * stores its one row in a tuple store first): its answer is one composite, `(ok,version,epoch,length,position)`.
  */
+/** U+0000 escaped in JSON text (after an even number of backslashes: `\\u0000` is a backslash and "u0000"). */
+const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/**
+ * The write with U+FFFD for U+0000 in its records: PostgreSQL's json cannot hold U+0000, and the
+ * trace index reads every record as json, so a record holding one failed its call's commit.
+ */
+function withoutNul(write: AgentWrite): AgentWrite {
+  const clean = (text: string) => (text.includes("\\u0000") ? text.replace(ESCAPED_NUL, "$1\\ufffd") : text);
+  if (!write.record?.includes("\\u0000") && !write.replaceHistory?.some((record) => record.includes("\\u0000"))) return write;
+  return { ...write, ...(write.record === undefined ? {} : { record: clean(write.record) }), ...(write.replaceHistory === undefined ? {} : { replaceHistory: write.replaceHistory.map(clean) }) };
+}
+
 const COMMIT_SQL = "SELECT improv_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 
 /** Which of `count` turn connections carries agent `id`'s turns. */
