@@ -90,6 +90,15 @@ describe("setters and readers", () => {
     }).toThrow(/"remember" is reserved on agents/);
   });
 
+  test("__proto__ is no context key: writing it (from parsed JSON, say) is a TypeError, and the context keeps its own prototype", () => {
+    const { agent } = scriptedAgent("calculator", {});
+    const parsed = JSON.parse('{"__proto__": {"admin": true}, "y": 2}') as Record<string, unknown>;
+    expect(() => agent.remember(parsed)).toThrow(new TypeError('Cannot store "__proto__" on agent "calculator": it would change the context object\'s prototype, not store a value. Use another key.'));
+    expect(Object.getPrototypeOf(agent.runtimeContext)).toBe(Object.prototype);
+    expect((agent.runtimeContext as Record<string, unknown>).admin).toBeUndefined();
+    expect(agent.runtimeContext).toEqual({});
+  });
+
   test("a value that cannot enter the sandbox is refused at assignment", () => {
     const { agent } = scriptedAgent<{ helper: unknown }>("calculator", {});
     expect(() => {

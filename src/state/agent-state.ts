@@ -173,6 +173,7 @@ export class AgentState {
   /** Application write of one context key (setter or `remember`). Throws `TypeError` for data that cannot cross. */
   write(name: string, value: unknown): void {
     this.#refuseWhenClosed(name);
+    refuseProtoKey(this.role, name);
     if (name === "conversation_history") {
       this.#replaceHistory(value);
       return;
@@ -185,6 +186,11 @@ export class AgentState {
       values[name] = value;
       appKeys.add(name);
     });
+  }
+
+  /** Refuses, before anything is written, entries of which one could not be: `__proto__`. */
+  checkEntries(names: readonly string[]): void {
+    for (const name of names) refuseProtoKey(this.role, name);
   }
 
   /** Application delete of one of its keys. */
@@ -284,4 +290,9 @@ function optionsKey(options: AgentOptions): string {
 function isPlainObject(value: object): boolean {
   const prototype = Object.getPrototypeOf(value) as unknown;
   return prototype === Object.prototype || prototype === null;
+}
+
+/** `__proto__` names no value: assigned, it would change the context object's prototype. */
+function refuseProtoKey(role: string, name: string): void {
+  if (name === "__proto__") throw new TypeError(`Cannot store "__proto__" on agent "${role}": it would change the context object's prototype, not store a value. Use another key.`);
 }
