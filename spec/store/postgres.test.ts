@@ -214,7 +214,7 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
       expect(records).toHaveLength(1);
       const record = JSON.parse(records[0] as string) as HistoryRecord;
       expect(record.args).toEqual(["a\ufffdb \\u0000 c"]);
-      expect((await store.traceRecords(record.trace_id)).map((entry) => entry.agentId)).toEqual(["nul"]);
+      expect((await store.traceRecords(record.trace_id as string)).map((entry) => entry.agentId)).toEqual(["nul"]);
     });
 
     test("connections the server ends while calls use them end those calls typed, never the host", async () => {
