@@ -291,6 +291,24 @@ describe("what comes back is bounded", () => {
     expect(corrupt.errorMessage).toMatch(/^EgressError: fetch http:\/\/127\.0\.0\.1:\d+\/corrupt: incorrect header check/);
   });
 
+  test("a response refused before its body is read (too many content codings) is ended: its connection does not stay open", async () => {
+    let opened = 0;
+    let closed = 0;
+    const site = await serve({
+      "/many": (request, response) => {
+        opened += 1;
+        request.socket.once("close", () => (closed += 1));
+        response.writeHead(200, { "content-encoding": "gzip, gzip, gzip, gzip, gzip, gzip" });
+        // A body that never ends: only the client can end the connection.
+        response.write(Buffer.alloc(1_024));
+      },
+    });
+    const { agent } = egressAgent({ get: `const out = []; for (let i = 0; i < 3; i++) { try { await fetch("${site.origin}/many"); out.push("ok") } catch (e) { out.push(e.message.includes("too many content-encodings")) } } return out` }, { egress: { allow: [site.origin], timeoutMs: 2_000 } });
+    expect((await agent.get()).value).toEqual([true, true, true]);
+    expect(opened).toBeGreaterThan(0);
+    await expect.poll(() => closed, { timeout: 2_000 }).toBe(opened);
+  });
+
   test("what the server sees and what the program gets: fetch's default headers, the server's status text, repeated headers joined, no body for HEAD or 204", async () => {
     const site = await serve({
       "/echo": (request, response) => {

@@ -28,7 +28,14 @@ export async function readBody(body: Readable, contentEncoding: string | undefin
       chunks.push(chunk);
     }
   };
-  const decoders = decodersFor(contentEncoding);
+  let decoders: Transform[];
+  try {
+    decoders = decodersFor(contentEncoding);
+  } catch (error) {
+    // Refused before it is read: ended, or its connection would stay open as long as the server sends.
+    body.destroy();
+    throw error;
+  }
   if (decoders.length === 0) {
     // Most bodies are sent as they are: read at once, without a pipeline's stages.
     try {
@@ -51,7 +58,11 @@ function decodersFor(contentEncoding: string | undefined): Transform[] {
   for (const coding of codings.reverse()) {
     const decoder = decoderFor(coding);
     if (decoder === null) continue;
-    if (decoder === undefined) return [];
+    if (decoder === undefined) {
+      // An unknown coding: the body is left as sent, and the decoders made for the others are let go now.
+      for (const made of decoders) made.destroy();
+      return [];
+    }
     decoders.push(decoder);
   }
   return decoders;
