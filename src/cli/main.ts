@@ -9,7 +9,7 @@ import { ENV_VARIABLES } from "../shared/index.ts";
 import { runDemo } from "./demo.ts";
 import { storeLines } from "./record-lines.ts";
 import { refusedPrograms } from "./refused.ts";
-import { agentsTable, historyTable, programHeader, programsTable, refusedTable } from "./tables.ts";
+import { agentsTable, historyTable, programListing, programsTable, refusedTable } from "./tables.ts";
 import { runTelemetry, UsageError } from "./telemetry-command.ts";
 
 // Piping into `head` closes stdout early; that is the reader's choice, not an error.
@@ -146,7 +146,7 @@ program
         const program = options.role === undefined || found?.role === options.role ? found : undefined;
         if (program === undefined) throw new UsageError(`No program kept under ${key}${options.role === undefined ? "" : ` for role ${options.role}`}.`);
         if (options.show !== undefined) {
-          process.stdout.write(`${programHeader(program)}${program.code}\n`);
+          process.stdout.write(`${programListing(program)}\n`);
           return;
         }
         if (!(await store.forgetProgram(key))) throw new UsageError(`No program kept under ${key}.`);

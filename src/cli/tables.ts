@@ -1,9 +1,11 @@
 import type { HistoryRecord } from "../history/index.ts";
 import type { AgentSummary, KeptProgram } from "../store/index.ts";
 import type { RefusedProgram } from "./refused.ts";
+import { terminalText } from "./terminal-text.ts";
 
-/** Lays out rows under a header, each column as wide as its widest cell. */
-function table(header: readonly string[], rows: readonly string[][]): string {
+/** Lays out rows under a header, each column as wide as its widest cell; what programs wrote shows as text (see terminal-text.ts). */
+function table(header: readonly string[], given: readonly string[][]): string {
+  const rows = given.map((row) => row.map(terminalText));
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] as string).length)));
   const line = (cells: readonly string[]) => cells.map((cell, column) => cell.padEnd(widths[column] as number)).join("  ").trimEnd();
   return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)].join("\n");
@@ -23,7 +25,7 @@ export function historyTable(records: readonly HistoryRecord[]): string {
   ]);
   const attempts = attemptLines(records);
   const main = table(["call", "speaker", "depth", "method", "args", "outcome", "trace", "program"], rows);
-  return attempts.length === 0 ? main : `${main}\n\nattempts of the calls that took more than one, or were not repaired:\n${attempts.join("\n")}`;
+  return attempts.length === 0 ? main : `${main}\n\nattempts of the calls that took more than one, or were not repaired:\n${terminalText(attempts.join("\n"))}`;
 }
 
 /** Each attempt of the calls that made several, or whose failure was not repaired: `  1b2c3d4e divide  #1 generated  execution: …`. */
@@ -51,6 +53,11 @@ const REPAIR_SKIPPED: Readonly<Record<NonNullable<HistoryRecord["repair_skipped"
 /** A plain-text table of stored agents. */
 export function agentsTable(agents: readonly AgentSummary[]): string {
   return table(["id", "role", "records", "last call"], agents.map((agent) => [agent.id, agent.role, String(agent.records), agent.updatedAt]));
+}
+
+/** A kept program as `programs --show` prints it: its header, then its code, as text (see terminal-text.ts). */
+export function programListing(program: KeptProgram): string {
+  return terminalText(`${programHeader(program)}${program.code}`);
 }
 
 /** Comment lines put before a kept program's text: its key, why it was kept and how it has fared. */

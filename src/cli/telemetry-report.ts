@@ -310,7 +310,8 @@ function add(stats: GroupStats, line: Record<string, unknown>): void {
 /** Counts one more under `key` (a value read from a line: `__proto__` would set the object's prototype, so it counts as unknown). */
 function countIn(counts: Record<string, number>, key: string): void {
   const safe = key === "__proto__" ? "(unknown)" : key;
-  counts[safe] = (counts[safe] ?? 0) + 1;
+  // Own counts only: a key such as "constructor" must not start from what Object.prototype has.
+  counts[safe] = (Object.hasOwn(counts, safe) ? (counts[safe] as number) : 0) + 1;
 }
 
 const PROGRAM_SOURCES = new Set(["generated", "reused", "repaired"]);

@@ -1,4 +1,5 @@
 /** The telemetry report as text, for a terminal. */
+import { terminalText } from "./terminal-text.ts";
 import { PATTERN_TAGS } from "../telemetry/index.ts";
 import { describeFilters } from "./report-filter.ts";
 import { effectLines, hasEffects } from "./report-effects.ts";
@@ -56,7 +57,8 @@ export function formatReport(report: TelemetryReport): string {
   // Only when some call had knowledge: most logs have none.
   if (usesKnowledge(overall.knowledge)) out.push("", ...knowledgeSection(report));
   if (hasEffects(overall.effects)) out.push("", ...effectLines(overall.effects, overall.calls));
-  return out.join("\n");
+  // Every name and message in it came from log lines, which programs partly wrote.
+  return terminalText(out.join("\n"));
 }
 
 /** `2025-01-31T12:00:00.000Z  calculator.divide  execution  RangeError: …  (call 1b2c3d4e)` */
