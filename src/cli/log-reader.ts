@@ -60,20 +60,24 @@ export async function forEachLine(source: LogSource, onLine: (line: string, line
   const raw = source.open();
   const text = await maybeGunzip(raw, onBytes);
   const decoder = new StringDecoder("utf8");
-  let pending = "";
+  // The start of a line not ended yet, piece by piece: each chunk is searched once, and a long
+  // line is joined once, where searching it whole at every chunk took time quadratic in its length.
+  let pending: string[] = [];
   let lineNumber = 0;
   for await (const chunk of text) {
-    const data = pending + decoder.write(chunk as Buffer);
+    const piece = decoder.write(chunk as Buffer);
     let start = 0;
-    for (let end = data.indexOf("\n", start); end !== -1; end = data.indexOf("\n", start)) {
+    for (let end = piece.indexOf("\n"); end !== -1; end = piece.indexOf("\n", start)) {
       lineNumber += 1;
-      onLine(data.slice(start, end), lineNumber);
+      const tail = piece.slice(start, end);
+      onLine(pending.length === 0 ? tail : pending.join("") + tail, lineNumber);
+      pending = [];
       start = end + 1;
     }
-    pending = data.slice(start);
+    if (start < piece.length) pending.push(start === 0 ? piece : piece.slice(start));
   }
-  pending += decoder.end();
-  if (pending.length > 0) onLine(pending, lineNumber + 1);
+  const last = pending.join("") + decoder.end();
+  if (last.length > 0) onLine(last, lineNumber + 1);
 }
 
 /** Peeks at the first bytes and inserts a gunzip stage for gzip data. */
