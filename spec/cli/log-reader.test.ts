@@ -18,3 +18,7 @@ test("a line spread over many chunks, a character split between two, lines ended
   expect(await linesOf(chunks)).toEqual(['{"a":1}', long, "", '{"b":"ü"}', "last"]);
   expect(await linesOf([gzipSync(text)])).toEqual(['{"a":1}', long, "", '{"b":"ü"}', "last"]);
 });
+
+test("a byte order mark before the first line is no part of it", async () => {
+  expect(await linesOf([Buffer.from([0xef, 0xbb]), Buffer.from([0xbf]), Buffer.from('{"a":1}\n{"b":2}\n')])).toEqual(['{"a":1}', '{"b":2}']);
+});

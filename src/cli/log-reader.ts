@@ -64,8 +64,14 @@ export async function forEachLine(source: LogSource, onLine: (line: string, line
   // line is joined once, where searching it whole at every chunk took time quadratic in its length.
   let pending: string[] = [];
   let lineNumber = 0;
+  let first = true;
   for await (const chunk of text) {
-    const piece = decoder.write(chunk as Buffer);
+    let piece = decoder.write(chunk as Buffer);
+    // A byte order mark some editors and tools put first is no part of the first line.
+    if (first && piece.length > 0) {
+      first = false;
+      if (piece.charCodeAt(0) === 0xfeff) piece = piece.slice(1);
+    }
     let start = 0;
     for (let end = piece.indexOf("\n"); end !== -1; end = piece.indexOf("\n", start)) {
       lineNumber += 1;
