@@ -330,10 +330,11 @@ function proxyFor(state: AgentState): AgentProxy {
       if (typeof entries !== "object" || entries === null || Array.isArray(entries)) {
         throw new TypeError("remember() takes an object of entries, e.g. agent.remember({ mode: \"scientific\" }).");
       }
-      for (const key of Object.keys(entries)) {
+      const names = Object.keys(entries);
+      for (const key of names) {
         if (RESERVED_NAMES.has(key)) throw new TypeError(reservedMessage(key));
       }
-      state.checkEntries(Object.keys(entries));
+      state.checkEntries(names);
       for (const [key, value] of Object.entries(entries)) state.write(key, value);
       return proxy;
     },

@@ -141,19 +141,16 @@ function settleWrite(entry: ToolCallEntry, write: WriteEffect, outcome: Bounded<
  * The input checked against the tool's schema. The application's schema code runs bounded, in
  * the caller's context; improv's own JSON Schema check of the application's schema needs
  * neither. A server's JSON Schema is hostile input too (`$ref`s that fan out cost time
- * exponential in their depth for one value): it is checked on a schema thread, within the
- * tool's `timeoutMs`, which ends the thread when it passes.
+ * exponential in their depth for one value): it is checked on a schema thread, within
+ * {@link toolTimings}' time of its own (the tool's `timeoutMs` is for its call), which ends the
+ * thread when it passes.
  */
 async function checkInput(call: Call, run: AskingRun, granted: GrantedTool, value: unknown): Promise<Bounded<SchemaCheck>> {
   const { input } = granted;
   if (!input.ownCheck) return bounded(call, run, granted, () => input.check(value));
   if (!granted.untrusted || input.jsonSchema === undefined) return ownCheck(granted, value);
-  let text = serverSchemas.get(granted);
-  if (text === undefined) {
-    text = JSON.stringify(input.jsonSchema);
-    serverSchemas.set(granted, text);
-  }
-  const schema = text;
+  const schema = serverSchemas.get(granted) ?? JSON.stringify(input.jsonSchema);
+  serverSchemas.set(granted, schema);
   // Its own time, not the tool's timeoutMs (for its execute), which a thread starting would eat.
   const limitMs = toolTimings.serverSchemaCheckMs;
   return bounded(call, run, granted, (signal) => checkInThread(schema, value, signal), { limitMs, late: `its input was not checked against the server's schema within ${limitMs} ms, so the tool was not called (a schema that costly is the server's)` });

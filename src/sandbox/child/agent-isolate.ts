@@ -632,11 +632,12 @@ export class AgentIsolate {
   recycle(seed: readonly number[]): boolean {
     if (this.busy || this.isDisposed || !this.#betweenCalls(this.#resetRef, [[...seed]])) return false;
     // Memory no reset reaches (strings in the realm's symbol registry, say) would shrink the next agent's limit, and tell it how much the last one kept.
-    if (!this.#holdsOnlyRuntime()) {
+    const heap = this.#heap();
+    if (heap === undefined || !this.#holdsOnlyRuntime(heap)) {
       this.dispose();
       return false;
     }
-    this.#refreshResident();
+    this.#refreshResident(heap);
     this.historyEpoch = -1;
     this.historyLength = 0;
     // What it holds back is set anew by the `allowMirror` of the agent that takes it.
@@ -654,22 +655,24 @@ export class AgentIsolate {
    * collection (20–35 ms here) costs more than making an isolate (5–8 ms), so one that holds more
    * is disposed instead.
    */
-  #holdsOnlyRuntime(): boolean {
+  #holdsOnlyRuntime(heap: ivm.HeapStatistics): boolean {
+    return heap.used_heap_size / 2 ** 20 <= this.#runtimeMb + Math.max(RECYCLE_SLACK_MB, this.memoryLimitMb / 4);
+  }
+
+  /** The heap's figures now (no collection: a few microseconds); undefined once the isolate is disposed. */
+  #heap(): ivm.HeapStatistics | undefined {
     try {
-      return this.#isolate.getHeapStatisticsSync().used_heap_size / 2 ** 20 <= this.#runtimeMb + Math.max(RECYCLE_SLACK_MB, this.memoryLimitMb / 4);
+      return this.#isolate.getHeapStatisticsSync();
     } catch {
-      return false;
+      return undefined;
     }
   }
 
-  /** Measures what the isolate holds now (no collection: a few microseconds). */
-  #refreshResident(): void {
-    try {
-      this.#residentMb = residentMbOf(this.#isolate);
-      this.#residentAtMirrorMb = this.#mirrorMb;
-    } catch {
-      // Disposed: dropped by its process.
-    }
+  /** Takes what the isolate holds now as its resident size (`heap`, or read now). */
+  #refreshResident(heap = this.#heap()): void {
+    if (heap === undefined) return;
+    this.#residentMb = residentMbOf(this.#isolate, heap);
+    this.#residentAtMirrorMb = this.#mirrorMb;
   }
 
   /** Whether {@link compact} has not been done since the isolate was made. */
