@@ -363,6 +363,47 @@ describe("what comes back is bounded", () => {
     }
   });
 
+  test("a call tree has at most 16 fetches in flight, however far it fans out: the rest wait their turn", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const site = await serve({
+      "/": (_request, response) => {
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        setTimeout(() => response.end("x".repeat(1_000), () => (inFlight -= 1)), 40);
+      },
+    });
+    const { agent, history } = egressAgent(
+      {
+        "reader.fan": `const answers = await Promise.all([0, 1, 2, 3].map((i) => delegate("w" + i).pull())); return answers.map((a) => a.ok ? a.value : a.error_type)`,
+        pull: `const sizes = await Promise.all(Array.from({ length: 16 }, (_, i) => fetch("${site.origin}/?" + i).then((r) => r.text()).then((t) => t.length))); return sizes.reduce((a, b) => a + b, 0)`,
+      },
+      { reuse: false, egress: { allow: [site.origin], maxRequests: 64 } },
+    );
+    const outcome = await agent.fan();
+    expect(outcome.value).toEqual([16_000, 16_000, 16_000, 16_000]);
+    expect(site.requests).toHaveLength(64);
+    expect(most).toBeLessThanOrEqual(16);
+    expect(most).toBeGreaterThan(1);
+    expect(history()).toHaveLength(1);
+  });
+
+  test("a fetch waiting for its turn in the call tree ends with the call's time, as cancelled, and is never sent", async () => {
+    const site = await serve({ "/slow": (_request, response) => void setTimeout(() => response.end("late"), 3_000), "/": json(1) });
+    const { agent } = egressAgent(
+      {
+        crowd: `const slow = Array.from({ length: 15 }, () => fetch("${site.origin}/slow").then(() => "done", (e) => e.message));
+                const waiting = await delegate("helper").one(); return { waiting: waiting.ok ? waiting.value : waiting.error_message, slow: await Promise.all(slow) }`,
+        one: `const last = fetch("${site.origin}/slow"); try { await fetch("${site.origin}/"); return "sent" } catch (e) { return e.message } finally { await last }`,
+      },
+      { egress: { allow: [site.origin] }, callTimeoutMs: 1_500 },
+    );
+    const outcome = await agent.crowd();
+    expect(outcome).toMatchObject({ ok: false, errorType: "timeout" });
+    expect(site.requests.filter((request) => request.path === "/")).toHaveLength(0);
+    expect(site.requests.filter((request) => request.path === "/slow")).toHaveLength(16);
+  });
+
   test("1,000 fetches in one call: maxRequests reach the server, the rest are refused, and the per-call budget ends the program", async () => {
     const site = await serve({ "/": json(1) });
     const { agent, history } = egressAgent(

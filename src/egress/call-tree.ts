@@ -4,13 +4,21 @@
  * improv writes. Once a request carrying injected headers has gone to an origin, a program of
  * the tree may have read what came back, so from then on requests to any other origin are
  * refused unless `egress.flows` lets that flow through, and the records, log lines, spans, kept
- * values and contexts of the tree's calls are written through the redactor of that policy.
+ * values and contexts of the tree's calls are written through the redactor of that policy. And
+ * the tree has at most `TREE_FETCHES_IN_FLIGHT` fetches in flight: however far its programs fan
+ * out through `delegate`, the response bodies the host holds for it at once stay bounded.
  */
 import type { AllowEntry, EgressPolicy } from "./policy.ts";
 import { redactorOfAll, type Redactor } from "./redaction.ts";
 
+/** The most fetches one call tree has in flight at once, as many as one program may have. */
+export const TREE_FETCHES_IN_FLIGHT = 16;
+
 export class CallTreeEgress {
   #requests = 0;
+  #inFlight = 0;
+  /** The fetches waiting for a slot, first come first served. */
+  readonly #waiting = new Set<() => void>();
   /** The origins (as URLs spell them) that were sent injected headers, with the entry of `allow` each matched. */
   readonly #credentialed = new Map<string, AllowEntry>();
   /** The redactors of the policies whose headers were sent (the agents of a tree may have policies of their own). */
@@ -21,6 +29,43 @@ export class CallTreeEgress {
   count(policy: EgressPolicy): boolean {
     this.#requests += 1;
     return this.#requests <= policy.maxRequests;
+  }
+
+  /**
+   * One of the tree's slots for a request, held until `release` is called; undefined when
+   * `signal` ended first (the request must then not be sent).
+   */
+  async slot(signal: AbortSignal): Promise<(() => void) | undefined> {
+    if (signal.aborted) return undefined;
+    if (this.#inFlight >= TREE_FETCHES_IN_FLIGHT) {
+      const granted = await new Promise<boolean>((resolve) => {
+        const ended = () => {
+          this.#waiting.delete(grant);
+          resolve(false);
+        };
+        const grant = () => {
+          signal.removeEventListener("abort", ended);
+          resolve(true);
+        };
+        this.#waiting.add(grant);
+        signal.addEventListener("abort", ended, { once: true });
+      });
+      if (!granted) return undefined;
+    } else {
+      this.#inFlight += 1;
+    }
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const next = this.#waiting.values().next();
+      if (next.done === true) this.#inFlight -= 1;
+      else {
+        // The slot passes to the longest waiting request.
+        this.#waiting.delete(next.value);
+        next.value();
+      }
+    };
   }
 
   /** A request carrying the headers of `entry` is about to go to `url`; `redactor` recognizes them (the policy's). */

@@ -1,6 +1,6 @@
 /** What other folders may use of egress/: they import it from here, never from its files. */
 export { redactData, redactEncoded } from "./at-rest.ts";
-export { CallTreeEgress } from "./call-tree.ts";
+export { CallTreeEgress, TREE_FETCHES_IN_FLIGHT } from "./call-tree.ts";
 export { mayWrite, prepareRequest, sendRequest, sentUrl } from "./fetcher.ts";
 export type { EgressOutcome, PreparedRequest, SendContext } from "./fetcher.ts";
 export { allowedOrigins, readEgress } from "./policy.ts";

@@ -141,6 +141,12 @@ export type BridgeAnswer<K extends BridgeKind = BridgeKind> =
        * measure again. Only the host sets it; the isolate ignores it.
        */
       readonly measured?: true;
+      /**
+       * Called once the answer has been written to the sandbox process, or could not be: set by
+       * a handler that holds something until then (a fetch's place among its call tree's
+       * requests in flight, so the bodies queued for the process count). Never sent.
+       */
+      readonly sent?: () => void;
     }
   | { readonly ok: false; readonly failure: BridgeFailure };
 

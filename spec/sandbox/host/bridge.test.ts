@@ -87,6 +87,31 @@ describe("the bridge", () => {
     expect((valueOf(report) as { kept: unknown }).kept).toEqual(new Map([["a", [1, 2]]]));
   });
 
+  test("an answer's `sent` is called once it is written to the sandbox process, or could not be; it never travels", async () => {
+    const calls: string[] = [];
+    const { report } = await run(
+      `const small = await content("small");
+       const large = await content("large");
+       const odd = await content("odd");
+       const huge = await content("huge");
+       return { small, large: large.length, odd: odd === undefined, huge: huge === undefined };`,
+      async (request) => {
+        if (request.kind !== "content") throw new Error("unexpected");
+        const ref = request.ref;
+        const sent = () => calls.push(ref);
+        if (ref === "small") return { ok: true, value: { fine: true }, sent };
+        if (ref === "large") return { ok: true, value: "x".repeat(2_000_000), sent };
+        // A function cannot be copied to the sandbox process.
+        if (ref === "odd") return { ok: true, value: { f: () => 1 }, sent };
+        return { ok: true, value: "y".repeat(SANDBOX_LIMITS.maxAnswerChars + 10), sent };
+      },
+    );
+    const value = valueOf(report) as Record<string, unknown>;
+    // content() answers a failure as undefined.
+    expect(value).toEqual({ small: { fine: true }, large: 2_000_000, odd: true, huge: true });
+    expect([...calls].sort()).toEqual(["huge", "large", "odd", "small"]);
+  });
+
   test("a handler's signal aborts when its run ends at its call's deadline, and it is told the time its run had left", async () => {
     const asked: AskingRun[] = [];
     const timeLeft: number[] = [];

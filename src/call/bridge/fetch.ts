@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { cleanUrl, type EgressOutcome, mayWrite, type PreparedRequest, prepareRequest, type SendContext, sendRequest, sentUrl } from "../../egress/index.ts";
+import { cleanUrl, type EgressOutcome, mayWrite, type PreparedRequest, prepareRequest, type SendContext, sendRequest, sentUrl, TREE_FETCHES_IN_FLIGHT } from "../../egress/index.ts";
 import { type AskingRun, type BridgeAnswer, bridgeFailure, type FetchRequest } from "../../sandbox/index.ts";
 import { endSpan, inSpan, startSpan } from "../../tracing/index.ts";
 import type { ToolEffect } from "../../tools/index.ts";
@@ -11,7 +11,7 @@ import { askApproval } from "./approval.ts";
  * no server), approved by `toolApproval` when its method may change the world (and again for
  * each redirect that keeps such a method and its body, with the URL it leads to), made by the
  * host, and answered with the response, its body read whole. The call tree's fetches share
- * `egress.maxRequests` and the barrier (`egress/call-tree.ts`). Every fetch is listed in the
+ * `egress.maxRequests`, the barrier and 16 requests in flight (`egress/call-tree.ts`). Every fetch is listed in the
  * call's record as the tool `"fetch"` (its method and URL, and what answered: URL, status,
  * bytes); a 2xx answer is a source of the attempt. A refusal is not retriable; a failure is.
  */
@@ -42,6 +42,7 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
   let next: PreparedRequest = prepared;
   let context: SendContext & { readonly from?: URL; readonly status?: number } = { tree: draft.tree.egress };
   let outcome: EgressOutcome;
+  let held: (() => void) | undefined;
   for (;;) {
     const shown = cleanUrl(next.url, policy.redactor);
     if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
@@ -63,12 +64,24 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       // A request that may write is an effect (never undoable: a fetch has no revert); known applied once a response came.
       if (entry.state === undefined) draft.tools.addEffect(entry);
     }
-    // Spans an HTTP client instrumentation makes for the request are children of the fetch's.
-    const sent = await inSpan(span, () => sendRequest(policy, next, run.signal, run.timeLeftMs(), context));
+    const release = await draft.tree.egress.slot(run.signal);
+    if (release === undefined) return fail(`fetch ${shown}: the call ended while the request waited for one of the ${TREE_FETCHES_IN_FLIGHT} its call tree may have in flight; it was not sent.`, false, "cancelled");
+    let sent: Awaited<ReturnType<typeof sendRequest>>;
+    try {
+      // Spans an HTTP client instrumentation makes for the request are children of the fetch's.
+      sent = await inSpan(span, () => sendRequest(policy, next, run.signal, run.timeLeftMs(), context));
+    } catch (error) {
+      release();
+      throw error;
+    }
     if (sent.ok !== "redirect") {
       outcome = sent;
+      // A body is let go of once it is written to the sandbox process: until then the slot is held.
+      if (outcome.ok) held = release;
+      else release();
       break;
     }
+    release();
     next = sent.next;
     context = { tree: draft.tree.egress, hops: sent.hops, first: sent.first, from: sent.from, status: sent.status };
   }
@@ -77,5 +90,5 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
   const answered = { url: cleanUrl(outcome.finalUrl, policy.redactor), status: outcome.response.status, bytes: outcome.bytes };
   draft.tools.end(entry, true, undefined, answered);
   endSpan(span, { "http.response.status_code": answered.status, "improv.fetch.bytes": answered.bytes });
-  return { ok: true, value: outcome.response };
+  return { ok: true, value: outcome.response, sent: held };
 }

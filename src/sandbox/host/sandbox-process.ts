@@ -313,11 +313,13 @@ export class SandboxProcess {
         // The wait it began ends as a small answer is sent, or with the sandbox process's `R`
         // line once the program has a large one (see `RunSignal`).
         const answer = (reply: BridgeAnswer) => {
-          if (!this.alive) return;
-          const bounded = boundAnswer(request.kind, reply);
+          const sent = reply.ok ? reply.sent : undefined;
+          if (!this.alive) return sent?.();
+          const bounded = boundAnswer(request.kind, sent === undefined || !reply.ok ? reply : { ok: true, value: reply.value, ...(reply.measured ? { measured: true } : {}) });
           const tell = !isSmallAnswer(bounded);
           // An answer that cannot travel (a value the channel cannot copy) is answered with a failure, never left unsent.
-          if (!this.#trySend({ type: "bridge-result", requestId, answer: bounded, tell })) {
+          if (!this.#trySend({ type: "bridge-result", requestId, answer: bounded, tell }, sent)) {
+            sent?.();
             this.#send({ type: "bridge-result", requestId, answer: bridgeFailure("execution", `The answer to this ${request.kind} request could not be sent to the sandbox.`), tell: false });
             run?.waitEnded();
           } else if (!tell) run?.waitEnded();
@@ -478,10 +480,14 @@ export class SandboxProcess {
     this.#trySend(message);
   }
 
-  /** Sends a message; false when it could not be sent (the process is going away, or the message cannot be copied). */
-  #trySend(message: HostMessage): boolean {
+  /**
+   * Sends a message; false when it could not be sent (the process is going away, or the message
+   * cannot be copied). `written` is called once it is written to the process, or could not be.
+   */
+  #trySend(message: HostMessage, written?: () => void): boolean {
     try {
-      this.child.send(message);
+      if (written === undefined) this.child.send(message);
+      else this.child.send(message, () => written());
       return true;
     } catch {
       return false;
