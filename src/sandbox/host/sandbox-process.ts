@@ -81,6 +81,10 @@ export class SandboxProcess {
       stdio: ["ignore", "ignore", "pipe", "ipc", "pipe"],
     });
     this.child = child;
+    // First: a spawn that failed (too many open files, say) is an 'error' event, which unheard
+    // would end the host. A send to a process that just died fails with EPIPE here too; the
+    // close handler settles its runs.
+    child.on("error", () => undefined);
     child.stderr?.on("data", (chunk: Buffer) => process.stderr.write(chunk));
     (child.stderr as { unref?: () => void } | null)?.unref?.();
     this.#readReports();
@@ -100,7 +104,7 @@ export class SandboxProcess {
         reject(new Error(`the sandbox process exited before it was ready (${cause})`));
       };
       child.once("exit", onEarlyExit);
-      child.once("error", (error) => reject(new Error(`the sandbox process could not start (${error.message})`)));
+      child.once("error", (error) => reject(new Error(`the sandbox process could not start (${error.message})${startHint(error)}`)));
       child.on("message", (wire: ChildWireMessage) => {
         const message = Array.isArray(wire) ? unpackSuccess(wire) : wire;
         if (message.type === "ready") {
@@ -116,8 +120,6 @@ export class SandboxProcess {
     child.on("exit", () => {
       this.#exited = true;
     });
-    // A send to a process that just died fails with EPIPE here; its close handler settles its runs.
-    child.on("error", () => undefined);
     // Runs are settled once the pipes are closed too, so a report written just before the end is read first.
     child.on("close", (code, signal) => this.#onClose(code, signal));
   }
@@ -375,7 +377,8 @@ export class SandboxProcess {
 
   /** Reads the report pipe: one line per report. Nothing on it is trusted beyond its shape. */
   #readReports(): void {
-    const pipe = this.child.stdio[REPORT_FD] as Readable | null | undefined;
+    // A process that could not be spawned has no pipes at all.
+    const pipe = this.child.stdio?.[REPORT_FD] as Readable | null | undefined;
     if (!pipe) return;
     (pipe as { unref?: () => void }).unref?.();
     pipe.setEncoding("utf8");
@@ -511,6 +514,14 @@ export class SandboxProcess {
 }
 
 /** How a started run ends when its sandbox process is gone, by what ended the process. */
+/** What to do about a spawn that failed for want of resources the host can free. */
+function startHint(error: Error): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "EMFILE" || code === "ENFILE") return ": the host has too many files open; raise its limit (ulimit -n) or close files it holds";
+  if (code === "EAGAIN") return ": the host may start no more processes now; raise its limit (ulimit -u) or wait";
+  return "";
+}
+
 function lostRunReport(run: PendingRun, ceiling: CeilingReport | undefined, exit: string): RunReport {
   if (run.cancelled) {
     return { kind: "failed", errorType: "cancelled", message: "The call was cancelled while its program ran; the sandbox process was restarted to stop it." };
