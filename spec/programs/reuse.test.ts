@@ -143,7 +143,7 @@ describe("program reuse", () => {
     await except.agent.add(1, 2);
     await except.agent.add(1, 2);
     expect(except.provider.calls).toHaveLength(2);
-    expect(() => Agent.for("x", { reuse: { sometimes: true } as never })).toThrow('Option "reuse" must be true, false, { except: [methods] } or { only: [methods] }. "sometimes" is not one of them.');
+    expect(() => Agent.for("x", { reuse: { sometimes: true } as never })).toThrow('Option "reuse" must be true, false, or an object with any of { except: [methods], only: [methods], scope: "role" | "agent" }. "sometimes" is not one of them.');
   });
 
   test("a kept program that fails by its own mistake is repaired in the same call, with its failure as feedback, and replaced", async () => {
@@ -202,6 +202,56 @@ describe("program keys", () => {
     await picker.pick(kw({ "x,y": 1 }));
     await picker.pick(kw({ x: 1, y: 2 }));
     expect(provider.calls.filter((call) => call.method === "pick")).toHaveLength(2);
+  });
+});
+
+describe("whose kept programs an agent runs", () => {
+  test("a delegated call's program is kept for helpers of its parent's role: a program cannot plant one that the application's agents of that role run", async () => {
+    const provider = new ScriptedProvider({ programs: { "guest.visit": "return (await delegate('bank').deposit(args[0])).value", deposit: "return args[0] * 2" } });
+    const guest = Agent.for("guest", { provider });
+    expect((await guest.visit(5)).value).toBe(10);
+    expect((await guest.visit(6)).value).toBe(12);
+    // The guest's helper reused its own program, and the guest its own.
+    expect(requests(provider)).toEqual(["visit", "deposit"]);
+    const bank = Agent.for("bank", { provider });
+    expect((await bank.deposit(7)).value).toBe(14);
+    expect(requests(provider)).toEqual(["visit", "deposit", "deposit"]);
+    expect(Agent.history(bank).at(-1)?.program_source).toBe("generated");
+    // Another guest's helper of the same role shares the first guest's helper's program.
+    expect((await Agent.for("guest", { provider }).visit(1)).value).toBe(2);
+    expect(requests(provider)).toHaveLength(3);
+  });
+
+  test('reuse: { scope: "agent" }: each agent runs only the programs it kept, its helpers theirs; in a store, across reopening', async () => {
+    const provider = new ScriptedProvider({ programs: { add: "return args[0] + args[1]", "host.visit": "return (await delegate('helper').add(args[0], 1)).value" } });
+    const scoped = { provider, reuse: { scope: "agent" } } as const;
+    const first = Agent.for("calculator", scoped);
+    const second = Agent.for("calculator", scoped);
+    expect((await first.add(1, 2)).value).toBe(3);
+    expect((await first.add(3, 4)).value).toBe(7);
+    expect((await second.add(5, 6)).value).toBe(11);
+    expect((await second.add(7, 8)).value).toBe(15);
+    expect(requests(provider)).toEqual(["add", "add"]);
+    // An agent of the role shared by role neither runs nor is run by the scoped ones.
+    await Agent.for("calculator", { provider }).add(1, 1);
+    expect(requests(provider)).toEqual(["add", "add", "add"]);
+    // Helpers are under their parent's scope.
+    const hosts = [Agent.for("host", scoped), Agent.for("host", scoped)];
+    for (const host of hosts) for (const n of [1, 2]) expect((await host.visit(n)).value).toBe(n + 1);
+    expect(requests(provider).slice(3)).toEqual(["visit", "add", "visit", "add"]);
+
+    const store = new SqliteStore(join(mkdtempSync(join(tmpdir(), "improv-reuse-scope-")), "improv.db"));
+    const opened = (id: string) => Agent.open("calculator", { ...scoped, store, id });
+    await (await opened("user-1")).add(1, 2);
+    await (await opened("user-2")).add(1, 2);
+    const before = provider.calls.length;
+    const again = await opened("user-1");
+    expect((await again.add(2, 2)).value).toBe(4);
+    expect(provider.calls.length).toBe(before);
+    expect(Agent.history(again).at(-1)?.program_source).toBe("reused");
+    expect((await store.programs()).map((program) => program.key).sort()).toEqual([expect.stringMatching(/^calculator\.add\(2\)@.* agent:user-1$/), expect.stringMatching(/^calculator\.add\(2\)@.* agent:user-2$/)]);
+    await store.close();
+    expect(() => Agent.for("x", { reuse: { scope: "tenant" } as never })).toThrow('Option "reuse": "scope" must be "role" or "agent".');
   });
 });
 

@@ -29,7 +29,8 @@ export function reuseFor(state: AgentState, draft: CallDraft, provider: Provider
   // A program reads `knowledge` by its sources' names and kinds, never by what they returned.
   const knowledge = state.options.knowledge.map((source) => `${source.name}:${source.kind}`).join(",");
   const version = `${PROMPT_VERSION}${fingerprint === "" ? "" : `+tools.${fingerprint}`}${egress === undefined ? "" : `+egress.${egress}`}${contract === "" ? "" : `+contract.${contract}`}${knowledge === "" ? "" : `+knowledge.${knowledge}`}`;
-  return shelf === undefined ? undefined : { shelf, key: programKey(state.role, draft.method, draft.args, draft.kwargs, version) };
+  const scope = state.options.reuse.scope === "agent" ? state.scopeId : undefined;
+  return shelf === undefined ? undefined : { shelf, key: programKey(state.lineage, draft.method, draft.args, draft.kwargs, version, scope) };
 }
 
 /**

@@ -163,29 +163,39 @@ function stringArguments(values: readonly unknown[]): string[] {
   return strings;
 }
 
-/** Which methods' programs are kept and run again. */
+/**
+ * Who shares a kept program: every agent of the role (`"role"`), or only the agent the
+ * application made and its helpers (`"agent"`), for agents that serve users who do not trust
+ * each other.
+ */
+export type ReuseScope = "role" | "agent";
+
+/** Which methods' programs are kept and run again, and by whom. */
 export interface ReuseRule {
   readonly enabled: boolean;
   readonly except: ReadonlySet<string>;
   /** When given, only these methods (free-form ones included). */
   readonly only: ReadonlySet<string> | undefined;
+  readonly scope: ReuseScope;
 }
 
-const REUSE_SHAPE = 'Option "reuse" must be true, false, { except: [methods] } or { only: [methods] }.';
+const REUSE_SHAPE = 'Option "reuse" must be true, false, or an object with any of { except: [methods], only: [methods], scope: "role" | "agent" }.';
 
 /** The option as given. */
-export type ReuseOption = boolean | { readonly except?: readonly string[]; readonly only?: readonly string[] };
+export type ReuseOption = boolean | { readonly except?: readonly string[]; readonly only?: readonly string[]; readonly scope?: ReuseScope };
 
 /** The `reuse` option read; undefined when not given. */
 export function readReuse(value: ReuseOption | undefined): ReuseRule | undefined {
   if (value === undefined) return undefined;
-  if (typeof value === "boolean") return { enabled: value, except: new Set(), only: undefined };
+  if (typeof value === "boolean") return { enabled: value, except: new Set(), only: undefined, scope: "role" };
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${REUSE_SHAPE} Got ${describeType(value)}.`);
-  for (const key of Object.keys(value)) if (key !== "except" && key !== "only") throw new TypeError(`${REUSE_SHAPE} "${key}" is not one of them.`);
+  for (const key of Object.keys(value)) if (key !== "except" && key !== "only" && key !== "scope") throw new TypeError(`${REUSE_SHAPE} "${key}" is not one of them.`);
   const names = (list: unknown, field: string): Set<string> | undefined => {
     if (list === undefined) return undefined;
     if (!Array.isArray(list) || !list.every((name) => typeof name === "string")) throw new TypeError(`${REUSE_SHAPE} "${field}" must be an array of method names.`);
     return new Set(list as string[]);
   };
-  return { enabled: true, except: names(value.except, "except") ?? new Set(), only: names(value.only, "only") };
+  const scope: unknown = value.scope ?? "role";
+  if (scope !== "role" && scope !== "agent") throw new TypeError(`Option "reuse": "scope" must be "role" or "agent". Got ${describeType(scope)}.`);
+  return { enabled: true, except: names(value.except, "except") ?? new Set(), only: names(value.only, "only"), scope };
 }

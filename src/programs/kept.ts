@@ -4,7 +4,7 @@
  * arguments, which named ones) and the prompt version; it ignores provider and model, as a
  * kept program is plain JavaScript. In memory, programs are shared by the agents of a role that
  * use the same provider object; in a store, by every agent of the role using it, across
- * processes and restarts.
+ * processes and restarts; with `reuse: { scope: "agent" }`, by one agent and its helpers only.
  */
 import { keepsPrograms, type KeptProgram, type ProgramStore, type ProgramToKeep, type Store } from "../store/index.ts";
 
@@ -23,10 +23,16 @@ export interface ProgramShelf {
   ran(key: string, code: string, ended: "ok" | "mistake", maxFailuresInRow: number): boolean | Promise<boolean>;
 }
 
-/** The key of a call: `role.method(2; from,to)@promptVersion`. */
-export function programKey(role: string, method: string, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, promptVersion: string): string {
+/**
+ * The key of a call: `role.method(2; from,to)@promptVersion`. A delegated agent's role is
+ * written after its ancestors' (`guest/bank.deposit(1)@…`), so a program written in one agent's
+ * call tree is never run by the application's agents of another role. `scope`, when given, is
+ * the identity of the agent the application made (`reuse: { scope: "agent" }`).
+ */
+export function programKey(lineage: readonly string[], method: string, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, promptVersion: string, scope?: string): string {
   const names = Object.keys(kwargs).sort().map(keyPart);
-  return `${keyPart(role)}.${keyPart(method)}(${args.length}${names.length === 0 ? "" : `; ${names.join(",")}`})@${promptVersion}`;
+  const key = `${lineage.map(keyPart).join("/")}.${keyPart(method)}(${args.length}${names.length === 0 ? "" : `; ${names.join(",")}`})@${promptVersion}`;
+  return scope === undefined ? key : `${key} agent:${keyPart(scope)}`;
 }
 
 /**

@@ -93,6 +93,10 @@ export class AgentState {
   readonly options: ResolvedOptions;
   /** 0 for an agent the application made, parent's depth + 1 for a delegate. */
   readonly depth: number;
+  /** The roles from the agent the application made down to this one (its own last). */
+  readonly lineage: readonly string[];
+  /** The identity of the agent the application made, this one or its ancestor: the scope of `reuse: { scope: "agent" }`. */
+  readonly scopeId: string;
   readonly context: Record<string, unknown> = {};
   /** Context keys the application wrote, which read back as values on the agent. */
   readonly appKeys = new Set<string>();
@@ -107,11 +111,13 @@ export class AgentState {
   readonly link: DurableLink | undefined;
   readonly #children = new Map<string, AgentState>();
 
-  constructor(role: string, options: ResolvedOptions, depth: number, durable?: { store: Store; id: string }) {
+  constructor(role: string, options: ResolvedOptions, parent: AgentState | undefined, durable?: { store: Store; id: string }) {
     this.role = role;
     this.options = options;
-    this.depth = depth;
+    this.depth = parent === undefined ? 0 : parent.depth + 1;
+    this.lineage = parent === undefined ? [role] : [...parent.lineage, role];
     this.link = durable === undefined ? undefined : new DurableLink(durable.store, durable.id, role, this);
+    this.scopeId = parent?.scopeId ?? this.agentId;
     isolateReleaser.register(this, this.id);
     liveAgents.set(this.id, new WeakRef(this));
   }
@@ -127,16 +133,16 @@ export class AgentState {
    * closed) in this process. A store that loads synchronously is read at once (`load: "now"`); otherwise the
    * state is loaded by its first `pull()`.
    */
-  static create(role: string, options: ResolvedOptions, depth = 0, id = options.id ?? role): AgentState {
+  static create(role: string, options: ResolvedOptions, parent?: AgentState, id = options.id ?? role): AgentState {
     const { store } = options;
-    if (store === undefined) return new AgentState(role, options, depth);
+    if (store === undefined) return new AgentState(role, options, parent);
     const open = openedAgent<AgentState>(store, id);
     // A closed agent takes no calls: opening its id again (a request after the last one closed it) makes a new one.
     if (open !== undefined && !open.calls.closing) {
       if (open.role !== role) throw new RoleMismatchError(id, open.role, role, "open");
       return open;
     }
-    const state = new AgentState(role, options, depth, { store, id });
+    const state = new AgentState(role, options, parent, { store, id });
     if (isSyncStore(store)) state.link?.pullSync();
     rememberOpened(store, id, state);
     return state;
@@ -159,7 +165,7 @@ export class AgentState {
     const resolved = resolveOptions(options, this.options);
     // Children under another contract are other agents: in a store, under an id of their own.
     const { fingerprint } = resolved.contract;
-    child = this.link === undefined ? new AgentState(role, resolved, this.depth + 1) : AgentState.create(role, resolved, this.depth + 1, childId(this.link.id, fingerprint === "" ? role : `${role}~${fingerprint}`));
+    child = this.link === undefined ? new AgentState(role, resolved, this) : AgentState.create(role, resolved, this, childId(this.link.id, fingerprint === "" ? role : `${role}~${fingerprint}`));
     // Bounded: past it, children with options of their own are made fresh for each call.
     if (options === undefined || this.#children.size < MAX_KEPT_CHILDREN) this.#children.set(key, child);
     return child;

@@ -357,7 +357,7 @@ function rootDefaults(): ResolvedOptions {
     signal: undefined,
     store: storeFromEnv(),
     id: undefined,
-    reuse: { enabled: true, except: new Set(), only: undefined },
+    reuse: { enabled: true, except: new Set(), only: undefined, scope: "role" },
     tools: NO_TOOLS,
     toolApproval: undefined,
     egress: undefined,
