@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +5,7 @@ import { describe, expect, test, vi } from "vitest";
 import { Agent, PostgresStore, ScriptedProvider, SqliteStore, configureSandbox } from "../src/index.ts";
 import { sandboxPool } from "../src/sandbox/host/pool.ts";
 import { poolTimings } from "../src/sandbox/host/timings.ts";
+import { runToEnd } from "../test-support/run-to-end.ts";
 import { waitFor } from "../test-support/wait-for.ts";
 
 const provider = () =>
@@ -57,14 +57,7 @@ const outcome = await agent.quick();
 await Agent.close(agent);
 console.log(JSON.stringify({ ok: outcome.ok, at: performance.now() }));`;
     const started = performance.now();
-    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ["--no-node-snapshot", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
-      let out = "";
-      let err = "";
-      child.stdout.on("data", (chunk: Buffer) => (out += chunk));
-      child.stderr.on("data", (chunk: Buffer) => (err += chunk));
-      child.on("close", (exit) => resolve({ code: exit, stdout: out, stderr: err }));
-    });
+    const { code, stdout, stderr } = await runToEnd(process.execPath, ["--no-node-snapshot", "--input-type=module", "-e", script]);
     expect(code, stderr).toBe(0);
     expect(JSON.parse(stdout)).toMatchObject({ ok: true });
     // It exited on its own, long before the processes' idle period (30 s) would have ended them.

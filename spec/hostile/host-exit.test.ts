@@ -1,22 +1,14 @@
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
+import { runToEnd } from "../../test-support/run-to-end.ts";
 
 const FIXTURE = new URL("./fixtures/amplified-paths.ts", import.meta.url);
 
 /** Runs the fixture in a host process whose heap is far too small to hold any expanded value. */
-function runSmallHost(): Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: Record<string, unknown>[]; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--max-old-space-size=96", FIXTURE.pathname], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk));
-    child.on("close", (code, signal) => {
-      const lines = stdout.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
-      resolve({ code, signal, lines, stderr });
-    });
-  });
+async function runSmallHost(): Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: Record<string, unknown>[]; stderr: string }> {
+  const { code, signal, stdout, stderr } = await runToEnd(process.execPath, ["--max-old-space-size=96", FIXTURE.pathname]);
+  const lines = stdout.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { code, signal, lines, stderr };
 }
 
 describe("values from the sandbox never reach the host unmeasured", () => {
