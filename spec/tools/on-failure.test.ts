@@ -346,6 +346,30 @@ describe("onFailure as a function", () => {
     expect(clerk.history().at(0)).toMatchObject({ outcome_summary: { status: "ok" } });
   });
 
+  test("undoing that calls the agent whose programs write and fail again and again: the whole chain shares one budget of requests, and ends", async () => {
+    let placed = 0;
+    let agent: { buy(): Promise<{ ok: boolean }> } | undefined;
+    const call = (self: unknown, method: string) => (self as Record<string, (input: unknown) => Promise<{ ok: boolean; errorMessage?: string }>>)[method]!;
+    const order: Tool<{ item: string }, string> = {
+      description: "Places an order; returns its number.",
+      inputSchema: { type: "object", properties: { item: { type: "string" } }, required: ["item"] },
+      execute: () => `o-${++placed}`,
+      // The application lets its agent undo an order; each undoing call here writes and fails in turn.
+      revert: async (_input, result) => {
+        const outcome = await call(agent, "cancelOrder")({ order: result });
+        if (!outcome.ok) throw new Error(outcome.errorMessage);
+      },
+    };
+    const shopAgent = agentOf({ buy: "await tools.order({ item: 'paper' }); null.boom", cancelOrder: "await tools.order({ item: 'more paper' }); null.boom" }, { order }, { onFailure: "revert", maxGenerationAttempts: 1 });
+    agent = shopAgent.agent;
+    expect((await shopAgent.agent.buy()).ok).toBe(false);
+    const settled = placed;
+    await sleep(500);
+    // 256 requests of the host for the call's undoing and everything it set off, one order each at most.
+    expect(placed).toBeLessThanOrEqual(1 + 256);
+    expect(placed).toBe(settled);
+  }, 60_000);
+
   test("an onFailure that throws: the call's outcome is its own failure, the log line says what the function threw, nothing is lost", async () => {
     const { order, book } = shop();
     const onFailure = async (failure: CallFailure) => {

@@ -10,18 +10,24 @@ import { SANDBOX_LIMITS } from "../sandbox/index.ts";
 export class CallTree {
   readonly egress: CallTreeEgress;
   #requests = 0;
+  /** The tree of this tree's undoing; this tree itself when it is one. */
+  #cleanUp: CallTree | undefined;
 
-  constructor(egress = new CallTreeEgress()) {
+  constructor(egress = new CallTreeEgress(), cleansUp = false) {
     this.egress = egress;
+    if (cleansUp) this.#cleanUp = this;
   }
 
   /**
-   * The tree of what undoes a failed call's effects (`onFailure`, a tool's `revert`) and the
-   * calls that code makes: the same fetches' count, barrier and redaction, and a request budget
-   * of its own, so that a failure that spent the call's budget does not also stop its undoing.
+   * The tree of what undoes the tree's failed calls' effects (`onFailure`, a tool's `revert`) and
+   * the calls that code makes: the same fetches' count, barrier and redaction, and a request
+   * budget of its own, so that a failure that spent the call's budget does not also stop its
+   * undoing. One for the tree, and its own when those calls fail in turn: undoing that sets off
+   * more undoing (a revert that asks an agent whose program writes and fails again) shares one
+   * budget, and ends.
    */
   forCleanUp(): CallTree {
-    return new CallTree(this.egress);
+    return (this.#cleanUp ??= new CallTree(this.egress, true));
   }
 
   /** Counts one request of a program of the tree (a delegated call, a tool call, a fetch, `content`); false past the budget. */
