@@ -1,7 +1,7 @@
 /**
  * maxWriteCalls (DESIGN 19): the calls of tools that may change the world one call's programs may
- * make. A program that catches the tool's errors and keeps looping stops at the limit; reads,
- * refused writes and delegated calls' writes do not count against it.
+ * make. A program that catches the tool's errors and keeps looping stops at the limit; reads and
+ * refused writes do not count against it; delegated calls' writes count against the whole tree's.
  */
 import { describe, expect, test } from "vitest";
 import { Agent, ScriptedProvider, type Tool } from "../../src/index.ts";
@@ -60,7 +60,7 @@ describe("maxWriteCalls", () => {
     expect(none.orders).toHaveLength(0);
   });
 
-  test("reads do not count; writes denied by toolApproval do not count; a delegated call counts its own", async () => {
+  test("reads do not count; writes denied by toolApproval do not count; delegated calls' writes count against the tree's limit, so delegating does not multiply it", async () => {
     const reading = shop({ maxWriteCalls: 1 });
     expect((await reading.agent.reads()).value).toBe("ok");
     expect(reading.reads()).toBe(40);
@@ -69,8 +69,10 @@ describe("maxWriteCalls", () => {
     expect((await approving.agent.denied()).value).toBe(20);
     expect(approving.orders).toHaveLength(10);
     const fanning = shop({ maxWriteCalls: 4 });
-    expect((await fanning.agent.fanout()).value).toEqual([4, 4, 4]);
-    expect(fanning.orders).toHaveLength(12);
+    expect((await fanning.agent.fanout()).value).toEqual([4, 0, 0]);
+    expect(fanning.orders).toHaveLength(4);
+    const [helperRecord] = Agent.history(fanning.agent).slice(-1);
+    expect(helperRecord?.tool_calls?.some((call) => call.error_message?.includes("counting the calls it delegated and those that delegated to it"))).toBe(true);
   });
 
   test("calls made in parallel: no more than the limit reach the tool, with or without an approval to wait for; a denied one gives its place back", async () => {

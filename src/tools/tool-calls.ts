@@ -109,6 +109,13 @@ export class ToolCallLog {
   #writes = 0;
   /** Writes checked against `maxWriteCalls` and not yet made or given up (waiting for approval, say). */
   #heldWrites = 0;
+  /**
+   * Writes made and held by this call and the calls below it (delegated by its programs, and by
+   * theirs): every level's are held to `maxWriteCalls`, so a program cannot multiply the limit
+   * by delegating.
+   */
+  #treeWrites = 0;
+  #treeHeld = 0;
   /** The writes that reached the tool (or the server), in order: the call's effect ledger (DESIGN 19). */
   readonly #effects: ToolCallEntry[] = [];
   /** By attempt: how many tool calls its program made. */
@@ -128,28 +135,42 @@ export class ToolCallLog {
    */
   markWrote(tool: string): void {
     this.#writes += 1;
+    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) log.#treeWrites += 1;
     this.#noteWrote(tool);
   }
 
   /**
    * Holds one of the call's `max` writes for a write on its way (to its approval, then its tool):
-   * false when all are made or held. Writes made in parallel are so counted before any of them
-   * waits. Each hold is let go once ({@link letGoWrite}), after {@link markWrote} or instead of it.
+   * false when all are made or held, by this call or, counted together, by the calls its programs
+   * delegated and the calls that delegated to it. Writes made in parallel are so counted before
+   * any of them waits. Each hold is let go once ({@link letGoWrite}), after {@link markWrote} or
+   * instead of it.
    */
   holdWrite(max: number): boolean {
-    if (this.#writes + this.#heldWrites >= max) return false;
+    if (this.#full(max) !== undefined) return false;
     this.#heldWrites += 1;
+    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) log.#treeHeld += 1;
     return true;
   }
 
   letGoWrite(): void {
-    this.#heldWrites = Math.max(0, this.#heldWrites - 1);
+    if (this.#heldWrites === 0) return;
+    this.#heldWrites -= 1;
+    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) log.#treeHeld -= 1;
   }
 
   /** Why {@link holdWrite} said no, as the middle of a sentence: the writes made, those on their way, and the limit. */
   writeLimitReached(max: number): string {
-    const onTheirWay = this.#heldWrites === 0 ? "" : ` (and has ${this.#heldWrites} more on their way)`;
-    return `this call has made ${this.#writes} calls of tools that may change the world${onTheirWay}, the most it may make (maxWriteCalls: ${max})`;
+    const full = this.#full(max) ?? this;
+    const onTheirWay = full.#treeHeld === 0 ? "" : ` (and has ${full.#treeHeld} more on their way)`;
+    const who = full === this && this.#treeWrites === this.#writes && this.#treeHeld === this.#heldWrites ? "this call" : "this call, counting the calls it delegated and those that delegated to it,";
+    return `${who} has made ${full.#treeWrites} calls of tools that may change the world${onTheirWay}, the most it may make (maxWriteCalls: ${max})`;
+  }
+
+  /** The nearest level (this call, or one that delegated to it) whose writes made and held reach `max`. */
+  #full(max: number): ToolCallLog | undefined {
+    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) if (log.#treeWrites + log.#treeHeld >= max) return log;
+    return undefined;
   }
 
   /** Puts a write that is about to reach its tool in the effect ledger, its outcome unknown until it answers. */
@@ -177,7 +198,7 @@ export class ToolCallLog {
     if (parent !== undefined) parent.#noteWrote(tool);
   }
 
-  /** Calls of tools that may change the world that this call's programs made (its delegated calls count their own). */
+  /** Calls of tools that may change the world that this call's programs made (not its delegated calls', which count against its limit all the same). */
   get writes(): number {
     return this.#writes;
   }
