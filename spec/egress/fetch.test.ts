@@ -489,8 +489,8 @@ describe("effects", () => {
     expect(site.requests[0]?.body).toBe('{"item":"tea"}');
     expect((await agent.denied()).value).toMatchObject({ name: "EgressError", message: expect.stringContaining("denied by the application") });
     expect(approvals).toEqual([
-      { tool: "fetch", input: { method: "POST", url: `${site.origin}/orders` }, role: "reader", agentId: expect.any(String), callId: expect.any(String) },
-      { tool: "fetch", input: { method: "DELETE", url: `${site.origin}/orders` }, role: "reader", agentId: expect.any(String), callId: expect.any(String) },
+      { kind: "fetch", tool: "fetch", input: { method: "POST", url: `${site.origin}/orders` }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) },
+      { kind: "fetch", tool: "fetch", input: { method: "DELETE", url: `${site.origin}/orders` }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) },
     ]);
     expect(site.requests).toHaveLength(1);
   });

@@ -39,7 +39,7 @@ describe("a write request's redirects: every hop that still writes is approved, 
         },
       );
       const outcome = await agent.write();
-      const first = { tool: "fetch", input: { method, url: `${site.origin}/write?status=${status}` }, role: "reader", agentId: expect.any(String), callId: expect.any(String) };
+      const first = { kind: "fetch", tool: "fetch", input: { method, url: `${site.origin}/write?status=${status}` }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) };
       const landedWith = nextMethod(status, method);
       if (landedWith === "GET") {
         // Now a read: it goes on, without the body.

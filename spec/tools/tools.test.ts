@@ -240,9 +240,27 @@ describe("tools: effects and approval", () => {
     expect(outcome).toMatchObject({ ok: false, errorType: "tool", retriable: false });
     expect(outcome.errorMessage).toContain("denied");
     expect(state.calls).toBe(0);
-    expect(asked).toEqual([{ tool: "bump", input: { n: 1 }, role: "assistant", agentId: expect.any(String), callId: outcome.callId }]);
+    expect(asked).toEqual([{ kind: "tool", tool: "bump", input: { n: 1 }, role: "assistant", lineage: ["assistant"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: outcome.callId }]);
+    expect(asked[0]?.rootAgentId).toBe(asked[0]?.agentId);
     expect((await agent.look()).value).toBe("Oslo");
     expect(asked).toHaveLength(1);
+  });
+
+  test("a delegated call's approval says whose call tree it is in: the role a program chose is the last of the lineage, under the application's agent", async () => {
+    const { bump } = counter();
+    const asked: ToolApprovalRequest[] = [];
+    const { agent } = assistant(
+      { direct: "return await tools.bump({ n: 1 })", viaChild: "return (await delegate('billing').refund()).value", refund: "return await tools.bump({ n: 2 })" },
+      { bump },
+      // An approval that trusts billing agents, as the application made them.
+      { toolApproval: (request) => (asked.push(request), request.role === "billing" && request.lineage.length === 1) },
+    );
+    expect((await agent.direct()).ok).toBe(false);
+    const outcome = await agent.viaChild();
+    expect(outcome.value).toBeUndefined();
+    expect(asked.at(-1)).toMatchObject({ kind: "tool", role: "billing", lineage: ["assistant", "billing"] });
+    expect(asked.at(-1)?.rootAgentId).toBe(asked[0]?.agentId);
+    expect(asked.at(-1)?.agentId).not.toBe(asked[0]?.agentId);
   });
 
   test("an approval that throws refuses the call", async () => {

@@ -115,7 +115,7 @@ export class AgentState {
     this.role = role;
     this.options = options;
     this.depth = parent === undefined ? 0 : parent.depth + 1;
-    this.lineage = parent === undefined ? [role] : [...parent.lineage, role];
+    this.lineage = Object.freeze(parent === undefined ? [role] : [...parent.lineage, role]);
     this.link = durable === undefined ? undefined : new DurableLink(durable.store, durable.id, role, this);
     this.scopeId = parent?.scopeId ?? this.agentId;
     isolateReleaser.register(this, this.id);

@@ -143,11 +143,21 @@ export interface AgentOptions {
 
 /** What `toolApproval` is asked about. */
 export interface ToolApprovalRequest {
+  /** A granted tool's call, or a program's `fetch` (whose `tool` is `"fetch"`, as a tool may be named too). */
+  readonly kind: "tool" | "fetch";
   /** The tool's name in programs: `weather`, or `notes.append` for a tool in a set. */
   readonly tool: string;
-  /** The input, as it passed the tool's schema. */
+  /** The input, as it passed the tool's schema; for a fetch, `{ method, url, … }`. */
   readonly input: unknown;
+  /** The role of the agent whose program asks: for a delegated agent, one a program chose. */
   readonly role: string;
+  /**
+   * The roles from the agent the application made down to the one asking (`role` last): more
+   * than one when programs delegated, and then all but the first were chosen by programs.
+   */
+  readonly lineage: readonly string[];
+  /** The id of the agent the application made: the one asking, or the one whose programs delegated down to it. */
+  readonly rootAgentId: string;
   readonly agentId: string;
   readonly callId: string;
 }

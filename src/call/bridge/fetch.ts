@@ -53,7 +53,7 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       try {
         // The application approves exactly what is sent: the whole URL, and for a redirect where it came from.
         const input = context.from === undefined ? { method, url: sentUrl(next.url) } : { method: next.method, url: sentUrl(next.url), redirectedFrom: sentUrl(context.from), status: context.status };
-        const approval = await askApproval(call, run, "fetch", input);
+        const approval = await askApproval(call, run, "fetch", "fetch", input);
         if (!approval.approved) return approval.ended ? fail(`fetch ${shown}: the call ended while the application was asked to approve the request.`, false, "cancelled") : fail(`fetch ${shown}: denied ${approval.why}.`, false);
         if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
         // From here the world may change: the call's programs are not run again on their own.

@@ -66,7 +66,7 @@ async function runTool(call: Call, run: AskingRun, granted: GrantedTool, entry: 
     // Held before the wait for approval, so that writes made in parallel cannot all pass the limit.
     if (!draft.tools.holdWrite(maxWriteCalls)) return fail("tool", `tools.${granted.path}: ${draft.tools.writeLimitReached(maxWriteCalls)}; this one was not made.`);
     try {
-      const approval = await askApproval(call, run, granted.path, value);
+      const approval = await askApproval(call, run, "tool", granted.path, value);
       if (!approval.approved) {
         return approval.ended ? fail("cancelled", `tools.${granted.path}: the call ended while the application was asked to approve the tool call.`) : fail("tool", `tools.${granted.path}: denied ${approval.why}.`);
       }
