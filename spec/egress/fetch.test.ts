@@ -121,6 +121,22 @@ describe("the policy: refused before any server is contacted", () => {
     expect(history().at(-1)?.tool_calls?.[0]).toMatchObject({ tool: "fetch", ok: false, error_type: "tool" });
   });
 
+  test("a read (GET, HEAD, OPTIONS) with a body is refused: it would write with no approval and no count", async () => {
+    const site = await serve({ "/orders": json("ok") });
+    const approvals: unknown[] = [];
+    const { agent } = egressAgent(
+      { send: caught(`fetch("${site.origin}/orders", { method: args[0], ...(args[1] ? { body: "ship 500 units" } : {}) })`) },
+      { egress: { allow: [site.origin], methods: ["GET", "HEAD", "OPTIONS"] }, toolApproval: (request) => approvals.push(request) < 0 },
+    );
+    for (const method of ["GET", "HEAD", "OPTIONS"]) {
+      expect((await agent.send(method, true)).value, method).toMatchObject({ name: "EgressError", egress: true, message: expect.stringContaining(`a ${method} request cannot have a body`) });
+    }
+    expect(site.requests).toHaveLength(0);
+    expect((await agent.send("OPTIONS", false)).value).toEqual({ status: 200 });
+    expect(site.requests.map((request) => request.method)).toEqual(["OPTIONS"]);
+    expect(approvals).toEqual([]);
+  });
+
   test("a name is resolved by the host and every address checked: loopback, private, link-local, mapped, mixed answers refused; the server is never reached", async () => {
     const site = await serve({ "/": json("reached") });
     const answers: Record<string, string[]> = {
@@ -466,12 +482,12 @@ describe("secrets the host adds", () => {
 });
 
 describe("effects", () => {
-  test("a method that may change the world is asked of toolApproval, and a program that used it is never run again on its own", async () => {
+  test("a method that may change the world is asked of toolApproval with what is sent, and a program that used it is never run again on its own", async () => {
     const site = await serve({ "/orders": json({ id: 7 }, 201) });
     const approvals: unknown[] = [];
     const { agent } = egressAgent(
       {
-        order: `const r = await fetch("${site.origin}/orders", { method: "POST", body: JSON.stringify({ item: "tea" }) }); notDefined.x; return r.status`,
+        order: `const r = await fetch("${site.origin}/orders", { method: "POST", headers: { "x-http-method-override": "PUT" }, body: JSON.stringify({ item: "tea" }) }); notDefined.x; return r.status`,
         denied: caught(`fetch("${site.origin}/orders", { method: "DELETE" })`),
       },
       {
@@ -489,7 +505,8 @@ describe("effects", () => {
     expect(site.requests[0]?.body).toBe('{"item":"tea"}');
     expect((await agent.denied()).value).toMatchObject({ name: "EgressError", message: expect.stringContaining("denied by the application") });
     expect(approvals).toEqual([
-      { kind: "fetch", tool: "fetch", input: { method: "POST", url: `${site.origin}/orders` }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) },
+      // What is sent: the program's own headers and its body, as well as the method and the whole URL.
+      { kind: "fetch", tool: "fetch", input: { method: "POST", url: `${site.origin}/orders`, headers: { "x-http-method-override": "PUT" }, body: '{"item":"tea"}' }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) },
       { kind: "fetch", tool: "fetch", input: { method: "DELETE", url: `${site.origin}/orders` }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) },
     ]);
     expect(site.requests).toHaveLength(1);

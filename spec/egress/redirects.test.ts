@@ -39,7 +39,7 @@ describe("a write request's redirects: every hop that still writes is approved, 
         },
       );
       const outcome = await agent.write();
-      const first = { kind: "fetch", tool: "fetch", input: { method, url: `${site.origin}/write?status=${status}` }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) };
+      const first = { kind: "fetch", tool: "fetch", input: { method, url: `${site.origin}/write?status=${status}`, body: "order: tea" }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) };
       const landedWith = nextMethod(status, method);
       if (landedWith === "GET") {
         // Now a read: it goes on, without the body.
@@ -50,7 +50,7 @@ describe("a write request's redirects: every hop that still writes is approved, 
         expect(outcome.value).toMatchObject({ name: "EgressError", egress: true, message: expect.stringContaining(`fetch ${other.origin}/landing?from=site: denied by the application`) });
         expect(approvals).toEqual([
           first,
-          { ...first, input: { method, url: `${other.origin}/landing?from=site`, redirectedFrom: `${site.origin}/write?status=${status}`, status } },
+          { ...first, input: { method, url: `${other.origin}/landing?from=site`, body: "order: tea", redirectedFrom: `${site.origin}/write?status=${status}`, status } },
         ]);
         expect(other.requests).toEqual([]);
       }

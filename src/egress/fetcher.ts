@@ -108,7 +108,8 @@ export function prepareRequest(policy: EgressPolicy, request: EgressRequest, tre
   }
   const method = request.method.toUpperCase();
   if (!policy.methods.has(method)) return refused(`fetch ${shown()}: the method ${method.slice(0, 20)} is not allowed (egress.methods: ${[...policy.methods].join(", ")}).`);
-  if ((method === "GET" || method === "HEAD") && request.body !== null) return refused(`fetch ${shown()}: a ${method} request cannot have a body.`);
+  // OPTIONS is a read: with a body it could write unapproved.
+  if ((method === "GET" || method === "HEAD" || method === "OPTIONS") && request.body !== null) return refused(`fetch ${shown()}: a ${method} request cannot have a body.`);
   const checked = checkUrl(policy, url, tree);
   if (!("entry" in checked)) return checked;
   const headers: [string, string][] = [];

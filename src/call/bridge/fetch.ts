@@ -51,8 +51,8 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       // Held before the wait for approval, so that requests made in parallel cannot all pass the limit.
       if (!draft.tools.holdWrite(maxWriteCalls)) return fail(`fetch ${shown}: ${draft.tools.writeLimitReached(maxWriteCalls)}; this request was not sent.`, false);
       try {
-        // The application approves exactly what is sent: the whole URL, and for a redirect where it came from.
-        const input = context.from === undefined ? { method, url: sentUrl(next.url) } : { method: next.method, url: sentUrl(next.url), redirectedFrom: sentUrl(context.from), status: context.status };
+        // The application approves exactly what is sent: the whole URL, the program's headers and body, and for a redirect where it came from.
+        const input = { ...approvedRequest(next), ...(context.from === undefined ? {} : { redirectedFrom: sentUrl(context.from), status: context.status }) };
         const approval = await askApproval(call, run, "fetch", "fetch", input);
         if (!approval.approved) return approval.ended ? fail(`fetch ${shown}: the call ended while the application was asked to approve the request.`, false, "cancelled") : fail(`fetch ${shown}: denied ${approval.why}.`, false);
         if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
@@ -65,7 +65,11 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       if (entry.state === undefined) draft.tools.addEffect(entry);
     }
     const release = await draft.tree.egress.slot(run.signal);
-    if (release === undefined) return fail(`fetch ${shown}: the call ended while the request waited for one of the ${TREE_FETCHES_IN_FLIGHT} its call tree may have in flight; it was not sent.`, false, "cancelled");
+    // A slot given up by a request that its call's end cancelled may come before this run hears of that end.
+    if (release === undefined || run.signal.aborted || run.timeLeftMs() <= 0) {
+      release?.();
+      return fail(`fetch ${shown}: the call ended while the request waited for one of the ${TREE_FETCHES_IN_FLIGHT} its call tree may have in flight; it was not sent.`, false, "cancelled");
+    }
     let sent: Awaited<ReturnType<typeof sendRequest>>;
     try {
       // Spans an HTTP client instrumentation makes for the request are children of the fetch's.
@@ -91,4 +95,14 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
   draft.tools.end(entry, true, undefined, answered);
   endSpan(span, { "http.response.status_code": answered.status, "improv.fetch.bytes": answered.bytes });
   return { ok: true, value: outcome.response, sent: held };
+}
+
+/** A request as `toolApproval` is shown it: its method, whole URL, the program's own headers (by lower-case name) and its body, when it has them. */
+function approvedRequest(request: PreparedRequest): { method: string; url: string; headers?: Record<string, string>; body?: string } {
+  return {
+    method: request.method,
+    url: sentUrl(request.url),
+    ...(request.headers.length === 0 ? {} : { headers: Object.fromEntries(request.headers.map(([name, value]) => [name.toLowerCase(), value])) }),
+    ...(request.body === null ? {} : { body: request.body }),
+  };
 }
