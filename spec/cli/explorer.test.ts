@@ -174,7 +174,7 @@ describe.skipIf(!chromiumAvailable)("the call explorer", () => {
     const reading = new SqliteStore(path);
     const file = join(directory, "store.html");
     const stdout = sink();
-    await runTelemetry({ inputs: [], json: false, html: file, stdout, stderr: sink(), lines: { from: reading.label, read: () => storeLines(reading) } });
+    await runTelemetry({ inputs: [], json: false, html: file, stdout, stderr: sink(), lines: { read: () => storeLines(reading) } });
     await reading.close();
     expect(stdout.text).toMatch(/ calls {17}2\n/);
     const { page, problems } = await open(file);

@@ -22,3 +22,12 @@ test("a line spread over many chunks, a character split between two, lines ended
 test("a byte order mark before the first line is no part of it", async () => {
   expect(await linesOf([Buffer.from([0xef, 0xbb]), Buffer.from([0xbf]), Buffer.from('{"a":1}\n{"b":2}\n')])).toEqual(['{"a":1}', '{"b":2}']);
 });
+
+test("gzipped data cut short: the lines before the cut are given, and what went wrong is returned, not thrown", async () => {
+  const whole = gzipSync(Array.from({ length: 20_000 }, (_, index) => `{"n":${index * 7919}}`).join("\n"));
+  const lines: string[] = [];
+  const problem = await forEachLine({ name: "cut.jsonl.gz", open: () => Readable.from([whole.subarray(0, whole.length >> 1)]) } as never, (line) => lines.push(line));
+  expect(problem).toBe(`truncated or corrupt gzip after line ${lines.length}`);
+  expect(lines.length).toBeGreaterThan(1_000);
+  expect(lines.every((line, index) => line === `{"n":${index * 7919}}`)).toBe(true);
+});

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PassThrough, Readable, Writable } from "node:stream";
 import { gzipSync } from "node:zlib";
@@ -10,6 +10,7 @@ import { Agent, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
 import { OpenAITestServer } from "../../test-support/openai-server.ts";
 import { renderHtmlReport } from "../../src/cli/report-html/page.ts";
 import { runTelemetry, UsageError, type TelemetryCommandOptions } from "../../src/cli/telemetry-command.ts";
+import { formatReport } from "../../src/cli/telemetry-text.ts";
 import { readLogLines } from "../../test-support/logs.ts";
 
 const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
@@ -122,6 +123,28 @@ describe("improv telemetry", () => {
     }
   });
 
+  test("token and request counts no call could reach are rejected, as a cost past a million dollars is: the line counts as one without a usage report", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "tokens.jsonl");
+    const call = (id: string, fields: Record<string, unknown>) => JSON.stringify({ call_id: id, outcome_status: "ok", role: "r", method: "m", ...fields });
+    writeFileSync(
+      file,
+      [
+        call("sane", { generation_attempt: 2, prompt_tokens: 10, completion_tokens: 5, cached_tokens: 4, cost_usd: 0.5 }),
+        call("huge prompt", { generation_attempt: 1, prompt_tokens: Number.MAX_SAFE_INTEGER, completion_tokens: 5, cached_tokens: 0 }),
+        call("huge cache", { generation_attempt: 1, prompt_tokens: 10, completion_tokens: 5, cached_tokens: 1e12 }),
+        call("huge cost", { generation_attempt: 1, prompt_tokens: 10, completion_tokens: 5, cost_usd: 1e12 }),
+        call("huge attempts", { outcome_status: "error", error_type: "provider", generation_attempt: 1e9, prompt_tokens: 10, completion_tokens: 5 }),
+      ].join("\n"),
+    );
+    const report = await run({ inputs: [file], json: true }).promise;
+    expect(report.overall).toMatchObject({ requests: 5, promptTokens: 30, completionTokens: 15, cachedTokens: 4, callsWithoutTokens: 2, costUsd: 0.5, callsWithCost: 1 });
+    expect(report.failingCalls[0]).toMatchObject({ callId: "huge attempts", attempts: null });
+    const text = run({ inputs: [file] });
+    await text.promise;
+    expect(text.stdout.text).toContain("  tokens                30 prompt (4 of them read from the prompt cache, 13.3%) + 15 completion  (2 calls without a usage report)\n");
+  });
+
   test("malformed lines are counted and located, never fatal", async () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
     const file = join(directory, "mixed.jsonl");
@@ -172,7 +195,7 @@ describe("improv telemetry", () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
     mkdirSync(join(directory, "nested"));
     writeFileSync(join(directory, "nested", "notes.txt"), "not a log");
-    const message = `Found no log files in "${directory}" (files ending .jsonl, .ndjson, .log or .json, gzipped or not, searched in subfolders too). Name a log file, or the folder improv logs to.`;
+    const message = `Found no log files in "${directory}" (files ending .jsonl, .ndjson, .log or .json, gzipped or not, rotated ones such as calls.jsonl.1 too, searched in subfolders too). Name a log file, or the folder improv logs to.`;
     await expect(run({ inputs: [directory] }).promise).rejects.toThrow(new UsageError(message));
     expect(improv("telemetry", directory)).toMatchObject({ status: 2, stderr: `improv telemetry: ${message}\n` });
   });
@@ -288,6 +311,39 @@ describe("improv telemetry", () => {
     expect(text.stdout.text).toContain("  new programs kept     2  (4 that worked were not kept)\n");
   });
 
+  test("the period and the latest errors go by time, not by the text of timestamps; a timestamp that does not parse is no time", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "times.jsonl");
+    const call = (id: string, timestamp: unknown) => JSON.stringify({ timestamp, call_id: id, outcome_status: "error", error_type: "execution", role: "r", method: "m" });
+    writeFileSync(
+      file,
+      [
+        call("first", "2025-06-01T00:00:00.000Z"),
+        // Later than the next one, though its text sorts before it.
+        call("offset", "2025-06-01T23:00:00.000-05:00"),
+        call("utc", "2025-06-02T01:00:00.000Z"),
+        call("words", "zzz"),
+        call("forged", "2025-06-02T00:00:00.000Z\u001b[1A\rspoof"),
+        call("number", 1_750_000_000_000),
+      ].join("\n"),
+    );
+    const report = await run({ inputs: [file], json: true }).promise;
+    expect([report.firstTimestamp, report.lastTimestamp]).toEqual(["2025-06-01T00:00:00.000Z", "2025-06-02T04:00:00.000Z"]);
+    expect(report.failingCalls.map((sample) => [sample.callId, sample.timestamp])).toEqual([
+      ["offset", "2025-06-02T04:00:00.000Z"],
+      ["utc", "2025-06-02T01:00:00.000Z"],
+      ["first", "2025-06-01T00:00:00.000Z"],
+      ["words", null],
+      ["forged", null],
+      ["number", null],
+    ]);
+    const text = run({ inputs: [file] });
+    await text.promise;
+    expect(text.stdout.text).toContain("  period                2025-06-01T00:00:00.000Z … 2025-06-02T04:00:00.000Z\n");
+    expect(text.stdout.text).toContain("    (no time)  r.m  execution  (no message in this log line)  (call words)\n");
+    expect(text.stdout.text).not.toContain("spoof");
+  });
+
   test("--since and --until keep calls inside the window", async () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
     const file = join(directory, "window.jsonl");
@@ -333,6 +389,44 @@ describe("improv telemetry", () => {
     expect((await run({ inputs: ["-"], json: true, stdin }).promise).calls).toBe(2);
     const gzippedStdin = () => Readable.from([gzipSync(`${line("6")}\n`)]);
     expect((await run({ inputs: ["-"], json: true, stdin: gzippedStdin }).promise).calls).toBe(1);
+  });
+
+  test("a gzipped log cut short or corrupt: the lines before the damage are read, the file is named among the malformed, and the other files are read", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const line = (id: string) => JSON.stringify({ call_id: id, outcome_status: "ok", role: "r", method: "m", args: [id.repeat(20)] });
+    const whole = gzipSync(`${Array.from({ length: 5_000 }, (_, index) => line(`c${index * 7919}`)).join("\n")}\n`);
+    writeFileSync(join(directory, "a.jsonl"), `${line("plain")}\n`);
+    writeFileSync(join(directory, "b.jsonl.gz"), whole.subarray(0, Math.floor(whole.length / 2)));
+    writeFileSync(join(directory, "c.jsonl"), `${line("after")}\n`);
+    const report = await run({ inputs: [directory], json: true }).promise;
+    const cut = join(directory, "b.jsonl.gz");
+    const [, linesRead] = new RegExp(`^${cut.replace(/[.\\]/g, "\\$&")} \\(truncated or corrupt gzip after line (\\d+)\\)$`).exec(report.malformed.examples[0] ?? "") ?? [];
+    expect(Number(linesRead)).toBeGreaterThan(1_000);
+    expect(report.malformed.count).toBe(1);
+    expect(report.calls).toBe(Number(linesRead) + 2);
+    // Bytes overwritten in the middle: whatever is read before zlib notices is kept; the file is named.
+    const corrupt = Buffer.from(whole);
+    corrupt.fill(0xff, 2_000, 2_100);
+    writeFileSync(cut, corrupt);
+    const again = await run({ inputs: [directory], json: true }).promise;
+    expect(again.malformed.examples.at(-1)).toMatch(new RegExp(`^${cut.replace(/[.\\]/g, "\\$&")} \\(truncated or corrupt gzip after line \\d+\\)$`));
+    expect(again.byRole.r?.calls).toBeGreaterThanOrEqual(2);
+  });
+
+  test("rotated logs (calls.jsonl.1, calls.jsonl.2.gz, calls.log.3.gz) are read, and a file named twice is read once", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const line = (id: string) => `${JSON.stringify({ call_id: id, outcome_status: "ok", role: "r", method: "m" })}\n`;
+    writeFileSync(join(directory, "calls.jsonl"), line("1"));
+    writeFileSync(join(directory, "calls.jsonl.1"), line("2"));
+    writeFileSync(join(directory, "calls.jsonl.2.gz"), gzipSync(line("3")));
+    writeFileSync(join(directory, "calls.log.3.gz"), gzipSync(line("4")));
+    writeFileSync(join(directory, "calls.jsonl.bak"), line("not read"));
+    writeFileSync(join(directory, "notes.1"), line("not read"));
+    expect((await run({ inputs: [directory], json: true }).promise).calls).toBe(4);
+    const elsewhere = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    symlinkSync(join(directory, "calls.jsonl"), join(elsewhere, "same.jsonl"));
+    const twice = await run({ inputs: [directory, join(directory, "calls.jsonl"), join(directory, "..", basename(directory), "calls.jsonl.1"), elsewhere], json: true }).promise;
+    expect(twice.calls).toBe(4);
   });
 
   test("a missing input is a clear error", async () => {
@@ -498,6 +592,52 @@ describe("improv telemetry", () => {
     const text = run({ inputs: [file] });
     await text.promise;
     expect(text.stdout.text).toContain("… and 36 more tools");
+  });
+
+  test("200,000 distinct roles: the first 200 roles and 500 methods are kept apart, the rest counted under (other), and the report comes out", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "distinct.jsonl");
+    writeFileSync(file, `${Array.from({ length: 200_000 }, (_, index) => `{"call_id":"c${index}","outcome_status":"ok","role":"r${index}","method":"m"}`).join("\n")}\n`);
+    const { promise, stdout } = run({ inputs: [file], json: true });
+    const report = await promise;
+    expect(report.calls).toBe(200_000);
+    expect(Object.keys(report.byRole)).toHaveLength(201);
+    expect(report.byRole.r199?.calls).toBe(1);
+    expect(report.byRole.r200).toBeUndefined();
+    expect(report.byRole["(other)"]?.calls).toBe(199_800);
+    expect(Object.keys(report.byMethod)).toHaveLength(501);
+    expect(report.byMethod["(other)"]?.calls).toBe(199_500);
+    expect(report.folded).toEqual({ roles: 199_800, methods: 199_500, errorTypes: 0, scans: 0, notKeptReasons: 0 });
+    expect(stdout.text.length).toBeLessThan(5_000_000);
+    // The same report as text. Most calls first: (other) leads each table, and a line after it says how many names it holds.
+    const text = formatReport(report);
+    expect(text).toMatch(/\nby role +calls .*\n\(other\) +199800 +0\.0% /);
+    expect(text).toMatch(/\nr199 +1 +0\.0% .*\n… and 199800 more roles, counted under \(other\)\n\nby method/);
+    expect(text).toMatch(/\nby method +calls .*\n\(other\) +199500 +0\.0% /);
+    expect(text).toMatch(/\n… and 199500 more methods, counted under \(other\)\n/);
+  });
+
+  test("error types and history scans: at most 50 a group, not-kept reasons at most 20, the rest counted under (other), with how many names went there", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "distinct-keys.jsonl");
+    const line = (index: number) =>
+      JSON.stringify({ call_id: `c${index}`, outcome_status: "error", error_type: `t${index}`, role: index % 2 === 0 ? "even" : "odd", method: "m", history_scan: `s${index}`, reuse_decision: { kept: false, reason: `reason ${index}` } });
+    writeFileSync(file, Array.from({ length: 1_000 }, (_, index) => line(index)).join("\n"));
+    const report = await run({ inputs: [file], json: true }).promise;
+    expect(Object.keys(report.overall.errorTypes)).toHaveLength(51);
+    expect(report.overall.errorTypes).toMatchObject({ t0: 1, t49: 1, "(other)": 950 });
+    expect(report.overall.scans).toMatchObject({ s0: 1, s49: 1, "(other)": 950 });
+    // Each group has room of its own.
+    expect(report.byRole.odd?.errorTypes).toMatchObject({ t1: 1, t99: 1, "(other)": 450 });
+    expect(Object.keys(report.notKeptReasons)).toHaveLength(21);
+    expect(report.notKeptReasons["(other)"]).toBe(980);
+    expect(report.folded).toEqual({ roles: 0, methods: 0, errorTypes: 950, scans: 950, notKeptReasons: 980 });
+    const text = run({ inputs: [file] });
+    await text.promise;
+    expect(text.stdout.text).toMatch(/\n {4}\(other\) +950 +95\.0%\n {4}t0 +1 +0\.1%\n/);
+    expect(text.stdout.text).toMatch(/\n {4}t49 +1 +0\.1%\n {4}… and 950 more error types, counted under \(other\)\n/);
+    expect(text.stdout.text).toContain("  scans                 s0 1, s1 1, ");
+    expect(text.stdout.text).toContain(", s49 1, (other) 950  (and 950 more kinds, counted under (other))\n");
   });
 
   test("each group keeps at most 50 tool names, counting calls of the others once under (other)", async () => {

@@ -3,14 +3,15 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { Command } from "commander";
-import type { HistoryRecord } from "../history/index.ts";
 import { keepsPrograms, openStore, sqlitePath, SqliteStore, type Store } from "../store/index.ts";
 import { ENV_VARIABLES } from "../shared/index.ts";
 import { runDemo } from "./demo.ts";
-import { storeLines } from "./record-lines.ts";
+import { MissingInputError } from "./log-reader.ts";
+import { readRecords, storeLines, type StoredRecord } from "./record-lines.ts";
 import { refusedPrograms } from "./refused.ts";
 import { agentsTable, historyTable, programListing, programsTable, refusedTable } from "./tables.ts";
 import { runTelemetry, UsageError } from "./telemetry-command.ts";
+import { terminalText } from "./terminal-text.ts";
 
 // Piping into `head` closes stdout early; that is the reader's choice, not an error.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
@@ -70,11 +71,14 @@ program
     await withStore(location, async (store) => {
       const agents = await store.agents();
       const id = options.agent ?? (agents.length === 1 ? agents[0]?.id : undefined);
-      if (id === undefined || !agents.some((agent) => agent.id === id)) {
-        const known = agents.map((agent) => agent.id).join(", ") || "none";
+      const agent = agents.find((candidate) => candidate.id === id);
+      if (agent === undefined) {
+        const known = agents.map((candidate) => candidate.id).join(", ") || "none";
         throw new UsageError(options.agent === undefined ? `Name the agent with --agent. Agents in this store: ${known}.` : `No agent "${id}" in this store. Agents in it: ${known}.`);
       }
-      const records = (await store.records(id)).map((text) => JSON.parse(text) as HistoryRecord);
+      const read = await readRecords(store, agent);
+      saySkipped("history", read);
+      const records = read.flatMap((entry) => ("record" in entry ? [entry.record] : []));
       process.stdout.write(options.json ? records.map((record) => `${JSON.stringify(record)}\n`).join("") : `${historyTable(records)}\n`);
     });
   });
@@ -101,7 +105,7 @@ program
       const opened = store;
       await runTelemetry({
         inputs,
-        ...(opened === undefined ? {} : { lines: { from: opened.label, read: () => storeLines(opened, options.agent) } }),
+        ...(opened === undefined ? {} : { lines: { read: () => storeLines(opened, options.agent) } }),
         json: options.json === true,
         ...(options.html === undefined ? {} : { html: options.html }),
         ...(options.since === undefined ? {} : { since: options.since }),
@@ -113,7 +117,7 @@ program
       });
     } catch (error) {
       process.stderr.write(`improv telemetry: ${(error as Error).message}\n`);
-      process.exitCode = error instanceof UsageError || /^Cannot read/.test((error as Error).message) ? 2 : 1;
+      process.exitCode = error instanceof UsageError || error instanceof MissingInputError ? 2 : 1;
     } finally {
       await store?.close().catch(() => undefined);
     }
@@ -136,7 +140,8 @@ program
       if (options.refused) {
         const last = Number(options.last);
         if (!Number.isSafeInteger(last) || last < 1) throw new UsageError(`--last must be a whole number of calls, 1 or more (not "${options.last}").`);
-        const refused = await refusedPrograms(store, last, options.role);
+        const { refused, skipped } = await refusedPrograms(store, last, options.role);
+        saySkipped("programs", skipped);
         process.stdout.write(options.json ? `${JSON.stringify(refused, null, 2)}\n` : refused.length === 0 ? `No program was refused keeping in the latest ${last} calls.\n` : `${refusedTable(refused)}\n`);
         return;
       }
@@ -158,13 +163,22 @@ program
     });
   });
 
-/** Opens the store a command names, runs `work`, closes it; a failure is reported with exit code 1 (2 for usage). */
+/** Records that are not history records, skipped: each said on stderr (the first 20), so the rest of the output stands. */
+const MAX_SKIPPED_SAID = 20;
+
+function saySkipped(command: string, read: readonly StoredRecord[]): void {
+  const skipped = read.flatMap((entry) => ("problem" in entry ? [`${entry.where} (${entry.problem})`] : []));
+  for (const where of skipped.slice(0, MAX_SKIPPED_SAID)) process.stderr.write(terminalText(`improv ${command}: skipped ${where}\n`));
+  if (skipped.length > MAX_SKIPPED_SAID) process.stderr.write(`improv ${command}: … and ${skipped.length - MAX_SKIPPED_SAID} more records skipped\n`);
+}
+
 /** Opens the store at `location`; a SQLite file that does not exist is a usage mistake (opening would make an empty one). */
 function openExistingStore(location: string): Store {
   if (!/^postgres(ql)?:\/\//i.test(location) && !existsSync(sqlitePath(location))) throw new UsageError(`No store at ${location}: the file does not exist.`);
   return openStore(location);
 }
 
+/** Opens the store a command names, runs `work`, closes it; a failure is reported with exit code 1 (2 for usage). */
 async function withStore(location: string, work: (store: Store) => Promise<void>): Promise<void> {
   let store: Store | undefined;
   try {

@@ -6,24 +6,74 @@
  */
 import type { HistoryRecord } from "../history/index.ts";
 import { sourceNames } from "../knowledge/index.ts";
-import type { Store } from "../store/index.ts";
+import type { AgentSummary, Store } from "../store/index.ts";
 import { scanProgram } from "../telemetry/index.ts";
-import { noEffects } from "../tools/index.ts";
+import { EFFECT_STATES, noEffects } from "../tools/index.ts";
+import type { LocatedLine } from "./telemetry-command.ts";
 
-/** Every record of every agent in `store` (or of `agentId` only), as log lines, agent by agent. */
-export async function* storeLines(store: Store, agentId?: string): AsyncGenerator<Record<string, unknown>> {
+/**
+ * One of an agent's records read back, or why it could not be (`problem`), with where it is:
+ * `<store>:<agent>:<n>`, the agent's nth record, oldest first.
+ */
+export type StoredRecord = { readonly where: string; readonly record: HistoryRecord } | { readonly where: string; readonly problem: string };
+
+/** Every record of every agent in `store` (or of `agentId` only), as log lines, agent by agent; a record that is not one says why. */
+export async function* storeLines(store: Store, agentId?: string): AsyncGenerator<LocatedLine> {
   const agents = (await store.agents()).filter((agent) => agentId === undefined || agent.id === agentId);
   for (const agent of agents) {
-    for (const text of await store.records(agent.id)) {
-      let record: HistoryRecord;
-      try {
-        record = JSON.parse(text) as HistoryRecord;
-      } catch {
-        continue;
-      }
-      yield lineOfRecord(record, agent.role);
-    }
+    for (const read of await readRecords(store, agent)) yield "record" in read ? { where: read.where, line: lineOfRecord(read.record, agent.role) } : read;
   }
+}
+
+/** An agent's records (its latest `last`, when given), each checked for the shape the reports read. */
+export async function readRecords(store: Store, agent: AgentSummary, last?: number): Promise<StoredRecord[]> {
+  const texts = await store.records(agent.id, last);
+  // The latest `last` are the last of the agent's records.
+  const skipped = last === undefined ? 0 : Math.max(0, agent.records - texts.length);
+  return texts.map((text, index) => {
+    const where = `${store.label}:${agent.id}:${skipped + index + 1}`;
+    let record: unknown;
+    try {
+      record = JSON.parse(text);
+    } catch {
+      return { where, problem: "not JSON" };
+    }
+    return isHistoryRecord(record) ? { where, record } : { where, problem: "not a history record" };
+  });
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const isOptional = (value: unknown, type: "string" | "number" | "boolean") => value === undefined || typeof value === type;
+const isListOf = (value: unknown, isEntry: (entry: Record<string, unknown>) => boolean) => value === undefined || (Array.isArray(value) && value.every((entry) => isObject(entry) && isEntry(entry)));
+
+/**
+ * Whether a parsed record has the shape the reports read: the fields every record has, and each
+ * optional one they use of its type. A store holds what improv wrote, but a record edited by hand
+ * or by another program must not stop the report of all the others.
+ */
+function isHistoryRecord(value: unknown): value is HistoryRecord {
+  if (!isObject(value)) return false;
+  const { outcome_summary: outcome, reuse_decision: decision } = value;
+  return (
+    typeof value.call_id === "string" &&
+    typeof value.timestamp === "string" &&
+    typeof value.speaker === "string" &&
+    typeof value.method_name === "string" &&
+    Array.isArray(value.args) &&
+    isObject(value.kwargs) &&
+    isObject(outcome) &&
+    typeof outcome.status === "string" &&
+    typeof outcome.ok === "boolean" &&
+    isOptional(value.duration_ms, "number") &&
+    isOptional(value.depth, "number") &&
+    isOptional(value.trace_id, "string") &&
+    isOptional(value.program, "string") &&
+    isOptional(value.error_message, "string") &&
+    (decision === undefined || (isObject(decision) && typeof decision.kept === "boolean" && typeof decision.reason === "string")) &&
+    isListOf(value.attempts, (attempt) => typeof attempt.n === "number" && isOptional(attempt.error_message, "string") && (attempt.tokens === undefined || (isObject(attempt.tokens) && typeof attempt.tokens.prompt === "number" && typeof attempt.tokens.completion === "number"))) &&
+    isListOf(value.tool_calls, (call) => typeof call.tool === "string" && typeof call.ok === "boolean" && (call.state === undefined || (EFFECT_STATES as readonly unknown[]).includes(call.state))) &&
+    isListOf(value.knowledge, (entry) => typeof entry.name === "string" && Array.isArray(entry.results))
+  );
 }
 
 /** One record as its call's log line would say it. */

@@ -6,6 +6,7 @@
 /** One call as the report lists it. */
 export interface CallSample {
   readonly callId: string;
+  /** When its line was written, as ISO 8601 UTC; null when the line has no timestamp, or one that does not parse. */
   readonly timestamp: string | null;
   readonly role: string;
   readonly method: string;
@@ -36,11 +37,17 @@ export function keepSlowest(slowest: CallSample[], sample: CallSample, limit: nu
   insertBounded(slowest, sample, (other) => (other.durationMs ?? -Infinity) < duration, limit);
 }
 
-/** Adds `sample` to `latest`, kept newest first and at most `limit` long (a line without a timestamp counts as oldest). */
+/** Adds `sample` to `latest`, kept newest first and at most `limit` long (a line without a time counts as oldest). */
 export function keepLatest(latest: CallSample[], sample: CallSample, limit: number): void {
-  const time = sample.timestamp ?? "";
-  if (latest.length >= limit && time <= (latest.at(-1)?.timestamp ?? "")) return;
-  insertBounded(latest, sample, (other) => (other.timestamp ?? "") < time, limit);
+  const time = timeOf(sample);
+  const last = latest.at(-1);
+  if (latest.length >= limit && last !== undefined && time <= timeOf(last)) return;
+  insertBounded(latest, sample, (other) => timeOf(other) < time, limit);
+}
+
+/** When a sample's call was logged, by its time and not its text (offsets other than Z sort otherwise); -Infinity without one. @unit ms since the epoch */
+function timeOf(sample: CallSample): number {
+  return sample.timestamp === null ? -Infinity : Date.parse(sample.timestamp);
 }
 
 /** Inserts before the first entry `after` holds for, then drops past `limit`. */

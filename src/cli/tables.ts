@@ -6,7 +6,8 @@ import { terminalText } from "./terminal-text.ts";
 /** Lays out rows under a header, each column as wide as its widest cell; what programs wrote shows as text (see terminal-text.ts). */
 function table(header: readonly string[], given: readonly string[][]): string {
   const rows = given.map((row) => row.map(terminalText));
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] as string).length)));
+  const widths = header.map((title) => title.length);
+  for (const row of rows) row.forEach((cell, column) => (widths[column] = Math.max(widths[column] as number, cell.length)));
   const line = (cells: readonly string[]) => cells.map((cell, column) => cell.padEnd(widths[column] as number)).join("  ").trimEnd();
   return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)].join("\n");
 }

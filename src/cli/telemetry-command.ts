@@ -25,11 +25,14 @@ export interface TelemetryCommandOptions {
   readonly stdout: Writable;
   readonly stderr: Writable & { isTTY?: boolean };
   readonly stdin?: () => Readable;
-  /** Lines from elsewhere than files (a store's records, as log lines), with where they came from; read after the files. */
-  readonly lines?: { readonly from: string; readonly read: () => AsyncIterable<Record<string, unknown>> };
+  /** Lines from elsewhere than files (a store's records, as log lines), each with where it came from; read after the files. */
+  readonly lines?: { readonly read: () => AsyncIterable<LocatedLine> };
   /** Inputs larger than this show progress on a terminal. Default: 8 MiB. */
   readonly progressThresholdBytes?: number;
 }
+
+/** A line from elsewhere than a file, with where it is; or why what is there is no line (`problem`: counted as malformed). */
+export type LocatedLine = { readonly where: string; readonly line: Record<string, unknown> } | { readonly where: string; readonly problem: string };
 
 function parseWhen(value: string | undefined, flag: string): Date | undefined {
   if (value === undefined) return undefined;
@@ -64,7 +67,7 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
   if (since !== undefined && until !== undefined && since > until) throw new UsageError(`--since (${since.toISOString()}) is after --until (${until.toISOString()}): no call could match.`);
   if (options.inputs.length === 0 && options.lines === undefined) throw new UsageError("Name at least one log file or directory, or - for standard input (or a store with --store).");
   const sources = await resolveSources(options.inputs, options.stdin);
-  if (sources.length === 0 && options.inputs.length > 0) throw new UsageError(`Found no log files in ${options.inputs.map((input) => `"${input}"`).join(", ")} (files ending .jsonl, .ndjson, .log or .json, gzipped or not, searched in subfolders too). Name a log file, or the folder improv logs to.`);
+  if (sources.length === 0 && options.inputs.length > 0) throw new UsageError(`Found no log files in ${options.inputs.map((input) => `"${input}"`).join(", ")} (files ending .jsonl, .ndjson, .log or .json, gzipped or not, rotated ones such as calls.jsonl.1 too, searched in subfolders too). Name a log file, or the folder improv logs to.`);
   // The call explorer is part of the HTML page only: a text or JSON report keeps no calls.
   const collector = options.html === undefined ? undefined : new CallCollector();
   const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}), ...(role === undefined ? {} : { role }), ...(method === undefined ? {} : { method }) }, collector === undefined ? undefined : (line) => collector.add(line));
@@ -72,7 +75,7 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
   const threshold = options.progressThresholdBytes ?? PROGRESS_THRESHOLD_BYTES;
   const progress = options.stderr.isTTY && totalBytes > threshold ? new Progress(options.stderr, totalBytes) : undefined;
   for (const source of sources) {
-    await forEachLine(
+    const problem = await forEachLine(
       source,
       (line, lineNumber) => {
         aggregator.addLine(line, `${source.name}:${lineNumber}`);
@@ -80,11 +83,14 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
       },
       (bytes) => progress?.bytes(bytes),
     );
+    if (problem !== undefined) aggregator.addMalformed(source.name, problem);
   }
   progress?.done();
   if (options.lines !== undefined) {
-    let n = 0;
-    for await (const line of options.lines.read()) aggregator.addObject(line, `${options.lines.from}:${(n += 1)}`);
+    for await (const located of options.lines.read()) {
+      if ("line" in located) aggregator.addObject(located.line, located.where);
+      else aggregator.addMalformed(located.where, located.problem);
+    }
   }
   const report = aggregator.report();
   options.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatReport(report)}\n`);

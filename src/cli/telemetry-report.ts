@@ -3,17 +3,20 @@ import { matchesFilter, stateFilter, type ReportFilter, type ReportFilters } fro
 import { isAmongSlowest, keepLatest, keepSlowest, MAX_MESSAGE_CHARS, type CallSample } from "./report-samples.ts";
 import { addEffectUse, effectFieldsOf, emptyEffectStats, type EffectStats } from "./report-effects.ts";
 import { addKnowledgeUse, emptyKnowledgeStats, finishKnowledge, knowledgeFieldsOf, type KnowledgeStats } from "./report-knowledge.ts";
+import { FoldedNames, keyIn, OTHER } from "./report-other.ts";
 import { addToolUse, count, emptyToolStats, toolFieldsOf, type ToolFields, type ToolStats } from "./report-tools.ts";
 
 /** Counts for one group of calls (all calls, one role, one method). */
 export interface GroupStats extends ToolStats {
   calls: number;
   errors: number;
+  /** Failed calls by error type: at most {@link MAX_KEYS} types, the rest under "(other)". */
   errorTypes: Record<string, number>;
   /** The group's latest failed calls, newest first (at most {@link MAX_GROUP_ERRORS}). */
   latestErrors: CallSample[];
   readsHistory: number;
   patterns: Partial<Record<PatternTag, number>>;
+  /** Calls by history scan (`history_scan`): at most {@link MAX_KEYS} kinds, the rest under "(other)". */
   scans: Record<string, number>;
   /** Calls served by a kept program, with no provider request. */
   reused: number;
@@ -57,8 +60,12 @@ export interface TelemetryReport {
   readonly firstTimestamp: string | null;
   readonly lastTimestamp: string | null;
   readonly overall: GroupStats;
+  /** At most {@link MAX_ROLES} roles, and the calls of the others under "(other)". */
   readonly byRole: Record<string, GroupStats>;
+  /** At most {@link MAX_METHODS} methods (`role.method`), and the calls of the others under "(other)". */
   readonly byMethod: Record<string, GroupStats>;
+  /** How many distinct names of each kind were counted under "(other)", over all calls (up to 500,000: a count there means at least that many). */
+  readonly folded: { readonly roles: number; readonly methods: number; readonly errorTypes: number; readonly scans: number; readonly notKeptReasons: number };
   /** Calls and errors over time, in at most {@link MAX_TIMELINE_POINTS} equal steps. */
   readonly timeline: { readonly stepSeconds: number; readonly points: readonly { readonly start: string; readonly calls: number; readonly errors: number }[] };
   /** How many calls took up to each bound (`upToMs`; the last bound is null: longer). */
@@ -86,6 +93,18 @@ export const MAX_FAILING = 20;
 const MAX_GROUP_ERRORS = 3;
 const MAX_REASONS = 20;
 const MAX_REASON_CHARS = 300;
+/** Roles and methods kept apart; the calls of further ones are counted under "(other)". */
+const MAX_ROLES = 200;
+const MAX_METHODS = 500;
+/** Error types and history scans kept apart per group; the rest are counted under "(other)". */
+const MAX_KEYS = 50;
+/**
+ * Most tokens of each kind one line may claim, and most provider requests: far past any call's
+ * (every attempt of a long call at a million tokens of context). A larger count is a corrupt
+ * line, and counting it would drown every real figure, as a cost past a million dollars would.
+ */
+const MAX_SANE_TOKENS = 100_000_000;
+const MAX_SANE_REQUESTS = 1_000;
 
 function emptyStats(): GroupStats {
   return {
@@ -122,8 +141,9 @@ export class TelemetryAggregator {
   #filteredOut = 0;
   #malformed = 0;
   readonly #examples: string[] = [];
-  #first: string | null = null;
-  #last: string | null = null;
+  /** The earliest and latest times of the calls. @unit ms since the epoch */
+  #first: number | null = null;
+  #last: number | null = null;
   readonly #overall = emptyStats();
   readonly #byRole = new Map<string, GroupStats>();
   readonly #byMethod = new Map<string, GroupStats>();
@@ -135,6 +155,7 @@ export class TelemetryAggregator {
   readonly #slowest: CallSample[] = [];
   readonly #failing: CallSample[] = [];
   readonly #notKeptReasons: Record<string, number> = {};
+  readonly #folded = { roles: new FoldedNames(), methods: new FoldedNames(), errorTypes: new FoldedNames(), scans: new FoldedNames(), notKeptReasons: new FoldedNames() };
   readonly #filter: ReportFilter;
 
   readonly #onCall: ((line: Record<string, unknown>) => void) | undefined;
@@ -165,6 +186,11 @@ export class TelemetryAggregator {
     this.#addParsed(line, where);
   }
 
+  /** Counts what is no call line among the malformed ones: a store's record of the wrong shape, say; `where` locates it. */
+  addMalformed(where: string, why: string): void {
+    this.#recordMalformed(where, why);
+  }
+
   #addParsed(line: unknown, where: string): void {
     if (typeof line !== "object" || line === null || typeof (line as { call_id?: unknown }).call_id !== "string" || typeof (line as { outcome_status?: unknown }).outcome_status !== "string") {
       this.#recordMalformed(where, "not an improv call line");
@@ -179,8 +205,8 @@ export class TelemetryAggregator {
   }
 
   #addCall(line: Record<string, unknown>): void {
-    const timestamp = typeof line.timestamp === "string" ? line.timestamp : null;
-    const time = timestamp === null ? Number.NaN : Date.parse(timestamp);
+    // A timestamp that does not parse is no time: it bounds no period, and its call sorts as the oldest.
+    const time = typeof line.timestamp === "string" ? Date.parse(line.timestamp) : Number.NaN;
     const role = typeof line.role === "string" ? line.role : "(unknown)";
     const method = typeof line.method === "string" ? line.method : "(unknown)";
     if (!matchesFilter(this.#filter, time, role, method)) {
@@ -188,18 +214,20 @@ export class TelemetryAggregator {
       return;
     }
     this.#onCall?.(line);
-    if (timestamp !== null) {
-      if (this.#first === null || timestamp < this.#first) this.#first = timestamp;
-      if (this.#last === null || timestamp > this.#last) this.#last = timestamp;
+    if (!Number.isNaN(time)) {
+      if (this.#first === null || time < this.#first) this.#first = time;
+      if (this.#last === null || time > this.#last) this.#last = time;
     }
     const tools = toolFieldsOf(line);
     const knowledge = knowledgeFieldsOf(line);
     const effects = effectFieldsOf(line);
     const failed = line.outcome_status !== "ok";
     const duration = typeof line.duration_ms === "number" && Number.isFinite(line.duration_ms) && line.duration_ms >= 0 ? line.duration_ms : null;
-    const sample = failed || (duration !== null && isAmongSlowest(this.#slowest, duration, MAX_SLOWEST)) ? sampleOf(line, timestamp, role, method, duration, tools) : undefined;
-    for (const stats of [this.#overall, groupOf(this.#byRole, role), groupOf(this.#byMethod, `${role}.${method}`)]) {
-      add(stats, line);
+    const sample = failed || (duration !== null && isAmongSlowest(this.#slowest, duration, MAX_SLOWEST)) ? sampleOf(line, time, role, method, duration, tools) : undefined;
+    const groups = [groupOf(this.#byRole, role, MAX_ROLES, this.#folded.roles), groupOf(this.#byMethod, `${role}.${method}`, MAX_METHODS, this.#folded.methods)];
+    for (const stats of [this.#overall, ...groups]) {
+      // The report says how many names went under "(other)" over all calls; a group's own are not counted.
+      add(stats, line, stats === this.#overall ? this.#folded : undefined);
       addToolUse(stats, tools);
       addKnowledgeUse(stats.knowledge, knowledge);
       addEffectUse(stats.effects, effects);
@@ -224,9 +252,8 @@ export class TelemetryAggregator {
   #addReason(line: Record<string, unknown>): void {
     const decision = line.reuse_decision as { kept?: unknown; reason?: unknown } | null | undefined;
     if (decision?.kept !== false || typeof decision.reason !== "string") return;
-    const reasons = this.#notKeptReasons;
     const reason = reasonKey(decision.reason);
-    countIn(reasons, Object.hasOwn(reasons, reason) || Object.keys(reasons).length < MAX_REASONS ? reason : "(other)");
+    if (countIn(this.#notKeptReasons, reason, MAX_REASONS)) this.#folded.notKeptReasons.add(reason);
   }
 
   /**
@@ -253,11 +280,18 @@ export class TelemetryAggregator {
       filters: stateFilter(this.#filter),
       filteredOut: this.#filteredOut,
       malformed: { count: this.#malformed, examples: [...this.#examples] },
-      firstTimestamp: this.#first,
-      lastTimestamp: this.#last,
+      firstTimestamp: this.#first === null ? null : new Date(this.#first).toISOString(),
+      lastTimestamp: this.#last === null ? null : new Date(this.#last).toISOString(),
       overall: this.#overall,
       byRole: Object.fromEntries(this.#byRole),
       byMethod: Object.fromEntries(this.#byMethod),
+      folded: {
+        roles: this.#folded.roles.count,
+        methods: this.#folded.methods.count,
+        errorTypes: this.#folded.errorTypes.count,
+        scans: this.#folded.scans.count,
+        notKeptReasons: this.#folded.notKeptReasons.count,
+      },
       timeline: this.#timeline(),
       latency: this.#latency.map((calls, index) => ({ upToMs: LATENCY_BOUNDS_MS[index] ?? null, calls })),
       slowestCalls: [...this.#slowest],
@@ -267,7 +301,10 @@ export class TelemetryAggregator {
   }
 }
 
-function groupOf(groups: Map<string, GroupStats>, key: string): GroupStats {
+/** The group of the calls of `name`: its own while fewer than `limit` names have one, else "(other)" (and the name is counted as folded there). */
+function groupOf(groups: Map<string, GroupStats>, name: string, limit: number, folded: FoldedNames): GroupStats {
+  const key = groups.has(name) || groups.size - (groups.has(OTHER) ? 1 : 0) < limit ? name : OTHER;
+  if (key !== name) folded.add(name);
   let stats = groups.get(key);
   if (!stats) {
     stats = emptyStats();
@@ -276,23 +313,23 @@ function groupOf(groups: Map<string, GroupStats>, key: string): GroupStats {
   return stats;
 }
 
-function add(stats: GroupStats, line: Record<string, unknown>): void {
+function add(stats: GroupStats, line: Record<string, unknown>, folded?: { readonly errorTypes: FoldedNames; readonly scans: FoldedNames }): void {
   stats.calls += 1;
   const ok = line.outcome_status === "ok";
   if (!ok) {
     stats.errors += 1;
-    countIn(stats.errorTypes, typeof line.error_type === "string" ? line.error_type : "(unknown)");
+    const type = typeof line.error_type === "string" ? line.error_type : "(unknown)";
+    if (countIn(stats.errorTypes, type, MAX_KEYS)) folded?.errorTypes.add(type);
   }
   if (line.history_access_detected === true) stats.readsHistory += 1;
   if (line.artifact_hit === true) stats.reused += 1;
   addProgramFate(stats, line, ok);
-  stats.requests += count(line.generation_attempt) ?? 0;
-  const prompt = count(line.prompt_tokens);
-  const completion = count(line.completion_tokens);
-  if (prompt === undefined && completion === undefined) stats.callsWithoutTokens += 1;
-  stats.promptTokens += prompt ?? 0;
-  stats.completionTokens += completion ?? 0;
-  stats.cachedTokens += count(line.cached_tokens) ?? 0;
+  stats.requests += requestsOf(line) ?? 0;
+  const tokens = tokensOf(line);
+  if (tokens === undefined) stats.callsWithoutTokens += 1;
+  stats.promptTokens += tokens?.prompt ?? 0;
+  stats.completionTokens += tokens?.completion ?? 0;
+  stats.cachedTokens += tokens?.cached ?? 0;
   const cost = line.cost_usd;
   // A line may claim no more than a million dollars: past that it is corrupt, and would drown every real figure.
   if (typeof cost === "number" && Number.isFinite(cost) && cost >= 0 && cost <= 1_000_000) {
@@ -304,14 +341,35 @@ function add(stats: GroupStats, line: Record<string, unknown>): void {
       if ((PATTERN_TAGS as readonly unknown[]).includes(tag)) stats.patterns[tag as PatternTag] = (stats.patterns[tag as PatternTag] ?? 0) + 1;
     }
   }
-  countIn(stats.scans, typeof line.history_scan === "string" ? line.history_scan : "(unknown)");
+  const scan = typeof line.history_scan === "string" ? line.history_scan : "(unknown)";
+  if (countIn(stats.scans, scan, MAX_KEYS)) folded?.scans.add(scan);
 }
 
-/** Counts one more under `key` (a value read from a line: `__proto__` would set the object's prototype, so it counts as unknown). */
-function countIn(counts: Record<string, number>, key: string): void {
-  const safe = key === "__proto__" ? "(unknown)" : key;
+/** The provider requests a line claims (`generation_attempt`), when sane. */
+function requestsOf(line: Record<string, unknown>): number | undefined {
+  const requests = count(line.generation_attempt);
+  return requests !== undefined && requests <= MAX_SANE_REQUESTS ? requests : undefined;
+}
+
+/** The tokens a line reports; undefined when it reports none, or any count past {@link MAX_SANE_TOKENS} (then its whole usage report is suspect). */
+function tokensOf(line: Record<string, unknown>): { prompt: number; completion: number; cached: number } | undefined {
+  const [prompt, completion, cached] = [count(line.prompt_tokens), count(line.completion_tokens), count(line.cached_tokens)];
+  if (prompt === undefined && completion === undefined) return undefined;
+  if ([prompt, completion, cached].some((tokens) => tokens !== undefined && tokens > MAX_SANE_TOKENS)) return undefined;
+  return { prompt: prompt ?? 0, completion: completion ?? 0, cached: cached ?? 0 };
+}
+
+/**
+ * Counts one more under `name`, or under "(other)" once `limit` names have counts; returns
+ * whether it went there. `name` is read from a line: `__proto__` would set the object's
+ * prototype, and "(other)" would fill the counts before their time, so both count as unknown.
+ */
+function countIn(counts: Record<string, number>, name: string, limit: number): boolean {
+  const safe = name === "__proto__" || name === OTHER ? "(unknown)" : name;
+  const key = keyIn(counts, safe, limit);
   // Own counts only: a key such as "constructor" must not start from what Object.prototype has.
-  counts[safe] = (Object.hasOwn(counts, safe) ? (counts[safe] as number) : 0) + 1;
+  counts[key] = (Object.hasOwn(counts, key) ? (counts[key] as number) : 0) + 1;
+  return key !== safe;
 }
 
 const PROGRAM_SOURCES = new Set(["generated", "reused", "repaired"]);
@@ -329,18 +387,18 @@ function addProgramFate(stats: GroupStats, line: Record<string, unknown>, ok: bo
   else if (decision?.kept === false) stats.notKept += 1;
 }
 
-function sampleOf(line: Record<string, unknown>, timestamp: string | null, role: string, method: string, durationMs: number | null, tools: ToolFields): CallSample {
+function sampleOf(line: Record<string, unknown>, time: number, role: string, method: string, durationMs: number | null, tools: ToolFields): CallSample {
   const message = typeof line.error_message === "string" ? line.error_message : null;
   return {
     callId: line.call_id as string,
-    timestamp,
+    timestamp: Number.isNaN(time) ? null : new Date(time).toISOString(),
     role,
     method,
     durationMs,
     status: line.outcome_status as string,
     errorType: typeof line.error_type === "string" ? line.error_type : null,
     errorMessage: message === null ? null : message.length > MAX_MESSAGE_CHARS ? `${message.slice(0, MAX_MESSAGE_CHARS)}…` : message,
-    attempts: count(line.generation_attempt) ?? null,
+    attempts: requestsOf(line) ?? null,
     programSource: typeof line.program_source === "string" ? line.program_source : null,
     toolCalls: tools.calls,
     toolErrors: tools.errors,

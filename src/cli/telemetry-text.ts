@@ -4,6 +4,7 @@ import { PATTERN_TAGS } from "../telemetry/index.ts";
 import { describeFilters } from "./report-filter.ts";
 import { effectLines, hasEffects } from "./report-effects.ts";
 import { knowledgeGroups, sourcesByUse, usesKnowledge } from "./report-knowledge.ts";
+import { MAX_FOLDED_COUNTED } from "./report-other.ts";
 import { toolGroups, toolsByUse, usesTools } from "./report-tools.ts";
 import type { CallSample } from "./report-samples.ts";
 import type { GroupStats, TelemetryReport } from "./telemetry-report.ts";
@@ -32,6 +33,7 @@ export function formatReport(report: TelemetryReport): string {
   for (const [type, count] of Object.entries(overall.errorTypes).sort((a, b) => b[1] - a[1])) {
     out.push(`    ${type.padEnd(20)}${String(count).padStart(8)}  ${percent(count, overall.calls)}`);
   }
+  if (report.folded.errorTypes > 0) out.push(`    … and ${folded(report.folded.errorTypes)} more error types, counted under (other)`);
   if (report.failingCalls.length > 0) {
     out.push("  latest errors         (newest first)");
     for (const call of report.failingCalls.slice(0, MAX_LISTED_ERRORS)) out.push(`    ${errorLine(call)}`);
@@ -48,11 +50,12 @@ export function formatReport(report: TelemetryReport): string {
     const count = overall.patterns[tag] ?? 0;
     out.push(`    ${tag.padEnd(20)}${String(count).padStart(8)}  ${percent(count, overall.readsHistory)}`);
   }
-  out.push(`  scans                 ${Object.entries(overall.scans).map(([kind, count]) => `${kind} ${count}`).join(", ") || "none"}`);
+  const moreScans = report.folded.scans > 0 ? `  (and ${folded(report.folded.scans)} more kinds, counted under (other))` : "";
+  out.push(`  scans                 ${Object.entries(overall.scans).map(([kind, count]) => `${kind} ${count}`).join(", ") || "none"}${moreScans}`);
   out.push(`  malformed lines       ${report.malformed.count}`);
   for (const example of report.malformed.examples) out.push(`    ${example}`);
   if (report.malformed.count > report.malformed.examples.length) out.push(`    … and ${report.malformed.count - report.malformed.examples.length} more`);
-  out.push("", ...table("by role", report.byRole), "", ...table("by method", report.byMethod));
+  out.push("", ...table("by role", report.byRole, report.folded.roles, "roles"), "", ...table("by method", report.byMethod, report.folded.methods, "methods"));
   out.push("", ...toolSection(report));
   // Only when some call had knowledge: most logs have none.
   if (usesKnowledge(overall.knowledge)) out.push("", ...knowledgeSection(report));
@@ -60,6 +63,9 @@ export function formatReport(report: TelemetryReport): string {
   // Every name and message in it came from log lines, which programs partly wrote.
   return terminalText(out.join("\n"));
 }
+
+/** How many names went under (other): the count, or "at least" the most that are counted. */
+const folded = (names: number) => (names >= MAX_FOLDED_COUNTED ? `at least ${names}` : String(names));
 
 /** `2025-01-31T12:00:00.000Z  calculator.divide  execution  RangeError: …  (call 1b2c3d4e)` */
 function errorLine(call: CallSample): string {
@@ -166,19 +172,23 @@ function sourceList(overall: GroupStats): string[] {
 
 /** Rows under a header, the first column left-aligned and the others right-aligned, each as wide as its widest cell. */
 function alignedTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const widths = header.map((title) => title.length);
+  for (const row of rows) row.forEach((cell, column) => (widths[column] = Math.max(widths[column]!, cell.length)));
   const line = (cells: readonly string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join("  ");
   return [line(header), ...rows.map(line)];
 }
 
-function table(title: string, groups: Record<string, GroupStats>): string[] {
+/** A group's figures, a row each, most calls first; a last line says how many names were counted under (other). */
+function table(title: string, groups: Record<string, GroupStats>, foldedNames: number, kind: string): string[] {
   const rows = Object.entries(groups).sort((a, b) => b[1].calls - a[1].calls);
-  const width = Math.max(title.length, ...rows.map(([name]) => name.length));
+  let width = title.length;
+  for (const [name] of rows) width = Math.max(width, name.length);
   const lines = [`${title.padEnd(width)}  ${"calls".padStart(7)}  ${"errors".padStart(7)}  ${"reused".padStart(7)}  ${"requests".padStart(8)}  ${"tokens".padStart(9)}  ${"reads history".padStart(13)}  top operations`];
   for (const [name, stats] of rows) {
     const top = Object.entries(stats.patterns).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([tag, count]) => `${tag} ${count}`).join(", ");
     const tokens = stats.callsWithoutTokens === stats.calls ? "-" : String(stats.promptTokens + stats.completionTokens);
     lines.push(`${name.padEnd(width)}  ${String(stats.calls).padStart(7)}  ${percent(stats.errors, stats.calls).padStart(7)}  ${percent(stats.reused, stats.calls).padStart(7)}  ${String(stats.requests).padStart(8)}  ${tokens.padStart(9)}  ${percent(stats.readsHistory, stats.calls).padStart(13)}  ${top || "-"}`);
   }
+  if (foldedNames > 0) lines.push(`… and ${folded(foldedNames)} more ${kind}, counted under (other)`);
   return lines;
 }
