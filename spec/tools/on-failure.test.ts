@@ -165,6 +165,32 @@ describe("onFailure: \"revert\"", () => {
     expect(record.tool_calls![1]!.revert_error).toBe("its revert threw: then getter");
   });
 
+  test("every write is listed in the record, however many calls came before it, with its input's keys kept when its strings are cut", async () => {
+    const transfers: unknown[] = [];
+    const balance: Tool = { description: "Reads the balance.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, execute: () => 100 };
+    const transfer: Tool<{ to: string; amount: number; memo?: string }> = {
+      description: "Moves money.",
+      inputSchema: { type: "object", properties: { to: { type: "string" }, amount: { type: "number" }, memo: { type: "string" } }, required: ["to", "amount"] },
+      execute: (input) => transfers.push(input),
+      revert: () => {
+        throw new Error("the bank refused to undo it");
+      },
+    };
+    const { agent, history } = agentOf(
+      { move: "for (let i = 0; i < 50; i++) await tools.balance({}); await tools.transfer({ memo: 'x'.repeat(1200), to: 'mallory', amount: 2e6 }); throw new Error('declined')" },
+      { balance, transfer },
+      { onFailure: "revert" },
+    );
+    expect((await agent.move()).ok).toBe(false);
+    expect(transfers).toHaveLength(1);
+    const record = lastRecord(history);
+    expect(record.tool_call_count).toBe(51);
+    const listed = record.tool_calls?.filter((call) => call.tool === "transfer");
+    expect(listed).toHaveLength(1);
+    expect(listed?.[0]).toMatchObject({ state: "revert_failed", revert_error: expect.stringContaining("the bank refused to undo it"), input: { to: "mallory", amount: 2e6, memo: expect.stringMatching(/^x+…/) } });
+    expect(JSON.stringify(listed?.[0]?.input).length).toBeLessThanOrEqual(1_000);
+  });
+
   test("a tool without a revert is recorded as not undoable and left applied; a writing fetch never is undoable", async () => {
     const { order, book } = shop();
     const note: Tool = { description: "Sends a note.", inputSchema: { type: "object" }, execute: () => "sent" };

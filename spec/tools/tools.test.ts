@@ -6,6 +6,8 @@ import { z } from "zod";
 import { Agent, ScriptedProvider, type AgentOptions, type HistoryRecord, type Tool, type ToolApprovalRequest } from "../../src/index.ts";
 import { agentWith, type ScriptedAgent, type ScriptedPrograms } from "../../test-support/agents.ts";
 import { tempLogPath } from "../../test-support/logs.ts";
+import { boundedInput } from "../../src/tools/tool-calls.ts";
+import type { JsonValue } from "../../src/shared/index.ts";
 
 const schema = JSON.parse(readFileSync(new URL("../../schema/history-record.schema.json", import.meta.url), "utf8")) as object;
 const validateRecord = new Ajv2020({ allErrors: true, strict: false }).compile(schema);
@@ -91,10 +93,22 @@ describe("tools: records", () => {
     expect(record.tool_call_count).toBe(60);
     expect(record.tool_calls).toHaveLength(50);
     for (const call of record.tool_calls!) expect(typeof call.input === "string" ? call.input.length : JSON.stringify(call.input).length).toBeLessThanOrEqual(1_000);
-    expect(record.tool_calls?.[20]?.input).toMatch(/…\[truncated: input was \d+ chars as JSON\]$/);
+    // Past the bound, long strings are cut and keys kept.
+    expect(record.tool_calls?.[20]?.input).toEqual({ i: 20, text: `${"y".repeat(200)}…[2000 chars]` });
     expect(record.tool_calls?.[7]).toMatchObject({ ok: false, error_type: "tool", error_message: expect.stringMatching(/^tools\.echo: x+…\[truncated \d+ chars\]$/) });
     expect(Buffer.byteLength(JSON.stringify(record))).toBeLessThanOrEqual(64 * 1024);
     expect(logLines().at(-1)).toMatchObject({ tool_call_count: 60, tool_error_count: 9, tool_names: ["echo"] });
+  });
+
+  test("an input past its bound: long strings cut with their keys kept, else the start of its JSON, marked", () => {
+    expect(boundedInput({ to: "bob", amount: 5 }, 100)).toEqual({ to: "bob", amount: 5 });
+    expect(boundedInput({ memo: "x".repeat(500), to: "mallory", amount: 2e6, tags: ["y".repeat(300)] }, 600)).toEqual({ memo: `${"x".repeat(200)}…[500 chars]`, to: "mallory", amount: 2e6, tags: [`${"y".repeat(200)}…[300 chars]`] });
+    expect(boundedInput({ memo: "x".repeat(500), to: "m" }, 60)).toEqual({ memo: `${"x".repeat(20)}…[500 chars]`, to: "m" });
+    const many = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`key${i}`, i]));
+    expect(boundedInput(many, 200)).toMatch(/^\{"key0":0,.*…\[truncated: input was \d+ chars as JSON\]$/);
+    const own = boundedInput(JSON.parse(`{"__proto__": "${"z".repeat(300)}"}`) as JsonValue, 100) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(own)).toBe(Object.prototype);
+    expect(Object.hasOwn(own, "__proto__")).toBe(true);
   });
 
   test("the log line names which tools failed, not every tool the call used", async () => {

@@ -81,6 +81,8 @@ export interface ToolCallEntry {
   readonly startedMs: number;
   /** The input as the record shows it. */
   input: JsonValue;
+  /** In the record's list: one of the first calls, or a write that reached its tool (listed in the place of a read). */
+  listed: boolean;
   /**
    * For a call of a tool that may change the world that reached `execute` (DESIGN 19): `applied`
    * (it answered), `failed` (it threw), or `unknown` (it did not answer: timed out, cut off).
@@ -178,6 +180,16 @@ export class ToolCallLog {
     entry.state = "unknown";
     if (write !== undefined) entry.write = write;
     this.#effects.push(entry);
+    // However many calls came before it, what may have changed the world is in the record: in
+    // the place of the latest read listed (the list stays in call order, and within its bound).
+    if (!entry.listed) {
+      const read = this.#listed.findLastIndex((listed) => listed.state === undefined);
+      if (read === -1) return;
+      const [left] = this.#listed.splice(read, 1);
+      if (left !== undefined) left.listed = false;
+      entry.listed = true;
+      this.#listed.push(entry);
+    }
   }
 
   /** The call's effect ledger: its writes that reached their tool, oldest first. */
@@ -216,7 +228,8 @@ export class ToolCallLog {
   /** Starts an entry for a tool call. */
   start(tool: string, input: unknown, effect: ToolEffect, attempt: number): ToolCallEntry {
     const listed = this.#listed.length < MAX_LISTED_TOOL_CALLS;
-    const entry: ToolCallEntry = { tool, effect, attempt, startedMs: performance.now(), input: listed ? listedInput(input) : null };
+    // A write's input is kept past the list's bound too: should it reach its tool, it is listed.
+    const entry: ToolCallEntry = { tool, effect, attempt, startedMs: performance.now(), input: listed || effect === "write" ? listedInput(input) : null, listed };
     this.#count += 1;
     this.#byAttempt.set(attempt, (this.#byAttempt.get(attempt) ?? 0) + 1);
     if (this.#names.size < MAX_LOGGED_NAMES) this.#names.add(tool);
@@ -308,8 +321,31 @@ function listedInput(input: unknown): JsonValue {
   return boundedInput(toJsonSafe(input, MAX_LISTED_INPUT_CHARS * 2), MAX_LISTED_INPUT_CHARS);
 }
 
-/** A JSON-safe input as it is when its JSON fits `maxChars`, else a string of that JSON's start with a marker (within `maxChars` too). */
+/**
+ * A JSON-safe input as it is when its JSON fits `maxChars`; else with its long strings cut (so
+ * that its keys and short values, a recipient and an amount, say, still show), when that fits;
+ * else a string of its JSON's start with a marker (within `maxChars` too).
+ */
 export function boundedInput(input: JsonValue, maxChars: number): JsonValue {
   const json = JSON.stringify(input) ?? "null";
-  return json.length <= maxChars ? input : `${json.slice(0, maxChars - 60)}…[truncated: input was ${json.length} chars as JSON]`;
+  if (json.length <= maxChars) return input;
+  if (typeof input === "object" && input !== null) {
+    for (const longest of [200, 60, 20]) {
+      const cut = cutStrings(input, longest);
+      if ((JSON.stringify(cut) ?? "").length <= maxChars) return cut;
+    }
+  }
+  return `${json.slice(0, maxChars - 60)}…[truncated: input was ${json.length} chars as JSON]`;
+}
+
+/** `value` with every string longer than `longest` cut to it, marked (keys kept). */
+function cutStrings(value: JsonValue, longest: number): JsonValue {
+  if (typeof value === "string") return value.length <= longest ? value : `${value.slice(0, longest)}…[${value.length} chars]`;
+  if (Array.isArray(value)) return value.map((item) => cutStrings(item, longest));
+  if (typeof value === "object" && value !== null) {
+    const cut: Record<string, JsonValue> = {};
+    for (const [key, item] of Object.entries(value)) Object.defineProperty(cut, key, { value: cutStrings(item, longest), enumerable: true, writable: true, configurable: true });
+    return cut;
+  }
+  return value;
 }
