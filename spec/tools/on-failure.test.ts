@@ -326,6 +326,32 @@ describe("onFailure as a function", () => {
     expect(logLines().at(-1)).toMatchObject({ on_failure: "function", on_failure_error: null });
   });
 
+  test("a tool's longest timeoutMs gives the function its full time, not a timer's overflow: a revert after a wait is made and recorded", async () => {
+    const { order, book } = shop({ timeoutMs: 2 ** 31 - 1 });
+    const onFailure = async (failure: CallFailure) => {
+      await sleep(50);
+      await failure.revert();
+    };
+    const { agent, history, logLines } = agentOf({ buy: "await tools.order({ item: 'a' }); throw new Error('no')" }, { order }, { onFailure });
+    expect((await agent.buy()).ok).toBe(false);
+    expect(book.size).toBe(0);
+    expect(states(lastRecord(history))).toEqual(["reverted"]);
+    expect(logLines().at(-1)?.on_failure_error ?? null).toBeNull();
+  });
+
+  test("failure.revert() called once the function is done undoes nothing, and says so: the record, written by then, stays true", async () => {
+    const { order, book } = shop();
+    let late: Promise<unknown> | undefined;
+    const onFailure = (failure: CallFailure) => {
+      late = sleep(50).then(() => failure.revert());
+    };
+    const { agent, history } = agentOf({ buy: "await tools.order({ item: 'a' }); throw new Error('no')" }, { order }, { onFailure });
+    expect((await agent.buy()).ok).toBe(false);
+    await expect(late).rejects.toThrow("failure.revert() was called after onFailure had settled");
+    expect(book.size).toBe(1);
+    expect(states(lastRecord(history))).toEqual(["applied"]);
+  });
+
   test("a function that does not revert leaves the effects applied", async () => {
     const { order, book } = shop();
     const { agent, history } = agentOf({ buy: PLACE_THREE_THEN_FAIL }, { order }, { onFailure: () => undefined });

@@ -28,6 +28,8 @@ async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, 
   let undone: Promise<void> | undefined;
   const revert = () => (undone ??= undoEffects(draft.tools.effects, draft.callId, (work) => runForCall(state, draft, work, code), draft.span));
   if (rule === "revert") return revert();
+  // Once the function is done (or its time is up), the record is written: an undo it had not begun is refused, never made unrecorded.
+  let settled = false;
   const failure: CallFailure = {
     callId: draft.callId,
     role: draft.role,
@@ -37,12 +39,14 @@ async function applyRule(state: AgentState, draft: CallDraft, outcome: Outcome, 
     errorMessage: draft.tree.redact(outcome.errorMessage ?? ""),
     effects: Object.freeze(effectsOf(draft.tools.effects)),
     revert: async () => {
+      if (settled && undone === undefined) throw new Error("failure.revert() was called after onFailure had settled (or its time was up): the call's record is written, and nothing was undone.");
       await revert();
       return Object.freeze(effectsOf(draft.tools.effects));
     },
   };
   const limitMs = handlerLimitMs(draft);
   const answer = await withinCallCode(state, draft, limitMs, undefined, () => new Error(`it did not settle within ${limitMs} ms`), () => rule(failure), code);
+  settled = true;
   if (!answer.ok) draft.undo.handlerError = answer.why === "timeout" ? `onFailure did not settle within ${limitMs} ms` : `onFailure threw: ${safeMessage(answer.error)}`;
   // A revert the function began ends before the record says what became of the effects.
   await undone;

@@ -4,6 +4,9 @@
  * signal does not hold the caller: its late answer is ignored and its late rejection handled.
  */
 
+/** The longest delay `setTimeout` keeps (about 24.8 days). @unit ms */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** How the wait ended: the work's value, or why not (its time was up, the signal aborted, or it threw). */
 export type Within<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly why: "timeout" | "aborted" | "threw"; readonly error: unknown };
 
@@ -39,12 +42,13 @@ export async function within<T>(limitMs: number, signal: AbortSignal | undefined
     const stopped = new Promise<never>((_, reject) => {
       stop = reject;
       if (Number.isFinite(limitMs)) {
+        // Past the longest delay a timer takes, Node would fire it after 1 ms.
         timer = setTimeout(() => {
           timedOut = true;
           const reason = timeoutReason();
           controller.abort(reason);
           reject(reason);
-        }, limitMs);
+        }, Math.min(limitMs, MAX_TIMER_MS));
       }
     });
     return { ok: true, value: await Promise.race([pending, stopped]) };
