@@ -83,6 +83,21 @@ describe("attempts in the record and the log line", () => {
     expect(record.repair_skipped).toBeUndefined();
   });
 
+  test("an attempt keeps its own failure when the call's time runs out after it: the record and the log line agree", async () => {
+    // The provider answers with a failure just after the call's time ran out (it holds the thread, so no timer ends it first).
+    const overloaded = () => {
+      const until = Date.now() + 300;
+      while (Date.now() < until);
+      return { error: "the provider is overloaded (HTTP 529)" };
+    };
+    const { agent, logLines } = agentWith({ go: overloaded } as never, { callTimeoutMs: 250, reuse: false, log: tempLogPath("improv-attempts-") });
+    expect((await agent.go()).errorType).toBe("timeout");
+    const attempts = lastRecord(agent).attempts as AttemptRecord[];
+    expect(attempts.map((attempt) => [attempt.n, attempt.error_type])).toEqual([[1, "provider"]]);
+    expect(attempts[0]?.error_message).toContain("overloaded");
+    expect(logLines().at(-1)?.attempt_errors).toEqual([{ attempt: 1, error_type: "provider", error_message: expect.stringContaining("overloaded") }]);
+  });
+
   test("repair_skipped says why a failed program was not repaired: attempts used up, effects, not a mistake", async () => {
     const order: Tool = { description: "Orders.", inputSchema: { type: "object" }, execute: () => "ok" };
     const provider = new ScriptedProvider({

@@ -75,11 +75,12 @@ export class AttemptLog {
   /**
    * Ends the current attempt with its outcome, or the mistake fed to the next one. The call's
    * record may be written before its attempt is seen to end (the commit is part of the run), so
-   * a later end with the outcome the call settled on replaces an earlier one; a mistake is final.
+   * a later end with the outcome the call settled on replaces an earlier ok one (a commit that
+   * failed, say); a failure is final: what ended the call after it (its time, say) is the call's.
    */
   end(outcome: Outcome, mistake?: { readonly errorType: ErrorType; readonly message: string }): void {
     const attempt = this.#attempts.at(-1);
-    if (attempt === undefined || attempt.mistake) return;
+    if (attempt === undefined || attempt.mistake || (attempt.completedAt !== undefined && attempt.error !== undefined)) return;
     attempt.completedAt = new Date();
     if (mistake !== undefined) {
       attempt.error = mistake;
