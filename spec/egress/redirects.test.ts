@@ -79,6 +79,23 @@ describe("a write request's redirects: every hop that still writes is approved, 
     expect(other.requests.filter((request) => request.path === "/loop")).toHaveLength(5);
   });
 
+  test("each approved hop that writes is an effect of its own in the record: the hop before it answered with the redirect", async () => {
+    const other = await serve({ "/landing": json("landed") });
+    const site = await serve({ "/write": redirectAsAsked(`${other.origin}/landing`) });
+    const { agent, history, logLines } = egressAgent(
+      { write: tried(`fetch("${site.origin}/write?status=307", { method: "POST", body: "order 1" })`) },
+      { egress: { allow: [site.origin, other.origin], methods: ["GET", "POST"] }, toolApproval: () => true },
+    );
+    expect((await agent.write()).value).toEqual({ status: 200, body: '"landed"' });
+    expect([...site.requests, ...other.requests].map((request) => [request.method, request.body])).toEqual([["POST", "order 1"], ["POST", "order 1"]]);
+    const calls = history().at(-1)?.tool_calls;
+    expect(calls).toEqual([
+      expect.objectContaining({ tool: "fetch", input: { method: "POST", url: `${site.origin}/write?status=307` }, ok: true, state: "applied", url: `${site.origin}/write?status=307`, status: 307 }),
+      expect.objectContaining({ tool: "fetch", input: { method: "POST", url: `${other.origin}/landing`, redirectedFrom: `${site.origin}/write?status=307` }, ok: true, state: "applied", url: `${other.origin}/landing`, status: 200 }),
+    ]);
+    expect(logLines().at(-1)?.effects).toMatchObject({ applied: 2 });
+  });
+
   test("approval sees the full URL that is sent: not cut at 2,000 characters, query values as written", async () => {
     const site = await serve({ "/orders": json("ok", 201) });
     const url = `${site.origin}/orders?api_key=kept-as-written&pad=${"p".repeat(3_000)}#part`;

@@ -23,7 +23,7 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
   const effect: ToolEffect = mayWrite(method) ? "write" : "read";
   const asked = cleanUrl(request.url, policy.redactor);
   draft.emit({ type: "fetch", method, url: asked });
-  const entry = draft.tools.start("fetch", { method, url: asked }, effect, draft.asked.attempts);
+  let entry = draft.tools.start("fetch", { method, url: asked }, effect, draft.asked.attempts);
   const span = startSpan(
     "execute_tool fetch",
     "client",
@@ -86,6 +86,14 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       break;
     }
     release();
+    if (entry.state !== undefined && mayWrite(sent.next.method)) {
+      // The next hop writes again, approved and counted as a write of its own: it is an effect of
+      // its own in the ledger, and this one is done, answered with the redirect.
+      entry.state = "applied";
+      const from = cleanUrl(sent.from, policy.redactor);
+      draft.tools.end(entry, true, undefined, { url: from, status: sent.status, bytes: 0 });
+      entry = draft.tools.start("fetch", { method: sent.next.method, url: cleanUrl(sent.next.url, policy.redactor), redirectedFrom: from }, "write", draft.asked.attempts);
+    }
     next = sent.next;
     context = { tree: draft.tree.egress, hops: sent.hops, first: sent.first, from: sent.from, status: sent.status };
   }
