@@ -111,7 +111,7 @@ describe.skipIf(!chromiumAvailable)("improv telemetry --html", () => {
     const html = readFileSync(file, "utf8");
     // Nothing to load: no script file, stylesheet, image or font, and a policy that forbids loading any. (URLs appear only as text, in error messages.)
     expect(html).not.toMatch(/<link|<img|<iframe|\ssrc=|url\(|@import/i);
-    expect(html).toContain(`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">`);
+    expect(html).toMatch(/<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-[A-Za-z0-9+/]{43}='; base-uri 'none'; form-action 'none'">/);
     const { page, problems } = await open(file);
     try {
       expect(await page.title()).toBe("improv telemetry");

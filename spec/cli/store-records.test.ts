@@ -1,6 +1,6 @@
 /** Store records read back by `improv history`, `improv telemetry --store` and `improv programs --refused`: a record of the wrong shape is skipped and said where it is. */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -60,4 +60,26 @@ test("a record of the wrong shape is skipped and counted where it is; the rest o
 
 test("a missing log file is a usage mistake: exit code 2", () => {
   expect(improv("telemetry", "/nonexistent/improv.jsonl")).toMatchObject({ status: 2, stderr: 'improv telemetry: Cannot read "/nonexistent/improv.jsonl": no such file or directory.\n' });
+});
+
+test("a record whose duration no call could take (1e300 ms, negative) counts as a call of unknown duration; the report and its page come out", async () => {
+  const directory = mkdtempSync(join(tmpdir(), "improv-records-"));
+  const path = join(directory, "improv.db");
+  const store = new SqliteStore(path);
+  const calc = await Agent.open("calculator", { store, provider: new ScriptedProvider({ programs: { add: "return args[0] + args[1]" } }), id: "calc-1" });
+  await calc.add(1, 2);
+  await calc.add(3, 4);
+  await calc.add(5, 6);
+  await store.close();
+  corrupt(path, "calc-1", 0, (record) => ({ ...record, duration_ms: 1e300 }));
+  corrupt(path, "calc-1", 1, (record) => ({ ...record, duration_ms: -1e300 }));
+  const html = join(directory, "report.html");
+
+  const telemetry = improv("telemetry", "--store", path, "--json", "--html", html);
+  expect(telemetry.status).toBe(0);
+  const report = JSON.parse(telemetry.stdout) as TelemetryReport;
+  expect(report.calls).toBe(3);
+  expect(report.slowestCalls).toHaveLength(1);
+  expect(report.latency.reduce((sum, bin) => sum + bin.calls, 0)).toBe(1);
+  expect(statSync(html).size).toBeGreaterThan(0);
 });

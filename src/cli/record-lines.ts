@@ -76,10 +76,23 @@ function isHistoryRecord(value: unknown): value is HistoryRecord {
   );
 }
 
+/** Latest time a Date can hold, either side of the epoch. @unit ms */
+const MAX_DATE_MS = 8.64e15;
+
+/**
+ * A record's duration, when a call could have taken it: not negative, and ending at a time a
+ * Date can hold; else null, unknown (a record edited by hand or by another program may claim
+ * 1e300 ms).
+ */
+function durationOf(record: HistoryRecord, started: number): number | null {
+  const duration = record.duration_ms ?? 0;
+  return Number.isFinite(duration) && duration >= 0 && (Number.isNaN(started) || Math.abs(started + duration) <= MAX_DATE_MS) ? duration : null;
+}
+
 /** One record as its call's log line would say it. */
 export function lineOfRecord(record: HistoryRecord, role: string): Record<string, unknown> {
   const started = Date.parse(record.timestamp);
-  const duration = record.duration_ms ?? 0;
+  const duration = durationOf(record, started);
   const calls = record.tool_calls ?? [];
   const attempts = record.attempts ?? [];
   const tokens = attempts.reduce<{ prompt: number; completion: number } | null>((sum, attempt) => (attempt.tokens === undefined ? sum : { prompt: (sum?.prompt ?? 0) + attempt.tokens.prompt, completion: (sum?.completion ?? 0) + attempt.tokens.completion }), null);
@@ -90,7 +103,7 @@ export function lineOfRecord(record: HistoryRecord, role: string): Record<string
   const sources = sourceNames(knowledge);
   return {
     // A log line is written when its call ends.
-    timestamp: Number.isNaN(started) ? record.timestamp : new Date(started + duration).toISOString(),
+    timestamp: Number.isNaN(started) ? record.timestamp : new Date(started + (duration ?? 0)).toISOString(),
     call_id: record.call_id,
     role,
     model: record.model ?? null,

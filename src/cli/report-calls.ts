@@ -1,18 +1,23 @@
 /**
  * The calls a report's call explorer shows (DESIGN 20): each call line the report covers, read
- * only where sane and cut to size, the latest {@link MAX_EXPLORER_CALLS} of them; programs kept
- * once each by their hash, so a log of kept-program runs does not repeat the same text.
+ * only where sane and cut to size, the characters that hide or reorder text shown as `\u{…}`,
+ * the latest {@link MAX_EXPLORER_CALLS} of them within {@link MAX_EXPLORER_CHARS}; programs kept
+ * once each by the hash of their text, so a log of kept-program runs does not repeat the same
+ * text, and a line cannot put its text under another program's hash.
  */
 import { programHash } from "../history/index.ts";
 import { EFFECT_STATES } from "../tools/index.ts";
 import { count } from "./report-tools.ts";
+import { terminalText } from "./terminal-text.ts";
 
 /** Calls the explorer keeps: the latest ones read. */
 export const MAX_EXPLORER_CALLS = 10_000;
+/** Most characters the kept calls take in the page's JSON; past it the oldest read are left out too. */
+export const MAX_EXPLORER_CHARS = 24_000_000;
 /** Longest arguments (as JSON) and error message a call keeps. @unit characters */
 const MAX_ARGS_CHARS = 2_000;
 const MAX_MESSAGE_CHARS = 1_000;
-/** Longest program text kept, and most characters of programs in all. @unit characters */
+/** Longest program text kept, and most characters the programs take in the page's JSON in all. @unit characters */
 const MAX_PROGRAM_CHARS = 20_000;
 const MAX_PROGRAMS_CHARS = 8_000_000;
 const MAX_NAMES = 20;
@@ -47,6 +52,8 @@ export interface ExplorerToolCall {
 /** One call, as the explorer shows it. */
 export interface ExplorerCall {
   readonly id: string;
+  /** Where its line was read: `file:line`, or `<store>:<agent>:<n>` for a store's record. */
+  readonly source: string;
   readonly parent: string | null;
   readonly trace: string | null;
   readonly depth: number;
@@ -80,31 +87,43 @@ export interface ExplorerData {
   readonly calls: readonly ExplorerCall[];
   /** Program texts by key. */
   readonly programs: Readonly<Record<string, string>>;
-  /** Calls left out: the report covered more than {@link MAX_EXPLORER_CALLS}. */
+  /** Calls left out: the report covered more than {@link MAX_EXPLORER_CALLS}, or more than {@link MAX_EXPLORER_CHARS} of them. */
   readonly leftOut: number;
 }
 
 /** Collects the calls of a report for its explorer, in bounded memory. */
 export class CallCollector {
-  readonly #calls: ExplorerCall[] = [];
-  #next = 0;
+  /** The calls kept, oldest read first, from {@link #first} on (those before it are left out), with their size in the page. */
+  readonly #calls: { readonly call: ExplorerCall; readonly chars: number }[] = [];
+  #first = 0;
+  #chars = 0;
   #seen = 0;
   readonly #programs = new Map<string, string>();
   #programChars = 0;
 
-  add(line: Record<string, unknown>): void {
+  /** Takes one call line; `where` says where it was read. */
+  add(line: Record<string, unknown>, where: string): void {
     this.#seen += 1;
-    const call = this.#callOf(line);
-    // A ring: past the limit, the oldest read is replaced.
-    if (this.#calls.length < MAX_EXPLORER_CALLS) this.#calls.push(call);
-    else this.#calls[this.#next] = call;
-    this.#next = (this.#next + 1) % MAX_EXPLORER_CALLS;
+    const call = this.#callOf(line, where);
+    const chars = scriptJson(call).length;
+    this.#calls.push({ call, chars });
+    this.#chars += chars;
+    while (this.#calls.length - this.#first > MAX_EXPLORER_CALLS || this.#chars > MAX_EXPLORER_CHARS) this.#dropOldest();
+  }
+
+  #dropOldest(): void {
+    this.#chars -= this.#calls[this.#first]!.chars;
+    this.#first += 1;
+    // Let go of the calls left out once they are half the list, so each is moved at most once on average.
+    if (this.#first * 2 > this.#calls.length) {
+      this.#calls.splice(0, this.#first);
+      this.#first = 0;
+    }
   }
 
   /** The calls in time order (lines without a time last, in the order read), and the programs they name. */
   data(): ExplorerData {
-    const ordered = this.#calls.length < MAX_EXPLORER_CALLS ? [...this.#calls] : [...this.#calls.slice(this.#next), ...this.#calls.slice(0, this.#next)];
-    const keyed = ordered.map((call, index) => ({ call, index, at: call.time === null ? Number.POSITIVE_INFINITY : Date.parse(call.time) }));
+    const keyed = this.#calls.slice(this.#first).map(({ call }, index) => ({ call, index, at: call.time === null ? Number.POSITIVE_INFINITY : Date.parse(call.time) }));
     keyed.sort((a, b) => (a.at === b.at ? a.index - b.index : (Number.isNaN(a.at) ? Infinity : a.at) - (Number.isNaN(b.at) ? Infinity : b.at)));
     const calls = keyed.map((entry) => entry.call);
     const used = new Set(calls.flatMap((call) => [call.program, ...call.attempts.map((attempt) => attempt.program)]).filter((key): key is string => key !== null));
@@ -113,7 +132,7 @@ export class CallCollector {
     return { calls, programs, leftOut: this.#seen - calls.length };
   }
 
-  #callOf(line: Record<string, unknown>): ExplorerCall {
+  #callOf(line: Record<string, unknown>, where: string): ExplorerCall {
     const code = typeof line.code === "string" ? this.#keep(line.code) : null;
     const attempts = Array.isArray(line.attempts) ? line.attempts.slice(-5).filter(isRecord).map((attempt) => this.#attemptOf(attempt)) : [];
     // The last attempt ran the line's code, though a record's code cut short no longer has the attempt's hash.
@@ -123,6 +142,7 @@ export class CallCollector {
     const completion = count(line.completion_tokens);
     return {
       id: text(line.call_id, 100) ?? "(no id)",
+      source: shown(where, MAX_NAME_CHARS),
       parent: text(line.parent_call_id, 100),
       trace: text(line.trace_id, 100),
       depth: count(line.depth) ?? 0,
@@ -150,9 +170,10 @@ export class CallCollector {
   }
 
   #attemptOf(attempt: Record<string, unknown>): ExplorerAttempt {
-    // An attempt's program is on the line when it is not the line's code, which is kept under the same hash.
-    const hash = text(attempt.program_hash, 16);
-    const program = typeof attempt.program === "string" ? this.#keep(attempt.program, hash ?? undefined) : hash !== null && this.#programs.has(hash) ? hash : null;
+    // An attempt's program is on the line when it is not the line's code; else its hash names a
+    // program kept already, found only if that program's text has that hash.
+    const hash = attempt.program_hash;
+    const program = typeof attempt.program === "string" ? this.#keep(attempt.program) : typeof hash === "string" && this.#programs.has(hash) ? hash : null;
     return {
       n: count(attempt.n) ?? 0,
       source: text(attempt.program_source, 20),
@@ -164,13 +185,18 @@ export class CallCollector {
     };
   }
 
-  /** Keeps a program's text once, under the hash records give it (its SHA-256's first 16 hex digits); null once the programs' budget is spent. */
-  #keep(code: string, hash?: string): string | null {
-    const key = hash ?? programHash(code);
+  /**
+   * Keeps a program's text once, under the hash records give it (its SHA-256's first 16 hex
+   * digits), worked out from the text and never taken from the line; null once the programs'
+   * budget is spent.
+   */
+  #keep(code: string): string | null {
+    const key = programHash(code);
     if (this.#programs.has(key)) return key;
-    const kept = code.length > MAX_PROGRAM_CHARS ? `${code.slice(0, MAX_PROGRAM_CHARS)}\n…[cut: the program is ${code.length} characters]` : code;
-    if (this.#programChars + kept.length > MAX_PROGRAMS_CHARS) return null;
-    this.#programChars += kept.length;
+    const kept = terminalText(code.length > MAX_PROGRAM_CHARS ? `${code.slice(0, MAX_PROGRAM_CHARS)}\n…[cut: the program is ${code.length} characters]` : code);
+    const chars = scriptJson(kept).length;
+    if (this.#programChars + chars > MAX_PROGRAMS_CHARS) return null;
+    this.#programChars += chars;
     this.#programs.set(key, kept);
     return key;
   }
@@ -193,13 +219,17 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 function text(value: unknown, max: number): string | null {
-  if (typeof value !== "string") return null;
-  return value.length > max ? `${value.slice(0, max)}…` : value;
+  return typeof value === "string" ? shown(value, max) : null;
+}
+
+/** Text as the explorer shows it: cut to `max` characters, with what hides or reorders text made visible. */
+function shown(value: string, max: number): string {
+  return terminalText(value.length > max ? `${value.slice(0, max)}…` : value);
 }
 
 function names(value: unknown): string[] {
   if (!Array.isArray(value)) return [];
-  return value.slice(0, MAX_NAMES).filter((name): name is string => typeof name === "string").map((name) => name.slice(0, MAX_NAME_CHARS));
+  return value.slice(0, MAX_NAMES).filter((name): name is string => typeof name === "string").map((name) => shown(name, MAX_NAME_CHARS));
 }
 
 function json(value: unknown): string {
@@ -209,7 +239,16 @@ function json(value: unknown): string {
   } catch {
     textOf = "(not JSON)";
   }
-  return textOf.length > MAX_ARGS_CHARS ? `${textOf.slice(0, MAX_ARGS_CHARS)}…[cut: ${textOf.length} characters]` : textOf;
+  return terminalText(textOf.length > MAX_ARGS_CHARS ? `${textOf.slice(0, MAX_ARGS_CHARS)}…[cut: ${textOf.length} characters]` : textOf);
+}
+
+/**
+ * JSON to put in a page's `<script type="application/json">`: `<` written `\u003c` where it
+ * could end the element or open a comment (`</`, `<!`), and line and paragraph separators
+ * escaped, so no text in it is read as anything but the JSON.
+ */
+export function scriptJson(value: unknown): string {
+  return JSON.stringify(value).replace(/<(?=[/!])/g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
 }
 
 function effectsOf(value: unknown): Record<string, number> | null {

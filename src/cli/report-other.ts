@@ -2,11 +2,20 @@
  * Names a telemetry report keeps apart are bounded: past the first few of a kind (roles,
  * methods, error types, history scans, not-kept reasons), calls are counted together under
  * {@link OTHER}, so a log of countless distinct names is reported in bounded memory. How many
- * distinct names went there is counted too, by a hash of each.
+ * distinct names went there is counted too, by a hash of each. Each name kept is cut to
+ * {@link MAX_NAME_CHARS}, so a name megabytes long does not make a report of gigabytes.
  */
 
 /** Where calls past the first names of a kind are counted. */
 export const OTHER = "(other)";
+
+/** Longest name a report keeps: a role, method, error type, history scan, call id or program source. @unit characters */
+export const MAX_NAME_CHARS = 200;
+
+/** A name as the report keeps it: cut to {@link MAX_NAME_CHARS}, with "…" where it was cut. */
+export function boundedName(name: string): string {
+  return name.length > MAX_NAME_CHARS ? `${name.slice(0, MAX_NAME_CHARS)}…` : name;
+}
 
 /** Distinct names folded into {@link OTHER} counted, per kind; past it the count stays there, meaning at least that many. */
 export const MAX_FOLDED_COUNTED = 500_000;

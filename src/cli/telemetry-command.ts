@@ -70,7 +70,7 @@ export async function runTelemetry(options: TelemetryCommandOptions): Promise<Te
   if (sources.length === 0 && options.inputs.length > 0) throw new UsageError(`Found no log files in ${options.inputs.map((input) => `"${input}"`).join(", ")} (files ending .jsonl, .ndjson, .log or .json, gzipped or not, rotated ones such as calls.jsonl.1 too, searched in subfolders too). Name a log file, or the folder improv logs to.`);
   // The call explorer is part of the HTML page only: a text or JSON report keeps no calls.
   const collector = options.html === undefined ? undefined : new CallCollector();
-  const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}), ...(role === undefined ? {} : { role }), ...(method === undefined ? {} : { method }) }, collector === undefined ? undefined : (line) => collector.add(line));
+  const aggregator = new TelemetryAggregator({ ...(since ? { since } : {}), ...(until ? { until } : {}), ...(role === undefined ? {} : { role }), ...(method === undefined ? {} : { method }) }, collector === undefined ? undefined : (line, where) => collector.add(line, where));
   const totalBytes = sources.reduce((total, source) => total + source.size, 0);
   const threshold = options.progressThresholdBytes ?? PROGRESS_THRESHOLD_BYTES;
   const progress = options.stderr.isTTY && totalBytes > threshold ? new Progress(options.stderr, totalBytes) : undefined;

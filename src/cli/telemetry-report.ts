@@ -3,7 +3,7 @@ import { matchesFilter, stateFilter, type ReportFilter, type ReportFilters } fro
 import { isAmongSlowest, keepLatest, keepSlowest, MAX_MESSAGE_CHARS, type CallSample } from "./report-samples.ts";
 import { addEffectUse, effectFieldsOf, emptyEffectStats, type EffectStats } from "./report-effects.ts";
 import { addKnowledgeUse, emptyKnowledgeStats, finishKnowledge, knowledgeFieldsOf, type KnowledgeStats } from "./report-knowledge.ts";
-import { FoldedNames, keyIn, OTHER } from "./report-other.ts";
+import { boundedName, FoldedNames, keyIn, OTHER } from "./report-other.ts";
 import { addToolUse, count, emptyToolStats, toolFieldsOf, type ToolFields, type ToolStats } from "./report-tools.ts";
 
 /** Counts for one group of calls (all calls, one role, one method). */
@@ -158,10 +158,10 @@ export class TelemetryAggregator {
   readonly #folded = { roles: new FoldedNames(), methods: new FoldedNames(), errorTypes: new FoldedNames(), scans: new FoldedNames(), notKeptReasons: new FoldedNames() };
   readonly #filter: ReportFilter;
 
-  readonly #onCall: ((line: Record<string, unknown>) => void) | undefined;
+  readonly #onCall: ((line: Record<string, unknown>, where: string) => void) | undefined;
 
-  /** `onCall` is given each call line the report covers (the filters' matches), for the call explorer. */
-  constructor(filter: ReportFilter = {}, onCall?: (line: Record<string, unknown>) => void) {
+  /** `onCall` is given each call line the report covers (the filters' matches) and where it was read, for the call explorer. */
+  constructor(filter: ReportFilter = {}, onCall?: (line: Record<string, unknown>, where: string) => void) {
     this.#filter = filter;
     this.#onCall = onCall;
   }
@@ -196,7 +196,7 @@ export class TelemetryAggregator {
       this.#recordMalformed(where, "not an improv call line");
       return;
     }
-    this.#addCall(line as Record<string, unknown>);
+    this.#addCall(line as Record<string, unknown>, where);
   }
 
   #recordMalformed(where: string, why: string): void {
@@ -204,16 +204,19 @@ export class TelemetryAggregator {
     if (this.#examples.length < MAX_MALFORMED_EXAMPLES) this.#examples.push(`${where} (${why})`);
   }
 
-  #addCall(line: Record<string, unknown>): void {
+  #addCall(line: Record<string, unknown>, where: string): void {
     // A timestamp that does not parse is no time: it bounds no period, and its call sorts as the oldest.
     const time = typeof line.timestamp === "string" ? Date.parse(line.timestamp) : Number.NaN;
-    const role = typeof line.role === "string" ? line.role : "(unknown)";
-    const method = typeof line.method === "string" ? line.method : "(unknown)";
-    if (!matchesFilter(this.#filter, time, role, method)) {
+    const fullRole = typeof line.role === "string" ? line.role : "(unknown)";
+    const fullMethod = typeof line.method === "string" ? line.method : "(unknown)";
+    if (!matchesFilter(this.#filter, time, fullRole, fullMethod)) {
       this.#filteredOut += 1;
       return;
     }
-    this.#onCall?.(line);
+    this.#onCall?.(line, where);
+    // The filters see the whole names; the report keeps them cut to size.
+    const role = boundedName(fullRole);
+    const method = boundedName(fullMethod);
     if (!Number.isNaN(time)) {
       if (this.#first === null || time < this.#first) this.#first = time;
       if (this.#last === null || time > this.#last) this.#last = time;
@@ -318,7 +321,7 @@ function add(stats: GroupStats, line: Record<string, unknown>, folded?: { readon
   const ok = line.outcome_status === "ok";
   if (!ok) {
     stats.errors += 1;
-    const type = typeof line.error_type === "string" ? line.error_type : "(unknown)";
+    const type = typeof line.error_type === "string" ? boundedName(line.error_type) : "(unknown)";
     if (countIn(stats.errorTypes, type, MAX_KEYS)) folded?.errorTypes.add(type);
   }
   if (line.history_access_detected === true) stats.readsHistory += 1;
@@ -341,7 +344,7 @@ function add(stats: GroupStats, line: Record<string, unknown>, folded?: { readon
       if ((PATTERN_TAGS as readonly unknown[]).includes(tag)) stats.patterns[tag as PatternTag] = (stats.patterns[tag as PatternTag] ?? 0) + 1;
     }
   }
-  const scan = typeof line.history_scan === "string" ? line.history_scan : "(unknown)";
+  const scan = typeof line.history_scan === "string" ? boundedName(line.history_scan) : "(unknown)";
   if (countIn(stats.scans, scan, MAX_KEYS)) folded?.scans.add(scan);
 }
 
@@ -390,16 +393,16 @@ function addProgramFate(stats: GroupStats, line: Record<string, unknown>, ok: bo
 function sampleOf(line: Record<string, unknown>, time: number, role: string, method: string, durationMs: number | null, tools: ToolFields): CallSample {
   const message = typeof line.error_message === "string" ? line.error_message : null;
   return {
-    callId: line.call_id as string,
+    callId: boundedName(line.call_id as string),
     timestamp: Number.isNaN(time) ? null : new Date(time).toISOString(),
     role,
     method,
     durationMs,
     status: line.outcome_status as string,
-    errorType: typeof line.error_type === "string" ? line.error_type : null,
+    errorType: typeof line.error_type === "string" ? boundedName(line.error_type) : null,
     errorMessage: message === null ? null : message.length > MAX_MESSAGE_CHARS ? `${message.slice(0, MAX_MESSAGE_CHARS)}…` : message,
     attempts: requestsOf(line) ?? null,
-    programSource: typeof line.program_source === "string" ? line.program_source : null,
+    programSource: typeof line.program_source === "string" ? boundedName(line.program_source) : null,
     toolCalls: tools.calls,
     toolErrors: tools.errors,
   };

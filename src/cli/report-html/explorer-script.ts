@@ -2,20 +2,28 @@
  * The call explorer's code, run by the browser from the page itself: it reads the calls from the
  * page's JSON block and builds every element with `textContent`, so nothing in a call (its
  * arguments, programs, messages) is ever read as HTML. 100 calls a page; filters by role, method,
- * outcome and time; a search by call id; `#call=<id>` opens a call.
+ * outcome and time; a search by call id; `#call=<id>` (percent-encoded) opens a call. Lines that
+ * carry the same call id (a call read from its log and its store, or a line claiming another's
+ * id) are each listed and opened on their own, and each call's detail names the others. A call
+ * tree draws each call id once, cycles cut, at most 2,000 of them.
  */
 export const EXPLORER_SCRIPT = String.raw`
 (() => {
   const data = JSON.parse(document.getElementById("explorer-data").textContent);
   const calls = data.calls;
   const PAGE = 100;
+  const TREE_NODES = 2000;
+  const TREE_DEPTH = 64;
+  const SHARED_LISTED = 20;
+  // The lines carrying each call id, in order, and the ids of the calls each id called.
   const byId = new Map();
   const children = new Map();
   for (const call of calls) {
-    if (!byId.has(call.id)) byId.set(call.id, call);
-    if (call.parent !== null) {
-      if (!children.has(call.parent)) children.set(call.parent, []);
-      children.get(call.parent).push(call);
+    if (!byId.has(call.id)) byId.set(call.id, []);
+    byId.get(call.id).push(call);
+    if (call.parent !== null && call.parent !== call.id) {
+      if (!children.has(call.parent)) children.set(call.parent, new Set());
+      children.get(call.parent).add(call.id);
     }
   }
   const $ = (id) => document.getElementById(id);
@@ -67,7 +75,7 @@ export const EXPLORER_SCRIPT = String.raw`
       const open = el("button", call.id.slice(0, 8), "call-id");
       open.type = "button";
       open.title = call.id;
-      open.addEventListener("click", () => show(call.id));
+      open.addEventListener("click", () => show(call));
       const idCell = el("th");
       idCell.scope = "row";
       idCell.append(open);
@@ -92,34 +100,66 @@ export const EXPLORER_SCRIPT = String.raw`
   };
   const program = (key) => {
     const text = key === null ? undefined : data.programs[key];
-    return el("pre", text === undefined ? "(not in the log)" : text, "program");
+    return el("pre", text === undefined ? "(not in this report: not in the lines read, or past the page's room for programs)" : text, "program");
   };
-  const treeOf = (call, current, depth) => {
+  // The tree below id, each id drawn once (so a cycle of callers ends), until drawn holds TREE_NODES or TREE_DEPTH levels.
+  const treeOf = (id, current, drawn, depth) => {
+    drawn.add(id);
+    const call = byId.get(id)[0];
     const item = el("li");
     const open = el("button", call.role + "." + call.method + " " + outcomeOf(call) + " (" + call.id.slice(0, 8) + ")", call.id === current ? "call-id current" : "call-id");
     open.type = "button";
-    open.addEventListener("click", () => show(call.id));
+    open.addEventListener("click", () => show(call));
     item.append(open);
-    const below = children.get(call.id) || [];
-    if (below.length > 0 && depth < 64) {
-      const list = el("ul");
-      for (const child of below) list.append(treeOf(child, current, depth + 1));
-      item.append(list);
+    const list = el("ul");
+    for (const child of children.get(id) || []) {
+      if (drawn.has(child) || drawn.size >= TREE_NODES || depth >= TREE_DEPTH) continue;
+      list.append(treeOf(child, current, drawn, depth + 1));
     }
+    if (list.childElementCount > 0) item.append(list);
     return item;
   };
-  const show = (id) => {
-    const call = byId.get(id);
+  const reachable = (root) => {
+    const seen = new Set([root]);
+    const queue = [root];
+    for (let next = 0; next < queue.length; next += 1) {
+      for (const child of children.get(queue[next]) || []) {
+        if (!seen.has(child)) {
+          seen.add(child);
+          queue.push(child);
+        }
+      }
+    }
+    return seen.size;
+  };
+  // The lines that carry the same call id as call, each to open, and on what they disagree.
+  const sharedWith = (call) => {
+    const lines = byId.get(call.id);
+    const differ = [["role", (line) => line.role], ["method", (line) => line.method], ["outcome", outcomeOf], ["caller", (line) => line.parent]].filter(([, of]) => lines.some((line) => of(line) !== of(call))).map(([name]) => name);
+    const box = el("div", undefined, "shared notice");
+    box.append(el("p", lines.length + " lines carry this call id" + (differ.length > 0 ? ", and they disagree on " + differ.join(", ") + ": one may claim another call's id." : ", and they agree on role, method, outcome and caller: the same call read twice (from its log and its store, say).")));
+    const list = el("ul");
+    for (const line of lines.slice(0, SHARED_LISTED)) {
+      const open = el("button", outcomeOf(line) + " · ended " + (line.time === null ? "-" : line.time) + " · read from " + line.source, line === call ? "call-id current" : "call-id");
+      open.type = "button";
+      open.addEventListener("click", () => show(line));
+      const item = el("li");
+      item.append(open);
+      list.append(item);
+    }
+    if (lines.length > SHARED_LISTED) list.append(el("li", "… and " + (lines.length - SHARED_LISTED) + " more"));
+    box.append(list);
+    return box;
+  };
+  const show = (call) => {
     const detail = $("call-detail");
     detail.replaceChildren();
-    if (call === undefined) {
-      detail.append(el("p", "No call " + id + " in this report.", "empty"));
-      return;
-    }
     detail.dataset.call = call.id;
     detail.append(el("h3", call.role + "." + call.method + " · " + outcomeOf(call)));
+    if (byId.get(call.id).length > 1) detail.append(sharedWith(call));
     const facts = el("dl");
     field(facts, "call id", call.id);
+    field(facts, "read from", call.source);
     if (call.parent !== null) field(facts, "called by", call.parent);
     if (call.trace !== null) field(facts, "trace", call.trace);
     field(facts, "ended", call.time === null ? "-" : call.time);
@@ -154,17 +194,38 @@ export const EXPLORER_SCRIPT = String.raw`
       }
       detail.append(attempts);
     }
-    let root = call;
-    for (let steps = 0; root.parent !== null && byId.has(root.parent) && steps < 1000; steps += 1) root = byId.get(root.parent);
-    if (root !== call || (children.get(call.id) || []).length > 0) {
-      const tree = el("ul", undefined, "tree");
-      tree.append(treeOf(root, call.id, 0));
-      detail.append(el("h4", "Call tree"), tree);
+    // Up the callers to the first, each id once: a cycle of callers ends where it began.
+    let root = call.id;
+    const above = new Set([root]);
+    for (let parent = call.parent; parent !== null && byId.has(parent) && !above.has(parent); parent = byId.get(parent)[0].parent) {
+      above.add(parent);
+      root = parent;
     }
-    if (location.hash !== "#call=" + call.id) history.replaceState(null, "", "#call=" + call.id);
+    if (root !== call.id || children.has(call.id)) {
+      const tree = el("ul", undefined, "tree");
+      const drawn = new Set();
+      tree.append(treeOf(root, call.id, drawn, 0));
+      detail.append(el("h4", "Call tree"), tree);
+      const more = reachable(root) - drawn.size;
+      if (more > 0) detail.append(el("p", "… and " + more + " more calls in this tree, not drawn.", "note tree-more"));
+    }
+    const address = "#call=" + encodeURIComponent(call.id);
+    if (location.hash !== address) history.replaceState(null, "", address);
   };
   refilter();
+  const decoded = (text) => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      return null;
+    }
+  };
   const wanted = /^#call=(.+)$/.exec(location.hash);
-  if (wanted) show(decodeURIComponent(wanted[1]));
+  if (wanted) {
+    // The first line that carries the id; its detail names any other.
+    const id = decoded(wanted[1]);
+    if (id !== null && byId.has(id)) show(byId.get(id)[0]);
+    else $("call-detail").replaceChildren(el("p", "No call " + (id ?? wanted[1]) + " in this report.", "empty"));
+  }
 })();
 `;

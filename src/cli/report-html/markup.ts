@@ -1,7 +1,8 @@
 /** Small pieces of the HTML report: escaping, and numbers as the page shows them. */
+import { terminalText } from "../terminal-text.ts";
 
-/** Text made safe for HTML content and attribute values. */
-export const escape = (text: string) => text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
+/** Text made safe for HTML content and attribute values, with the characters that hide or reorder text shown as `\u{…}`. */
+export const escape = (text: string) => terminalText(text).replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
 
 export const share = (part: number, whole: number) => (whole === 0 ? 0 : part / whole);
 

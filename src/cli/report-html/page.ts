@@ -3,6 +3,7 @@
  * for the call explorer, script; nothing fetched at view time), a section for each question the
  * telemetry answers.
  */
+import { createHash } from "node:crypto";
 import { describeFilters } from "../report-filter.ts";
 import { hasEffects } from "../report-effects.ts";
 import { usesKnowledge } from "../report-knowledge.ts";
@@ -10,6 +11,7 @@ import type { TelemetryReport } from "../telemetry-report.ts";
 import { escape } from "./markup.ts";
 import type { ExplorerData } from "../report-calls.ts";
 import { effectsSection } from "./sections-effects.ts";
+import { EXPLORER_SCRIPT } from "./explorer-script.ts";
 import { explorerSection } from "./sections-explorer.ts";
 import { knowledgeSection } from "./sections-knowledge.ts";
 import { activitySection, durationsSection, errorsSection, summarySection } from "./sections-outcomes.ts";
@@ -51,6 +53,13 @@ pre.program{background:#f6f7f9;padding:.5rem;font-size:12px;overflow:auto;max-he
 `;
 
 /**
+ * What the page may do: load nothing, run its own script only (named by its hash, so no other
+ * script, event handler or `javascript:` link runs), and neither take a `<base>` nor send a form.
+ * Should markup ever slip into the page, it stays inert.
+ */
+const POLICY = `default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-${createHash("sha256").update(EXPLORER_SCRIPT).digest("base64")}'; base-uri 'none'; form-action 'none'`;
+
+/**
  * The report as a self-contained HTML page; with `calls`, its call explorer too. The page's
  * policy lets it load nothing: its own style and script run, nothing is fetched.
  */
@@ -64,7 +73,7 @@ export function renderHtmlReport(report: TelemetryReport, generatedAt = new Date
   const contents = CONTENTS.filter(([id]) => present[id] ?? true).map(([id, name]) => `<a href="#${id}">${escape(name)}</a>`).join("");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy" content="${POLICY}">
 <title>improv telemetry</title>
 <style>${STYLE}</style></head><body>
 <h1>improv telemetry</h1>

@@ -1,15 +1,15 @@
 /**
  * The call explorer (DESIGN 20): every call the report covers, in order, with filters and a
  * search by call id; one call opens to its arguments, outcome, attempts with their programs,
- * tools, knowledge, effects and its call tree. The calls are a JSON block in the page (with `<`
- * written as `\u003c`, so no text in them can end the block), read by the page's own script.
+ * tools, knowledge, effects and its call tree. The calls are a JSON block in the page (written
+ * so that no text in them can end the block), read by the page's own script.
  */
-import type { ExplorerData } from "../report-calls.ts";
+import { MAX_EXPLORER_CALLS, MAX_EXPLORER_CHARS, scriptJson, type ExplorerData } from "../report-calls.ts";
 import { EXPLORER_SCRIPT } from "./explorer-script.ts";
 import { section } from "./markup.ts";
 
 export function explorerSection(data: ExplorerData): string {
-  const payload = JSON.stringify(data).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  const payload = scriptJson(data);
   const controls = `<div class="explorer-controls">
 <label>role <select id="explorer-role"><option value="">all</option></select></label>
 <label>method <select id="explorer-method"><option value="">all</option></select></label>
@@ -23,7 +23,7 @@ export function explorerSection(data: ExplorerData): string {
   return section(
     "calls",
     "Calls",
-    `Every call the report covers, in the order they ended (the latest ${data.calls.length}${data.leftOut > 0 ? ` of ${data.calls.length + data.leftOut}` : ""}). Choose one to see its arguments, attempts and programs, tools and call tree.`,
+    `Every call the report covers, in the order they ended (the latest ${data.calls.length}${data.leftOut > 0 ? ` of ${data.calls.length + data.leftOut}; ${data.leftOut} older calls left out, as the page keeps at most ${MAX_EXPLORER_CALLS.toLocaleString("en-US")} calls and ${MAX_EXPLORER_CHARS.toLocaleString("en-US")} characters of them` : ""}). Choose one to see its arguments, attempts and programs, tools and call tree.`,
     controls,
     table,
     `<div id="call-detail" class="call-detail"><p class="empty">Choose a call above.</p></div>`,
