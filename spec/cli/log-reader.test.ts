@@ -1,8 +1,12 @@
 /** Log files are read line by line, whatever the lines' lengths and however the chunks fall. */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { expect, test } from "vitest";
-import { forEachLine } from "../../src/cli/log-reader.ts";
+import { forEachLine, resolveSources } from "../../src/cli/log-reader.ts";
 
 async function linesOf(chunks: readonly Buffer[]): Promise<string[]> {
   const lines: string[] = [];
@@ -30,4 +34,45 @@ test("gzipped data cut short: the lines before the cut are given, and what went 
   expect(problem).toBe(`truncated or corrupt gzip after line ${lines.length}`);
   expect(lines.length).toBeGreaterThan(1_000);
   expect(lines.every((line, index) => line === `{"n":${index * 7919}}`)).toBe(true);
+});
+
+/** A source that gives `chunks`, then fails as a disk would. */
+function failingSource(chunks: readonly Buffer[]): never {
+  const open = () =>
+    Readable.from(
+      (async function* () {
+        yield* chunks;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        throw Object.assign(new Error("i/o error"), { code: "EIO" });
+      })(),
+    );
+  return { name: "disk.jsonl", open } as never;
+}
+
+test("a read that fails part-way, plain or gzipped: the lines before are given, what went wrong is returned, and nothing hangs", async () => {
+  const text = Buffer.from(Array.from({ length: 2_000 }, (_, index) => `{"n":${index}}`).join("\n") + "\n");
+  for (const chunks of [[text], [gzipSync(text)]]) {
+    const lines: string[] = [];
+    const problem = await forEachLine(failingSource(chunks), (line) => lines.push(line));
+    expect(problem).toMatch(/^could not be read after line \d+ \(EIO\)$/);
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.every((line, index) => line === `{"n":${index}}`)).toBe(true);
+  }
+});
+
+test("a line longer than the longest kept is given cut short, so it counts as malformed; the lines after it are whole", async () => {
+  const text = Buffer.from(`{"a":1}\n${"x".repeat(50_000)}\n{"b":2}\n`);
+  const chunks = Array.from({ length: Math.ceil(text.length / 1_000) }, (_, at) => text.subarray(at * 1_000, (at + 1) * 1_000));
+  const lines: [string, number][] = [];
+  await forEachLine({ name: "long.jsonl", open: () => Readable.from(chunks) } as never, (line, lineNumber) => lines.push([line, lineNumber]), undefined, 10_000);
+  expect(lines.map(([line, lineNumber]) => [line.length <= 10_100, lineNumber])).toEqual([[true, 1], [true, 2], [true, 3]]);
+  expect(lines[1]?.[0]).toMatch(/^x+…\[line cut: longer than 10000 characters\]$/);
+  expect(lines[2]?.[0]).toBe('{"b":2}');
+});
+
+test("a directory's pipes and sockets named like logs are not read (they would be waited on for ever)", async () => {
+  const directory = mkdtempSync(join(tmpdir(), "improv-fifo-"));
+  writeFileSync(join(directory, "calls.jsonl"), '{"a":1}\n');
+  execFileSync("mkfifo", [join(directory, "pipe.jsonl")]);
+  expect((await resolveSources([directory])).map((source) => source.name)).toEqual([join(directory, "calls.jsonl")]);
 });

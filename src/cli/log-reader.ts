@@ -64,27 +64,46 @@ async function listLogFiles(directory: string): Promise<string[]> {
   for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
     const path = join(directory, entry.name);
     if (entry.isDirectory()) files.push(...(await listLogFiles(path)));
-    else if (LOG_FILE.test(entry.name)) files.push(path);
+    // Files only: a pipe or socket that happens to be named like a log would be waited on for ever.
+    else if (entry.isFile() && LOG_FILE.test(entry.name)) files.push(path);
   }
   return files;
 }
 
 /**
- * Streams the lines of a source, gunzipping when it starts with the gzip magic bytes.
- * `onBytes` reports raw bytes read, for progress. Gzipped data cut short or corrupt ends the
- * source, not the report: the lines before the damage have been given, and what went wrong is
- * returned (`truncated or corrupt gzip after line N`); undefined when the source was read whole.
+ * The longest line given whole: improv's own lines are far shorter. A longer one is given cut
+ * (so it reads as malformed), where joining it could pass the longest string V8 makes.
  */
-export async function forEachLine(source: LogSource, onLine: (line: string, lineNumber: number) => void, onBytes: (bytes: number) => void = () => {}): Promise<string | undefined> {
+export const MAX_LINE_CHARS = 64 * 1024 * 1024;
+
+/**
+ * Streams the lines of a source, gunzipping when it starts with the gzip magic bytes.
+ * `onBytes` reports raw bytes read, for progress. Gzipped data cut short or corrupt, or a read
+ * that fails, ends the source, not the report: the lines before have been given, and what went
+ * wrong is returned (`truncated or corrupt gzip after line N`, `could not be read after line N
+ * (EIO)`); undefined when the source was read whole.
+ */
+export async function forEachLine(source: LogSource, onLine: (line: string, lineNumber: number) => void, onBytes: (bytes: number) => void = () => {}, maxLineChars = MAX_LINE_CHARS): Promise<string | undefined> {
   const raw = source.open();
-  const text = await maybeGunzip(raw, onBytes);
   const decoder = new StringDecoder("utf8");
   // The start of a line not ended yet, piece by piece: each chunk is searched once, and a long
   // line is joined once, where searching it whole at every chunk took time quadratic in its length.
   let pending: string[] = [];
+  let pendingChars = 0;
   let lineNumber = 0;
   let first = true;
+  const keep = (piece: string) => {
+    // Past the longest line, the rest of it is dropped as it comes.
+    if (pendingChars > maxLineChars) return;
+    pending.push(piece);
+    pendingChars += piece.length;
+  };
+  const line = (tail: string) => {
+    if (pendingChars + tail.length <= maxLineChars) return pending.length === 0 ? tail : pending.join("") + tail;
+    return `${(pending.length === 0 ? tail : pending.join("") + tail).slice(0, maxLineChars >> 1)}…[line cut: longer than ${maxLineChars} characters]`;
+  };
   try {
+    const text = await maybeGunzip(raw, onBytes);
     for await (const chunk of text) {
       let piece = decoder.write(chunk as Buffer);
       // A byte order mark some editors and tools put first is no part of the first line.
@@ -95,22 +114,21 @@ export async function forEachLine(source: LogSource, onLine: (line: string, line
       let start = 0;
       for (let end = piece.indexOf("\n"); end !== -1; end = piece.indexOf("\n", start)) {
         lineNumber += 1;
-        const tail = piece.slice(start, end);
-        onLine(pending.length === 0 ? tail : pending.join("") + tail, lineNumber);
+        onLine(line(piece.slice(start, end)), lineNumber);
         pending = [];
+        pendingChars = 0;
         start = end + 1;
       }
-      if (start < piece.length) pending.push(start === 0 ? piece : piece.slice(start));
+      if (start < piece.length) keep(start === 0 ? piece : piece.slice(start));
     }
   } catch (error) {
     // The line being read when the data broke off is dropped: it is cut short, or garbled.
-    if (isZlibError(error)) {
-      raw.destroy();
-      return `truncated or corrupt gzip after line ${lineNumber}`;
-    }
-    throw error;
+    const code = (error as NodeJS.ErrnoException | null)?.code;
+    if (typeof code !== "string") throw error;
+    raw.destroy();
+    return isZlibError(error) ? `truncated or corrupt gzip after line ${lineNumber}` : `could not be read after line ${lineNumber} (${code})`;
   }
-  const last = pending.join("") + decoder.end();
+  const last = line(decoder.end());
   if (last.length > 0) onLine(last, lineNumber + 1);
   return undefined;
 }
@@ -135,8 +153,11 @@ async function maybeGunzip(raw: Readable, onBytes: (bytes: number) => void): Pro
   }
   const head = first.done ? undefined : Buffer.from(first.value as Buffer);
   if (head && head[0] === 0x1f && head[1] === 0x8b) {
-    const { Readable: ReadableStream } = await import("node:stream");
-    return ReadableStream.from(rest()).pipe(createGunzip());
+    const { Readable: ReadableStream, pipeline } = await import("node:stream");
+    // Not `pipe`: a read that fails must end the gunzip stage with its error, not leave it waiting.
+    const gunzip = createGunzip();
+    pipeline(ReadableStream.from(rest()), gunzip, () => undefined);
+    return gunzip;
   }
   return rest();
 }
