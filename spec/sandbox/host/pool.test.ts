@@ -443,7 +443,8 @@ describe("stuck sandbox processes", () => {
   test("a history sync to a process that stopped answering is given up, and the call runs on a new process", async () => {
     configureSandbox({ processes: 1, maxProcesses: 1 });
     const saved = poolTimings.stuckAfterMs;
-    poolTimings.stuckAfterMs = 1_000;
+    // Long enough for the next process to start on a loaded machine (the same time bounds its start).
+    poolTimings.stuckAfterMs = 2_000;
     try {
       const [agent] = agents(1, "long-memory", "return context.conversation_history.length");
       await agent!.warm();
@@ -451,7 +452,8 @@ describe("stuck sandbox processes", () => {
       process.kill(sandboxPool().pids[0]!, "SIGSTOP");
       const outcome = await hang(agent!.work());
       expect(outcome).not.toBe("hung");
-      expect((outcome as Awaited<ReturnType<AgentProxy["work"]>>).value).toBe(2_500);
+      const { value, errorMessage } = outcome as Awaited<ReturnType<AgentProxy["work"]>>;
+      expect(value, errorMessage).toBe(2_500);
     } finally {
       poolTimings.stuckAfterMs = saved;
     }
