@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { Agent, AnthropicProvider, OpenAIProvider, ScriptedProvider } from "../../src/index.ts";
+import { Agent, AnthropicProvider, OpenAIProvider, ProviderError, ScriptedProvider, type Provider } from "../../src/index.ts";
 import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
 import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
@@ -100,6 +100,44 @@ describe("rate limits and waiting turns", () => {
     expect(r).toMatchObject({ ok: false, errorType: "provider", retriable: true });
     expect(r.errorMessage).toContain("is limiting the rate of requests (HTTP 429; it asks to wait 120 s)");
     expect(r.errorMessage).toMatch(/That is longer than the call has left \(\d+ ms of callTimeoutMs\)\. Call again later\.$/);
+  });
+
+  test("a provider paused long by a rate limit is passed over at once by later calls while another follows it", async () => {
+    const primary = await openai([{ kind: "status", status: 429, retryAfterMs: 31_536_000_000 }, { kind: "structured", code: "return 'primary'" }]);
+    const backup = await anthropic([{ kind: "structured", code: "return 'backup'" }, { kind: "structured", code: "return 'backup again'" }]);
+    const agent = Agent.for("writer", { provider: [primary.provider, backup.provider], reuse: false, callTimeoutMs: 5_000 });
+    expect((await agent.write()).value).toBe("backup");
+    expect((await agent.write()).value).toBe("backup again");
+    expect(primary.server.requests).toHaveLength(1);
+  });
+
+  test("alone, a provider paused longer than the call has left ends each call at once, saying so, however many attempts it has", async () => {
+    const { server, provider } = await openai([{ kind: "status", status: 429, retryAfterMs: 31_536_000_000 }, { kind: "structured", code: "return 'never'" }]);
+    const agent = Agent.for("writer", { provider, reuse: false, callTimeoutMs: 5_000 });
+    for (const _ of [1, 2]) {
+      const started = performance.now();
+      const r = await agent.write();
+      expect(performance.now() - started).toBeLessThan(4_000);
+      expect(r).toMatchObject({ ok: false, errorType: "provider", retriable: true });
+      expect(r.errorMessage).toContain("longer than the call has left");
+    }
+    expect(server.requests).toHaveLength(1);
+  });
+
+  test("a wait a provider gives that is no number, or past all reason, is read as one it did not give, or as the longest taken", async () => {
+    let asked = 0;
+    const odd: Provider = {
+      name: "odd",
+      generate: async () => {
+        asked += 1;
+        if (asked === 1) throw new ProviderError("slow down", { kind: "rate_limit", retryAfterMs: Number.NaN });
+        return { code: "return 'answered'", model: "m" };
+      },
+    };
+    const agent = Agent.for("writer", { provider: odd, reuse: false, callTimeoutMs: 10_000 });
+    expect((await agent.write()).value).toBe("answered");
+    expect((await agent.write()).value).toBe("answered");
+    expect(asked).toBe(3);
   });
 
   test("a provider sends at most maxConcurrentRequests at once; the other calls wait their turn and all succeed", async () => {

@@ -6,7 +6,7 @@
  */
 import type { AgentState } from "../state/index.ts";
 import { asJsonSafe, type ErrorType, Outcome, within } from "../shared/index.ts";
-import { costOf, delay, gateOf, type Generation, type GenerationRequest, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
+import { costOf, delay, gateOf, MAX_PAUSE_MS, type Generation, type GenerationRequest, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
 import { endSpan, startSpan } from "../tracing/index.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
 import { choosePreview } from "../history/index.ts";
@@ -100,13 +100,25 @@ export async function askProvider(providers: readonly Provider[], request: Gener
     if (budget?.spent) return failed(draft, "budget_exceeded", budget.refusal(), { retriable: false });
     if (costBudget?.spent) return failed(draft, "budget_exceeded", costBudget.refusal(), { retriable: false });
     const provider = providers[index]!;
+    const another = index + 1 < providers.length;
+    // A provider a server asked to wait long is passed over while another follows; alone, it ends
+    // the call at once when the wait is longer than the call has left, rather than queue for it.
+    const pausedMs = gateOf(provider).pausedForMs();
+    if (another && pausedMs > LONG_RATE_LIMIT_WAIT_MS) {
+      index += 1;
+      continue;
+    }
+    if (!another && pausedMs >= callTimeLeftMs(draft)) {
+      return failed(draft, "provider", `The provider ${providerName(provider)} is limiting the rate of requests: its server asked to wait ${Math.ceil(pausedMs / 1000)} s more. That is longer than the call has left (${Math.round(callTimeLeftMs(draft))} ms of callTimeoutMs). Call again later.`);
+    }
     const answer = await askOnSpan(provider, request, state, draft);
     if (!("failure" in answer)) return answer;
     const { failure } = answer;
     const error = failure.cause;
-    const another = index + 1 < providers.length;
     if (error?.kind === "rate_limit") {
-      const waitMs = Math.max(error.retryAfterMs ?? UNSAID_RATE_LIMIT_WAIT_MS, 1);
+      const said = error.retryAfterMs;
+      // A wait that is no number is one not said; none is longer than a pause is kept.
+      const waitMs = Math.min(Math.max(typeof said === "number" && Number.isFinite(said) ? said : UNSAID_RATE_LIMIT_WAIT_MS, 1), MAX_PAUSE_MS);
       gateOf(provider).pauseFor(waitMs);
       if (another && waitMs > LONG_RATE_LIMIT_WAIT_MS) {
         index += 1;

@@ -8,7 +8,7 @@ export type { OpenAIProviderOptions } from "./openai.ts";
 export { ProviderError, delay, isProvider, providerModel, providerName } from "./provider.ts";
 export type { Generation, GenerationRequest, GenerationUsage, Provider, ProviderFailureKind, ProviderOptions } from "./provider.ts";
 export type { HttpProviderOptions } from "./provider-options.ts";
-export { DEFAULT_MAX_CONCURRENT_REQUESTS, gateOf } from "./request-gate.ts";
+export { DEFAULT_MAX_CONCURRENT_REQUESTS, gateOf, MAX_PAUSE_MS } from "./request-gate.ts";
 export { ScriptedProvider } from "./scripted.ts";
 export type { ScriptedCall, ScriptedEntry, ScriptedProgram, ScriptedProviderOptions } from "./scripted.ts";
 export { TokenBudget } from "./token-budget.ts";

@@ -7,6 +7,12 @@
 import { describeType } from "../shared/index.ts";
 import type { Provider } from "./provider.ts";
 
+/**
+ * The longest a server's wait pauses a provider for every agent: a `Retry-After` of a year, taken
+ * as given, would stop it for the process's life. @unit ms
+ */
+export const MAX_PAUSE_MS = 5 * 60_000;
+
 /** Requests a provider sends at once unless its `maxConcurrentRequests` says otherwise. */
 export const DEFAULT_MAX_CONCURRENT_REQUESTS = 16;
 
@@ -76,9 +82,18 @@ export class RequestGate {
     return this.#queue.length === 0 && this.#open() ? this.#enter() : undefined;
   }
 
-  /** Sends nothing more for `ms` milliseconds (a server's `Retry-After`). */
+  /**
+   * Sends nothing more for `ms` milliseconds (a server's `Retry-After`), at most
+   * {@link MAX_PAUSE_MS}: a wait that is no number is none.
+   */
   pauseFor(ms: number): void {
-    this.#pausedUntil = Math.max(this.#pausedUntil, performance.now() + ms);
+    if (!(ms > 0)) return;
+    this.#pausedUntil = Math.max(this.#pausedUntil, performance.now() + Math.min(ms, MAX_PAUSE_MS));
+  }
+
+  /** How long the gate stays shut by a pause from now; 0 when it is not paused. @unit ms */
+  pausedForMs(): number {
+    return Math.max(0, this.#pausedUntil - performance.now());
   }
 
   #open(): boolean {
@@ -110,7 +125,7 @@ export class RequestGate {
           this.#timer = undefined;
           this.#pump();
         },
-        Math.max(1, Math.ceil(this.#pausedUntil - performance.now())),
+        Math.min(MAX_PAUSE_MS, Math.max(1, Math.ceil(this.#pausedUntil - performance.now()))),
       );
     }
   }
