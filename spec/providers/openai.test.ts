@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, extractProgram, OpenAIProvider } from "../../src/index.ts";
 import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
+import { tempLogPath } from "../../test-support/logs.ts";
+import { withoutSecrets } from "../../src/providers/http-failure.ts";
 
 let server: OpenAITestServer | undefined;
 
@@ -67,6 +70,25 @@ describe("OpenAIProvider over HTTP", () => {
     // Neither improv's attempts nor the SDK's retries ask again.
     expect(server!.requests).toHaveLength(1);
     expect(Agent.history(calc).at(-1)?.outcome_summary).toMatchObject({ error_type: "provider", retriable: false });
+  });
+
+  test("a key the server echoes back (its own message, or a proxy's echo of the headers) is taken out of the outcome, the record and the log line", async () => {
+    const key = "k-live-SECRET-0123456789abcdef";
+    const log = tempLogPath("improv-key-echo-");
+    server = await OpenAITestServer.start([
+      { kind: "status", status: 401, body: { error: { message: `Incorrect API key provided: ${key}. You can find your key at …` } } },
+      { kind: "status", status: 502, body: { error: { message: `bad gateway; request headers: authorization: Bearer ${key}, x-api-key: ${key}` } } },
+    ]);
+    const provider = new OpenAIProvider({ apiKey: key, baseURL: server.baseURL, model: "test-model", maxRetries: 0 });
+    const calc = Agent.for("calculator", { provider, log, maxGenerationAttempts: 1, reuse: false });
+    for (const status of [401, 502]) {
+      const r = await calc.greet();
+      expect(r.errorMessage).toContain(`HTTP ${status}`);
+      expect(r.errorMessage).toContain("[redacted]");
+      expect(r.errorMessage).not.toContain("SECRET");
+    }
+    expect(JSON.stringify(Agent.history(calc))).not.toContain("SECRET");
+    expect(readFileSync(log, "utf8")).not.toContain("SECRET");
   });
 
   test("a hung server ends as a timeout after providerTimeoutMs", async () => {
@@ -187,5 +209,20 @@ describe("extractProgram", () => {
     expect(extractProgram("   ")).toBeNull();
     expect(extractProgram(null)).toBeNull();
     expect(extractProgram('{"code": 5}')).toBeNull();
+  });
+});
+
+describe("what a server says is written without credentials", () => {
+  test.each([
+    ["Incorrect API key provided: sk-proj-AbCdEf0123456789xyz.", "Incorrect API key provided: [redacted]."],
+    ["headers: authorization: Bearer abc.def-ghi_12345, x-api-key: my-key-9876543210", "headers: authorization: [redacted], x-api-key: [redacted]"],
+    ['{"Authorization":"Basic dXNlcjpwYXNzd29yZA=="}', '{"Authorization":"[redacted]"}'],
+    ["no key here, just words", "no key here, just words"],
+  ])("%s", (said, written) => {
+    expect(withoutSecrets(said)).toBe(written);
+  });
+
+  test("the key itself, whatever its shape, wherever it is", () => {
+    expect(withoutSecrets("got plain-key-material-42 twice: plain-key-material-42", "plain-key-material-42")).toBe("got [redacted] twice: [redacted]");
   });
 });

@@ -3,7 +3,7 @@ import type * as AnthropicSdk from "@anthropic-ai/sdk";
 import type { Message, MessageCreateParamsNonStreaming, TextBlockParam, Tool, Usage } from "@anthropic-ai/sdk/resources/messages";
 import { apiKeyFrom, checkOptionNames, describeType, readEnv } from "../shared/index.ts";
 import { extractProgram } from "../programs/index.ts";
-import { httpFailure } from "./http-failure.ts";
+import { httpFailure, keyOf } from "./http-failure.ts";
 import { checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
@@ -140,7 +140,7 @@ export class AnthropicProvider implements Provider {
       message = await this.#create(request, model, signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw httpFailure(error, this.#sdk, { baseURL: this.#client.baseURL, keySetting: "apiKey / ANTHROPIC_API_KEY", urlSetting: "baseURL / ANTHROPIC_BASE_URL" });
+      throw httpFailure(error, this.#sdk, { baseURL: this.#client.baseURL, apiKey: keyOf(this.#client), keySetting: "apiKey / ANTHROPIC_API_KEY", urlSetting: "baseURL / ANTHROPIC_BASE_URL" });
     }
     if (typeof message !== "object" || message === null || !Array.isArray(message.content)) {
       throw new ProviderError("The server's reply has no content blocks; it does not look like an Anthropic message.", { kind: "reply" });

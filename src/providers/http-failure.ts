@@ -18,14 +18,26 @@ export interface SdkErrors {
 /** The server asked and the settings that point to it, as a message names them. */
 export interface ServerSettings {
   readonly baseURL: string;
+  /** The key sent: taken out of what the server says, should it echo it. */
+  readonly apiKey?: string | undefined;
   /** e.g. `"apiKey / OPENAI_API_KEY"`. */
   readonly keySetting: string;
   /** e.g. `"baseURL / OPENAI_BASE_URL"`. */
   readonly urlSetting: string;
 }
 
-/** The {@link ProviderError} a failed request becomes. */
+/**
+ * The {@link ProviderError} a failed request becomes; its message holds nothing of the key, nor
+ * anything shaped like a credential, whatever the server said (a message that repeats the key it
+ * refused, a proxy that echoes the request's headers).
+ */
 export function httpFailure(error: unknown, errors: SdkErrors, settings: ServerSettings): ProviderError {
+  const failure = describeFailure(error, errors, settings);
+  const message = withoutSecrets(failure.message, settings.apiKey);
+  return message === failure.message ? failure : new ProviderError(message, { cause: error, kind: failure.kind, retriable: failure.retriable, retryAfterMs: failure.retryAfterMs });
+}
+
+function describeFailure(error: unknown, errors: SdkErrors, settings: ServerSettings): ProviderError {
   const server = `The model server at ${withoutCredentials(settings.baseURL)}`;
   if (error instanceof errors.APIConnectionTimeoutError) {
     return new ProviderError(`${server} did not answer in time (the SDK's own timeout).`, { cause: error, kind: "connection" });
@@ -66,6 +78,26 @@ function detailOf(error: Error & { readonly error?: unknown }): string {
   const inner = body?.error?.message ?? body?.message;
   if (typeof inner === "string" && inner.trim() !== "") return inner;
   return error.message.replace(/^\d{3}\s+/, "");
+}
+
+/** What credentials look like in a server's words: an authorization value, an API key header, a key of the common `sk-…` form. */
+const CREDENTIAL_SHAPES: readonly [RegExp, string][] = [
+  [/\b(Bearer|Basic)\s+[\w.~+/=-]{8,}/gi, "$1 [redacted]"],
+  [/\b(authorization|proxy-authorization|x-api-key|api-key)(["']?\s*[:=]\s*["']?)(?:Bearer\s+|Basic\s+)?[^\s"',;}]+/gi, "$1$2[redacted]"],
+  [/\b(?:sk|pk|rk)-[\w-]{12,}/g, "[redacted]"],
+];
+
+/** The key an SDK client sends, when it holds one as a string. */
+export function keyOf(client: object): string | undefined {
+  const key = (client as { apiKey?: unknown }).apiKey;
+  return typeof key === "string" ? key : undefined;
+}
+
+/** `text` without `key` (when one is known) and without anything shaped like a credential. */
+export function withoutSecrets(text: string, key?: string): string {
+  let cleaned = key !== undefined && key.length >= 8 ? text.split(key).join("[redacted]") : text;
+  for (const [shape, replacement] of CREDENTIAL_SHAPES) cleaned = cleaned.replace(shape, replacement);
+  return cleaned;
 }
 
 /** How long a response's `retry-after-ms` or `retry-after` (seconds or an HTTP date) asks to wait. @unit ms */

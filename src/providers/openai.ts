@@ -1,7 +1,7 @@
 import type OpenAI from "openai";
 import { apiKeyFrom, checkOptionNames, describeType, loadOpenAI, readEnv } from "../shared/index.ts";
 import { extractProgram } from "../programs/index.ts";
-import { httpFailure } from "./http-failure.ts";
+import { httpFailure, keyOf } from "./http-failure.ts";
 import { checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
@@ -114,7 +114,7 @@ export class OpenAIProvider implements Provider {
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       const { APIError, APIConnectionError, APIConnectionTimeoutError } = await loadOpenAI();
-      throw httpFailure(error, { APIError, APIConnectionError, APIConnectionTimeoutError }, { baseURL: client.baseURL, keySetting: "apiKey / OPENAI_API_KEY", urlSetting: "baseURL / OPENAI_BASE_URL" });
+      throw httpFailure(error, { APIError, APIConnectionError, APIConnectionTimeoutError }, { baseURL: client.baseURL, apiKey: keyOf(client), keySetting: "apiKey / OPENAI_API_KEY", urlSetting: "baseURL / OPENAI_BASE_URL" });
     }
     if (!completion || !Array.isArray(completion.choices)) {
       throw new ProviderError("The server's reply has no choices; it does not look like an OpenAI chat completion.", { kind: "reply" });
