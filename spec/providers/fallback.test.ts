@@ -71,6 +71,18 @@ describe("a list of providers", () => {
     expect(primary.server.requests).toHaveLength(1);
   });
 
+  test("the SDK's own retries do not sleep out a rate limit: improv's rules do (a long wait goes to the next provider at once)", async () => {
+    const limited = await OpenAITestServer.start([{ kind: "status", status: 429, retryAfterMs: 30_000 }]);
+    servers.push(limited);
+    const primary = new OpenAIProvider({ apiKey: "k", baseURL: limited.baseURL, model: "primary-model" });
+    const backup = await anthropic([{ kind: "structured", code: "return 'from the backup'" }]);
+    const started = performance.now();
+    const r = await Agent.for("writer", { provider: [primary, backup.provider], providerTimeoutMs: 15_000 }).write();
+    expect(r.value).toBe("from the backup");
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(limited.requests).toHaveLength(1);
+  });
+
   test("a rate limit with a short wait is waited out at the same provider", async () => {
     const primary = await openai([{ kind: "status", status: 429, retryAfterMs: 300 }, { kind: "structured", code: "return 'after the wait'" }]);
     const backup = await anthropic([{ kind: "structured", code: "return 'never'" }]);

@@ -87,6 +87,22 @@ const CREDENTIAL_SHAPES: readonly [RegExp, string][] = [
   [/\b(?:sk|pk|rk)-[\w-]{12,}/g, "[redacted]"],
 ];
 
+/**
+ * `fetch` for an SDK client, telling it not to retry a rate limit (`x-should-retry: false`, which
+ * both SDKs heed): it would sleep out a wait of up to a minute inside the request, where improv
+ * waits it out, or goes to the next provider, as its own rules say.
+ */
+export function fetchLeavingRateLimits(): typeof fetch {
+  return async (input, init) => {
+    // The global one at each request, as instrumentation may wrap it after the client was made.
+    const response = await globalThis.fetch(input, init);
+    if (response.status !== 429) return response;
+    const headers = new Headers(response.headers);
+    headers.set("x-should-retry", "false");
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  };
+}
+
 /** The key an SDK client sends, when it holds one as a string. */
 export function keyOf(client: object): string | undefined {
   const key = (client as { apiKey?: unknown }).apiKey;
