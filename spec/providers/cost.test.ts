@@ -6,7 +6,7 @@
 import { describe, expect, test } from "vitest";
 import { Writable } from "node:stream";
 import { runTelemetry } from "../../src/cli/telemetry-command.ts";
-import { Agent, CostBudget, ScriptedProvider, type HistoryRecord } from "../../src/index.ts";
+import { Agent, CostBudget, ScriptedProvider, type HistoryRecord, type Provider } from "../../src/index.ts";
 import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 const pricing = { scripted: { input: 2, cachedInput: 0.5, output: 8 } };
@@ -64,6 +64,28 @@ describe("pricing", () => {
     expect((await a.first()).value).toBe(1);
     budget.reset();
     expect((await a.third()).value).toBe(3);
+  });
+
+  test("a model the server names otherwise (a dated snapshot, a stray space, another name) is priced as the one asked for, so maxCostUsd holds", async () => {
+    const prices = { "gpt-4.1-mini": { input: 2, cachedInput: 0.5, output: 8 } };
+    for (const reported of ["gpt-4.1-mini-2025-04-14", "gpt-4.1-mini ", "free-model"]) {
+      const provider: Provider = { name: "renamer", model: "gpt-4.1-mini", generate: async () => ({ code: "return 1", model: reported, usage }) };
+      const agent = Agent.for("solver", { provider, pricing: prices, maxCostUsd: ONE_REQUEST / 2, reuse: false });
+      expect((await agent.solve()).ok, reported).toBe(true);
+      expect((Agent.history(agent) as readonly HistoryRecord[]).at(-1)?.cost_usd, reported).toBe(ONE_REQUEST);
+      expect((await agent.solve()).errorType, reported).toBe("budget_exceeded");
+    }
+  });
+
+  test("a request whose tokens were not reported, or not as whole numbers, makes the cost unknown, not free", async () => {
+    for (const given of [undefined, { promptTokens: "1000", completionTokens: "200" }]) {
+      const provider: Provider = { name: "quiet", model: "gpt-4.1-mini", generate: async () => ({ code: "return 1", model: "gpt-4.1-mini", ...(given === undefined ? {} : { usage: given as never }) }) };
+      const log = tempLogPath("improv-cost-");
+      const agent = Agent.for("solver", { provider, pricing: { "gpt-4.1-mini": { input: 2, output: 8 } }, log });
+      await agent.solve();
+      expect((Agent.history(agent) as readonly HistoryRecord[]).at(-1)?.cost_usd).toBeUndefined();
+      expect(readLogLines(log).at(-1)?.cost_usd).toBeNull();
+    }
   });
 
   test("bad pricing and budgets are a TypeError or RangeError naming what is wrong", () => {

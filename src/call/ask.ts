@@ -6,7 +6,7 @@
  */
 import type { AgentState } from "../state/index.ts";
 import { asJsonSafe, type ErrorType, Outcome, within } from "../shared/index.ts";
-import { costOf, delay, gateOf, MAX_PAUSE_MS, type Generation, type GenerationRequest, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
+import { costOf, delay, gateOf, MAX_PAUSE_MS, type Generation, type GenerationRequest, type ModelPrice, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
 import { endSpan, startSpan } from "../tracing/index.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
 import { choosePreview } from "../history/index.ts";
@@ -213,7 +213,7 @@ async function askOnce(provider: Provider, request: GenerationRequest, state: Ag
     return fail(draft, "provider", `The provider failed: ${answer.error instanceof Error ? answer.error.message : String(answer.error)}`, final ? { retriable: false } : {}, cause);
   }
   try {
-    const read = readGeneration(answer.value as Generation | undefined, draft, request.attempt, state);
+    const read = readGeneration(answer.value as Generation | undefined, draft, request.attempt, state, request.model ?? providerModel(provider));
     return read instanceof Outcome ? { failure: { outcome: read, cause: undefined } } : read;
   } catch (error) {
     // A generation whose fields throw when read is the provider's failure too.
@@ -226,9 +226,9 @@ function fail(draft: CallDraft, errorType: ErrorType, message: string, options: 
 }
 
 /** The program a provider's answer holds, or the attempt's error outcome. */
-function readGeneration(generation: Generation | undefined, draft: CallDraft, attempt: number, state: AgentState): Outcome | (Omit<WrittenProgram, "provider"> & { usage?: Generation["usage"] }) {
+function readGeneration(generation: Generation | undefined, draft: CallDraft, attempt: number, state: AgentState, requestedModel: string | undefined): Outcome | (Omit<WrittenProgram, "provider"> & { usage?: Generation["usage"] }) {
   if (typeof generation !== "object" || generation === null) return failed(draft, "provider", "The provider returned nothing; generate() must resolve to { code, model }.");
-  countTokens(draft, generation.usage, state, typeof generation.model === "string" ? generation.model : undefined);
+  countTokens(draft, generation.usage, state, typeof generation.model === "string" ? generation.model : undefined, requestedModel);
   const { code } = generation;
   if (typeof code !== "string" || code.trim() === "") {
     return failed(draft, "invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${attempt}).`);
@@ -236,16 +236,35 @@ function readGeneration(generation: Generation | undefined, draft: CallDraft, at
   return { code, model: typeof generation.model === "string" ? generation.model : "unknown", ...(generation.usage === undefined ? {} : { usage: generation.usage }) };
 }
 
+/** A dated snapshot's suffix, as servers name the model that answered (`gpt-4.1-mini-2025-04-14`, `claude-…-20241022`). */
+const SNAPSHOT_DATE = /-(?:\d{4}-\d{2}-\d{2}|\d{8})$/;
+
+/**
+ * The price of a request: of the model the server says answered, as `pricing` names it, or
+ * without its snapshot date; else of the model asked for (a server that names its model
+ * otherwise is not a way around `maxCostUsd`).
+ */
+function priceOf(pricing: Readonly<Record<string, ModelPrice>>, model: string | undefined, requestedModel: string | undefined): ModelPrice | undefined {
+  const reported = model?.trim();
+  for (const name of [model, reported, reported?.replace(SNAPSHOT_DATE, ""), requestedModel]) {
+    if (name !== undefined && Object.hasOwn(pricing, name)) return pricing[name];
+  }
+  return undefined;
+}
+
 /**
  * Adds the tokens a provider reported for one request to the call's totals and the agent's
- * token budget (whole numbers ≥ 0 only: the report is the provider's).
+ * token budget (whole numbers ≥ 0 only: the report is the provider's). With `pricing`, a request
+ * whose tokens are not known, or whose model has no price, makes the call's cost unknown.
  */
-function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentState, model: string | undefined): void {
-  if (typeof usage !== "object" || usage === null) return;
+function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentState, model: string | undefined, requestedModel: string | undefined): void {
   const count = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined);
-  const prompt = count(usage.promptTokens);
-  const completion = count(usage.completionTokens);
-  if (prompt === undefined && completion === undefined) return;
+  const prompt = typeof usage === "object" && usage !== null ? count(usage.promptTokens) : undefined;
+  const completion = typeof usage === "object" && usage !== null ? count(usage.completionTokens) : undefined;
+  if (typeof usage !== "object" || usage === null || (prompt === undefined && completion === undefined)) {
+    if (state.options.pricing !== undefined) draft.asked.unpriced = true;
+    return;
+  }
   const cached = count(usage.cachedTokens);
   const cacheWrite = count(usage.cacheWriteTokens);
   const before = draft.asked.tokens;
@@ -259,7 +278,7 @@ function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentS
   state.options.budget?.charge((prompt ?? 0) + (completion ?? 0));
   const { pricing, costBudget } = state.options;
   if (pricing === undefined) return;
-  const price = model === undefined ? undefined : pricing[model];
+  const price = priceOf(pricing, model, requestedModel);
   if (price === undefined) {
     draft.asked.unpriced = true;
     return;
