@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, extractProgram, OpenAIProvider } from "../../src/index.ts";
 import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
-import { tempLogPath } from "../../test-support/logs.ts";
+import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 import { withoutSecrets } from "../../src/providers/http-failure.ts";
 
 let server: OpenAITestServer | undefined;
@@ -89,6 +89,24 @@ describe("OpenAIProvider over HTTP", () => {
     }
     expect(JSON.stringify(Agent.history(calc))).not.toContain("SECRET");
     expect(readFileSync(log, "utf8")).not.toContain("SECRET");
+  });
+
+  test("a reply past 16 MiB (decoded) is refused as it is read, saying so; a model name is kept to 200 characters everywhere", async () => {
+    const log = tempLogPath("improv-big-reply-");
+    const huge = JSON.stringify({ id: "x", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: `\`\`\`js\nreturn ${"1+".repeat(9_000_000)}1\n\`\`\`` } }] });
+    const longName = "model-" + "n".repeat(100_000);
+    server = await OpenAITestServer.start([
+      { kind: "raw", body: huge },
+      { kind: "raw", body: JSON.stringify({ id: "y", object: "chat.completion", created: 1, model: longName, choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: "```js\nreturn 2\n```" } }] }) },
+    ]);
+    const provider = new OpenAIProvider({ apiKey: "test-key", baseURL: server.baseURL, model: "test-model", maxRetries: 0 });
+    const calc = Agent.for("calculator", { provider, log, maxGenerationAttempts: 1, reuse: false });
+    const big = await calc.sum();
+    expect(big).toMatchObject({ ok: false, errorType: "provider" });
+    expect(big.errorMessage).toContain("larger than 16 MiB");
+    expect((await calc.two()).value).toBe(2);
+    expect(Agent.history(calc).at(-1)?.model?.length).toBeLessThanOrEqual(200);
+    expect(String(readLogLines(log).at(-1)?.model).length).toBeLessThanOrEqual(200);
   });
 
   test("a hung server ends as a timeout after providerTimeoutMs", async () => {

@@ -5,7 +5,7 @@
  * counted.
  */
 import type { AgentState } from "../state/index.ts";
-import { asJsonSafe, type ErrorType, Outcome, within } from "../shared/index.ts";
+import { asJsonSafe, type ErrorType, Outcome, truncateString, within } from "../shared/index.ts";
 import { costOf, delay, gateOf, MAX_PAUSE_MS, type Generation, type GenerationRequest, type ModelPrice, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
 import { endSpan, startSpan } from "../tracing/index.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
@@ -233,8 +233,13 @@ function readGeneration(generation: Generation | undefined, draft: CallDraft, at
   if (typeof code !== "string" || code.trim() === "") {
     return failed(draft, "invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${attempt}).`);
   }
-  return { code, model: typeof generation.model === "string" ? generation.model : "unknown", ...(generation.usage === undefined ? {} : { usage: generation.usage }) };
+  // Cut once here, so the record, the log line and the span name the same model.
+  const model = typeof generation.model === "string" ? truncateString(generation.model, MAX_MODEL_CHARS) : "unknown";
+  return { code, model, ...(generation.usage === undefined ? {} : { usage: generation.usage }) };
 }
+
+/** The longest model name kept as a server gives it: cut with its marker, it stays within the record's 200 characters. */
+const MAX_MODEL_CHARS = 160;
 
 /** A dated snapshot's suffix, as servers name the model that answered (`gpt-4.1-mini-2025-04-14`, `claude-…-20241022`). */
 const SNAPSHOT_DATE = /-(?:\d{4}-\d{2}-\d{2}|\d{8})$/;

@@ -3,7 +3,7 @@ import type * as AnthropicSdk from "@anthropic-ai/sdk";
 import type { Message, MessageCreateParamsNonStreaming, TextBlockParam, Tool, Usage } from "@anthropic-ai/sdk/resources/messages";
 import { apiKeyFrom, checkOptionNames, describeType, readEnv } from "../shared/index.ts";
 import { extractProgram } from "../programs/index.ts";
-import { fetchLeavingRateLimits, httpFailure, keyOf } from "./http-failure.ts";
+import { sdkFetch, httpFailure, keyOf } from "./http-failure.ts";
 import { checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
@@ -125,7 +125,7 @@ export class AnthropicProvider implements Provider {
     }
     const apiKey = apiKeyFrom(options.apiKey, "ANTHROPIC_API_KEY", "AnthropicProvider");
     const baseURL = options.baseURL ?? readEnv("ANTHROPIC_BASE_URL");
-    this.#client = new this.#sdk.Anthropic({ apiKey, ...(baseURL === undefined ? {} : { baseURL }), maxRetries: options.maxRetries ?? 2, fetch: fetchLeavingRateLimits() }) as unknown as AnthropicClient;
+    this.#client = new this.#sdk.Anthropic({ apiKey, ...(baseURL === undefined ? {} : { baseURL }), maxRetries: options.maxRetries ?? 2, fetch: sdkFetch() }) as unknown as AnthropicClient;
   }
 
   /** The way of asking in use now. */

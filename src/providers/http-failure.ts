@@ -65,6 +65,8 @@ function describeFailure(error: unknown, errors: SdkErrors, settings: ServerSett
     return new ProviderError(`The model server failed${code}: ${detailOf(error)}`, { cause: error, kind });
   }
   if (error instanceof SyntaxError) return new ProviderError(`The model server sent a body that is not valid JSON: ${error.message}`, { cause: error, kind: "reply" });
+  const tooLarge = causeChain(error).find((cause) => cause instanceof ReplyTooLarge);
+  if (tooLarge !== undefined) return new ProviderError(`The model server at ${withoutCredentials(settings.baseURL)} failed: ${tooLarge.message}.`, { cause: error, kind: "reply" });
   return new ProviderError(`The model request failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 }
 
@@ -87,20 +89,49 @@ const CREDENTIAL_SHAPES: readonly [RegExp, string][] = [
   [/\b(?:sk|pk|rk)-[\w-]{12,}/g, "[redacted]"],
 ];
 
+/** The largest reply improv reads from a model server, as decoded: a program is far smaller. @unit bytes */
+export const MAX_REPLY_BYTES = 16 * 1024 * 1024;
+
+/** A reply past {@link MAX_REPLY_BYTES}, stopped as it was read. */
+export class ReplyTooLarge extends Error {
+  override readonly name = "ReplyTooLarge";
+  constructor() {
+    super(`the server's reply is larger than 16 MiB (${MAX_REPLY_BYTES} bytes, decoded), far more than any program; it was not read further`);
+  }
+}
+
 /**
- * `fetch` for an SDK client, telling it not to retry a rate limit (`x-should-retry: false`, which
- * both SDKs heed): it would sleep out a wait of up to a minute inside the request, where improv
- * waits it out, or goes to the next provider, as its own rules say.
+ * `fetch` for an SDK client. It tells the SDK not to retry a rate limit (`x-should-retry: false`,
+ * which both SDKs heed): the SDK would sleep out a wait of up to a minute inside the request,
+ * where improv waits it out, or goes to the next provider, as its own rules say. And it reads no
+ * more than {@link MAX_REPLY_BYTES} of a reply: a small compressed body can decode to gigabytes.
  */
-export function fetchLeavingRateLimits(): typeof fetch {
+export function sdkFetch(): typeof fetch {
   return async (input, init) => {
     // The global one at each request, as instrumentation may wrap it after the client was made.
     const response = await globalThis.fetch(input, init);
-    if (response.status !== 429) return response;
     const headers = new Headers(response.headers);
-    headers.set("x-should-retry", "false");
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+    if (response.status === 429) headers.set("x-should-retry", "false");
+    return new Response(response.body === null ? null : response.body.pipeThrough(boundedBody()), { status: response.status, statusText: response.statusText, headers });
   };
+}
+
+function boundedBody(): TransformStream<Uint8Array, Uint8Array> {
+  let read = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      read += chunk.byteLength;
+      if (read > MAX_REPLY_BYTES) controller.error(new ReplyTooLarge());
+      else controller.enqueue(chunk);
+    },
+  });
+}
+
+/** `error` and its causes, nearest first (a few at most). */
+function causeChain(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let current = error; current !== undefined && current !== null && chain.length < 8; current = (current as { cause?: unknown }).cause) chain.push(current);
+  return chain;
 }
 
 /** The key an SDK client sends, when it holds one as a string. */

@@ -1,7 +1,7 @@
 import type OpenAI from "openai";
 import { apiKeyFrom, checkOptionNames, describeType, loadOpenAI, readEnv } from "../shared/index.ts";
 import { extractProgram } from "../programs/index.ts";
-import { fetchLeavingRateLimits, httpFailure, keyOf } from "./http-failure.ts";
+import { sdkFetch, httpFailure, keyOf } from "./http-failure.ts";
 import { checkSharedOptions, PROGRAM_JSON_SCHEMA, type HttpProviderOptions } from "./provider-options.ts";
 import { DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider } from "./provider.ts";
@@ -79,7 +79,7 @@ export class OpenAIProvider implements Provider {
     }
     const apiKey = apiKeyFrom(options.apiKey, "OPENAI_API_KEY", "OpenAIProvider");
     const baseURL = options.baseURL ?? readEnv("OPENAI_BASE_URL");
-    const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }), maxRetries: options.maxRetries ?? 2, fetch: fetchLeavingRateLimits() };
+    const settings = { apiKey, ...(baseURL === undefined ? {} : { baseURL }), maxRetries: options.maxRetries ?? 2, fetch: sdkFetch() };
     this.#client = loadOpenAI().then(({ default: Client }) => (this.#client = new Client(settings)));
     // A failure to load the SDK is the first request's to report.
     this.#client.catch(() => undefined);
