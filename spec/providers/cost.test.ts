@@ -6,7 +6,7 @@
 import { describe, expect, test } from "vitest";
 import { Writable } from "node:stream";
 import { runTelemetry } from "../../src/cli/telemetry-command.ts";
-import { Agent, CostBudget, ScriptedProvider, type HistoryRecord, type Provider } from "../../src/index.ts";
+import { Agent, CostBudget, ScriptedProvider, TokenBudget, type HistoryRecord, type Provider } from "../../src/index.ts";
 import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 const pricing = { scripted: { input: 2, cachedInput: 0.5, output: 8 } };
@@ -86,6 +86,26 @@ describe("pricing", () => {
       expect((Agent.history(agent) as readonly HistoryRecord[]).at(-1)?.cost_usd).toBeUndefined();
       expect(readLogLines(log).at(-1)?.cost_usd).toBeNull();
     }
+  });
+
+  test("made-up token counts are checked once, for the record, the log line and the budget alike: cache counts within the prompt, none past a billion", async () => {
+    const reports = [
+      { promptTokens: 10, completionTokens: 5, cachedTokens: 1_000_000 },
+      { promptTokens: 5e15, completionTokens: 5e15 },
+      { promptTokens: -1_000_000, completionTokens: 7 },
+    ];
+    let next = 0;
+    const provider: Provider = { name: "liar", model: "m", generate: async () => ({ code: "return 1", model: "m", usage: reports[next++] as never }) };
+    const log = tempLogPath("improv-usage-");
+    const budget = new TokenBudget(1_000_000);
+    const agent = Agent.for("solver", { provider, log, reuse: false, maxTokens: budget });
+    for (const _ of reports) await agent.solve();
+    expect(readLogLines(log).map((line) => [line.prompt_tokens, line.completion_tokens, line.cached_tokens])).toEqual([
+      [10, 5, 10],
+      [null, null, null],
+      [0, 7, null],
+    ]);
+    expect(budget.used).toBe(10 + 5 + 7);
   });
 
   test("bad pricing and budgets are a TypeError or RangeError naming what is wrong", () => {

@@ -6,7 +6,7 @@
  */
 import type { AgentState } from "../state/index.ts";
 import { asJsonSafe, type ErrorType, Outcome, truncateString, within } from "../shared/index.ts";
-import { costOf, delay, gateOf, MAX_PAUSE_MS, type Generation, type GenerationRequest, type ModelPrice, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
+import { costOf, delay, gateOf, MAX_PAUSE_MS, type Generation, type GenerationRequest, type GenerationUsage, type ModelPrice, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
 import { endSpan, startSpan } from "../tracing/index.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
 import { choosePreview } from "../history/index.ts";
@@ -228,14 +228,41 @@ function fail(draft: CallDraft, errorType: ErrorType, message: string, options: 
 /** The program a provider's answer holds, or the attempt's error outcome. */
 function readGeneration(generation: Generation | undefined, draft: CallDraft, attempt: number, state: AgentState, requestedModel: string | undefined): Outcome | (Omit<WrittenProgram, "provider"> & { usage?: Generation["usage"] }) {
   if (typeof generation !== "object" || generation === null) return failed(draft, "provider", "The provider returned nothing; generate() must resolve to { code, model }.");
-  countTokens(draft, generation.usage, state, typeof generation.model === "string" ? generation.model : undefined, requestedModel);
+  const usage = checkedUsage(generation.usage);
+  countTokens(draft, usage, state, typeof generation.model === "string" ? generation.model : undefined, requestedModel);
   const { code } = generation;
   if (typeof code !== "string" || code.trim() === "") {
     return failed(draft, "invalid_code", `The provider returned ${code === null || code === undefined ? "no program" : "a blank program"} (attempt ${attempt}).`);
   }
   // Cut once here, so the record, the log line and the span name the same model.
   const model = typeof generation.model === "string" ? truncateString(generation.model, MAX_MODEL_CHARS) : "unknown";
-  return { code, model, ...(generation.usage === undefined ? {} : { usage: generation.usage }) };
+  return { code, model, ...(usage === undefined ? {} : { usage }) };
+}
+
+/** The most tokens of one kind one request is believed to have used: past it, a count is none. */
+const MAX_REQUEST_TOKENS = 1_000_000_000;
+
+/**
+ * The usage a provider reported, as the record, the log line, the span and the budgets take it:
+ * whole numbers from 0 to {@link MAX_REQUEST_TOKENS}, the cache's reads and writes within the
+ * prompt; undefined when neither the prompt's nor the completion's count is usable.
+ */
+function checkedUsage(reported: unknown): GenerationUsage | undefined {
+  if (typeof reported !== "object" || reported === null) return undefined;
+  const given = reported as GenerationUsage;
+  const count = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) && value >= 0 && value <= MAX_REQUEST_TOKENS ? value : undefined);
+  const prompt = count(given.promptTokens);
+  const completion = count(given.completionTokens);
+  if (prompt === undefined && completion === undefined) return undefined;
+  const within = (value: number | undefined, room: number | undefined) => (value === undefined || room === undefined ? value : Math.min(value, room));
+  const cached = within(count(given.cachedTokens), prompt);
+  const cacheWrite = within(count(given.cacheWriteTokens), prompt === undefined ? undefined : prompt - (cached ?? 0));
+  return {
+    ...(prompt === undefined ? {} : { promptTokens: prompt }),
+    ...(completion === undefined ? {} : { completionTokens: completion }),
+    ...(cached === undefined ? {} : { cachedTokens: cached }),
+    ...(cacheWrite === undefined ? {} : { cacheWriteTokens: cacheWrite }),
+  };
 }
 
 /** The longest model name kept as a server gives it: cut with its marker, it stays within the record's 200 characters. */
@@ -258,20 +285,16 @@ function priceOf(pricing: Readonly<Record<string, ModelPrice>>, model: string | 
 }
 
 /**
- * Adds the tokens a provider reported for one request to the call's totals and the agent's
- * token budget (whole numbers ≥ 0 only: the report is the provider's). With `pricing`, a request
+ * Adds the tokens a provider reported for one request (checked) to the call's totals and the
+ * agent's token budget. With `pricing`, a request
  * whose tokens are not known, or whose model has no price, makes the call's cost unknown.
  */
-function countTokens(draft: CallDraft, usage: Generation["usage"], state: AgentState, model: string | undefined, requestedModel: string | undefined): void {
-  const count = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined);
-  const prompt = typeof usage === "object" && usage !== null ? count(usage.promptTokens) : undefined;
-  const completion = typeof usage === "object" && usage !== null ? count(usage.completionTokens) : undefined;
-  if (typeof usage !== "object" || usage === null || (prompt === undefined && completion === undefined)) {
+function countTokens(draft: CallDraft, usage: GenerationUsage | undefined, state: AgentState, model: string | undefined, requestedModel: string | undefined): void {
+  if (usage === undefined) {
     if (state.options.pricing !== undefined) draft.asked.unpriced = true;
     return;
   }
-  const cached = count(usage.cachedTokens);
-  const cacheWrite = count(usage.cacheWriteTokens);
+  const { promptTokens: prompt, completionTokens: completion, cachedTokens: cached, cacheWriteTokens: cacheWrite } = usage;
   const before = draft.asked.tokens;
   draft.asked.tokens = {
     prompt: (before?.prompt ?? 0) + (prompt ?? 0),

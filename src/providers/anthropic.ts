@@ -202,10 +202,13 @@ function programOf(content: readonly unknown[], method: string): string | null {
 /** Token counts; Anthropic's `input_tokens` leaves out the tokens read from or written to the cache, which `promptTokens` counts. */
 function readUsage(usage: Usage | undefined): GenerationUsage | undefined {
   if (typeof usage !== "object" || usage === null) return undefined;
-  const count = (value: unknown) => (typeof value === "number" && Number.isFinite(value) ? value : 0);
-  const cachedTokens = count(usage.cache_read_input_tokens);
-  const cacheWriteTokens = count(usage.cache_creation_input_tokens);
-  const promptTokens = count(usage.input_tokens) + cachedTokens + cacheWriteTokens;
+  const count = (value: unknown) => (typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined);
+  const input = count(usage.input_tokens);
   const completionTokens = count(usage.output_tokens);
-  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, cachedTokens, cacheWriteTokens };
+  // No usable count is no report, not a request that cost nothing.
+  if (input === undefined && completionTokens === undefined) return undefined;
+  const cachedTokens = count(usage.cache_read_input_tokens) ?? 0;
+  const cacheWriteTokens = count(usage.cache_creation_input_tokens) ?? 0;
+  const promptTokens = (input ?? 0) + cachedTokens + cacheWriteTokens;
+  return { promptTokens, ...(completionTokens === undefined ? {} : { completionTokens }), totalTokens: promptTokens + (completionTokens ?? 0), cachedTokens, cacheWriteTokens };
 }
