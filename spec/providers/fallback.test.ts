@@ -36,6 +36,21 @@ describe("a list of providers", () => {
     expect(lastLine(log)).toMatchObject({ provider: "anthropic", model: "backup-model", generation_attempt: 1 });
   });
 
+  test("two providers of one kind, named: the record and the log line say which answered; a bad name is a TypeError", async () => {
+    const first = await OpenAITestServer.start([{ kind: "status", status: 503 }]);
+    const second = await OpenAITestServer.start([{ kind: "structured", code: "return 'second'" }]);
+    servers.push(first, second);
+    const log = tempLogPath("improv-fallback-");
+    const provider = [first, second].map((server, index) => new OpenAIProvider({ apiKey: "k", baseURL: server.baseURL, model: "m", maxRetries: 0, name: `openai-${index === 0 ? "east" : "west"}` }));
+    const agent = Agent.for("writer", { provider, log });
+    expect((await agent.write()).value).toBe("second");
+    expect(Agent.history(agent)[0]).toMatchObject({ provider: "openai-west" });
+    expect(lastLine(log)).toMatchObject({ provider: "openai-west" });
+    expect(() => new OpenAIProvider({ apiKey: "k", name: "" })).toThrow('OpenAIProvider option "name" must be a non-empty string');
+    expect(() => new AnthropicProvider({ apiKey: "k", name: 7 as never })).toThrow('AnthropicProvider option "name" must be a non-empty string');
+    expect(new AnthropicProvider({ apiKey: "k" }).name).toBe("anthropic");
+  });
+
   test("a server that cannot be reached goes to the next provider", async () => {
     const primary = await openai([{ kind: "structured", code: "return 'never'" }]);
     await primary.server.close();

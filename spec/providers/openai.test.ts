@@ -184,7 +184,7 @@ describe("OpenAIProvider over HTTP", () => {
 
   test("options are validated as Agent.for() validates its own", () => {
     expect(() => new OpenAIProvider({ apiKey: "k", baseUrl: "http://x" } as never)).toThrow(
-      'Unknown option "baseUrl" for new OpenAIProvider() (it is spelled "baseURL"). Valid options: apiKey, baseURL, model, maxRetries, structuredOutput, maxConcurrentRequests, client.',
+      'Unknown option "baseUrl" for new OpenAIProvider() (it is spelled "baseURL"). Valid options: apiKey, baseURL, model, maxRetries, name, structuredOutput, maxConcurrentRequests, client.',
     );
     expect(() => new OpenAIProvider({ apiKey: "k", maxRetries: -1 })).toThrow(RangeError);
     expect(() => new OpenAIProvider({ apiKey: "k", baseURL: "not a url" })).toThrow('OpenAIProvider option "baseURL" must be a URL such as http://127.0.0.1:11434/v1, got the string "not a url".');

@@ -47,6 +47,7 @@ const OPTION_NAMES: { readonly [K in keyof AnthropicProviderOptions]-?: true } =
   model: true,
   maxTokens: true,
   maxRetries: true,
+  name: true,
   replyMode: true,
   promptCaching: true,
   maxConcurrentRequests: true,
@@ -101,7 +102,7 @@ const TOOL_NAME = "write_program";
  * const calc = Agent.for("calculator", { provider });
  */
 export class AnthropicProvider implements Provider {
-  readonly name = "anthropic";
+  readonly name: string;
   readonly model: string;
   readonly maxConcurrentRequests: number;
   readonly #client: AnthropicClient;
@@ -113,6 +114,7 @@ export class AnthropicProvider implements Provider {
 
   constructor(options: AnthropicProviderOptions = {}) {
     options = validateOptions(options);
+    this.name = options.name ?? "anthropic";
     this.#sdk = loadSdk();
     this.model = options.model ?? readEnv("IMPROV_MODEL") ?? DEFAULT_ANTHROPIC_MODEL;
     this.maxConcurrentRequests = options.maxConcurrentRequests ?? DEFAULT_MAX_CONCURRENT_REQUESTS;

@@ -25,6 +25,7 @@ const OPTION_NAMES: { readonly [K in keyof OpenAIProviderOptions]-?: true } = {
   baseURL: true,
   model: true,
   maxRetries: true,
+  name: true,
   structuredOutput: true,
   maxConcurrentRequests: true,
   client: true,
@@ -60,7 +61,7 @@ const PROGRAM_SCHEMA = {
  * const provider = new OpenAIProvider({ baseURL: "http://127.0.0.1:11434/v1", model: "qwen2.5-coder" });
  */
 export class OpenAIProvider implements Provider {
-  readonly name = "openai";
+  readonly name: string;
   readonly model: string;
   readonly maxConcurrentRequests: number;
   /** The client: the application's, or one made on the first request. */
@@ -70,6 +71,7 @@ export class OpenAIProvider implements Provider {
 
   constructor(options: OpenAIProviderOptions = {}) {
     options = validateOptions(options);
+    this.name = options.name ?? "openai";
     this.model = options.model ?? readEnv("IMPROV_MODEL") ?? DEFAULT_OPENAI_MODEL;
     this.#structuredOutput = options.structuredOutput ?? true;
     this.maxConcurrentRequests = options.maxConcurrentRequests ?? DEFAULT_MAX_CONCURRENT_REQUESTS;

@@ -11,8 +11,13 @@ export interface HttpProviderOptions extends ProviderOptions {
   readonly baseURL?: string | undefined;
   /** Model name. Default: `IMPROV_MODEL`, else the provider's default model. */
   readonly model?: string | undefined;
-  /** HTTP retries inside one generation attempt (429, 5xx, connection errors). Default: 2. */
+  /** HTTP retries inside one generation attempt (5xx, connection errors; a rate limit is improv's to wait out). Default: 2. */
   readonly maxRetries?: number | undefined;
+  /**
+   * The name it goes by on spans, log lines and records: give two providers of one kind in a
+   * list names of their own, so a record says which answered. Default: `openai` / `anthropic`.
+   */
+  readonly name?: string | undefined;
 }
 
 /** Checks the shared options present in `given`: a `TypeError` / `RangeError` naming `owner` (`"OpenAIProvider"`). */
@@ -29,6 +34,9 @@ export function checkSharedOptions(given: Readonly<Record<string, unknown>>, own
     throw new RangeError(`${owner} option "maxRetries" must be an integer of at least 0, got ${describeType(given.maxRetries)}.`);
   }
   checkMaxConcurrentRequests(given.maxConcurrentRequests, owner);
+  if (given.name !== undefined && (typeof given.name !== "string" || given.name.trim() === "" || given.name.length > 200)) {
+    throw new TypeError(`${owner} option "name" must be a non-empty string of at most 200 characters, got ${describeType(given.name)}.`);
+  }
 }
 
 /** The JSON Schema of a structured reply: `{ code }`, the method body. */
