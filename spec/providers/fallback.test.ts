@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, AnthropicProvider, OpenAIProvider, ProviderError, ScriptedProvider, type Provider } from "../../src/index.ts";
 import { OpenAITestServer, type ScriptedReply } from "../../test-support/openai-server.ts";
@@ -49,6 +52,30 @@ describe("a list of providers", () => {
     expect(() => new OpenAIProvider({ apiKey: "k", name: "" })).toThrow('OpenAIProvider option "name" must be a non-empty string');
     expect(() => new AnthropicProvider({ apiKey: "k", name: 7 as never })).toThrow('AnthropicProvider option "name" must be a non-empty string');
     expect(new AnthropicProvider({ apiKey: "k" }).name).toBe("anthropic");
+  });
+
+  test("a reply cut off in the middle of its body is a connection failure: the next provider is asked", async () => {
+    const cutting = createServer((request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "content-length": "5000" });
+      response.write('{"id":"x","choices":[{"message":{"content":"ret');
+      setTimeout(() => request.socket.destroy(), 50);
+    });
+    cutting.listen(0, "127.0.0.1");
+    await once(cutting, "listening");
+    const { port } = cutting.address() as AddressInfo;
+    try {
+      for (const make of [
+        () => new OpenAIProvider({ apiKey: "k", baseURL: `http://127.0.0.1:${port}/v1`, model: "m", maxRetries: 0 }),
+        () => new AnthropicProvider({ apiKey: "k", baseURL: `http://127.0.0.1:${port}`, model: "m", maxRetries: 0 }),
+      ]) {
+        const backup = await anthropic([{ kind: "structured", code: "return 'from the backup'" }]);
+        const r = await Agent.for("writer", { provider: [make(), backup.provider], maxGenerationAttempts: 1, reuse: false }).write();
+        expect(r.value, r.errorMessage).toBe("from the backup");
+      }
+    } finally {
+      cutting.closeAllConnections();
+      cutting.close();
+    }
   });
 
   test("a server that cannot be reached goes to the next provider", async () => {

@@ -65,8 +65,13 @@ function describeFailure(error: unknown, errors: SdkErrors, settings: ServerSett
     return new ProviderError(`The model server failed${code}: ${detailOf(error)}`, { cause: error, kind });
   }
   if (error instanceof SyntaxError) return new ProviderError(`The model server sent a body that is not valid JSON: ${error.message}`, { cause: error, kind: "reply" });
-  const tooLarge = causeChain(error).find((cause) => cause instanceof ReplyTooLarge);
-  if (tooLarge !== undefined) return new ProviderError(`The model server at ${withoutCredentials(settings.baseURL)} failed: ${tooLarge.message}.`, { cause: error, kind: "reply" });
+  const causes = causeChain(error);
+  const tooLarge = causes.find((cause) => cause instanceof ReplyTooLarge);
+  if (tooLarge !== undefined) return new ProviderError(`${server} failed: ${tooLarge.message}.`, { cause: error, kind: "reply" });
+  // undici's "terminated": the connection closed while the reply's body was read.
+  if (causes.some((cause) => CUT_OFF_CODES.has(String((cause as { code?: unknown } | null)?.code)) || (cause instanceof TypeError && cause.message === "terminated"))) {
+    return new ProviderError(`${server} cut its reply off: the connection closed while it was read.`, { cause: error, kind: "connection" });
+  }
   return new ProviderError(`The model request failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 }
 
@@ -126,6 +131,9 @@ function boundedBody(): TransformStream<Uint8Array, Uint8Array> {
     },
   });
 }
+
+/** The codes of a connection lost while a reply was read. */
+const CUT_OFF_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE", "UND_ERR_ABORTED"]);
 
 /** `error` and its causes, nearest first (a few at most). */
 function causeChain(error: unknown): unknown[] {
