@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { Agent, OpenAIProvider, ScriptedProvider, TokenBudget } from "../src/index.ts";
 import { OpenAITestServer } from "../test-support/openai-server.ts";
+import { readLogLines, tempLogPath } from "../test-support/logs.ts";
 
 let server: OpenAITestServer | undefined;
 afterEach(async () => {
@@ -24,6 +25,15 @@ describe("maxTokens", () => {
     expect(refused.errorMessage).toBe("The token budget is spent: 30 of 30 tokens used (maxTokens), so the provider was not asked. Raise maxTokens, or call reset() on the TokenBudget; calls that a kept program answers still run.");
     expect(server!.requests).toHaveLength(2);
     expect(Agent.history(calc).at(-1)?.outcome_summary).toMatchObject({ error_type: "budget_exceeded", retriable: false });
+  });
+
+  test("a call refused for a spent budget made no attempt: its log line says 0 attempts and 0 tokens", async () => {
+    const log = tempLogPath("improv-budget-");
+    const calc = Agent.for("calculator", { provider: await provider(), maxTokens: 15, reuse: false, log });
+    await calc.add(1, 2);
+    expect((await calc.add(2, 3)).errorType).toBe("budget_exceeded");
+    expect(readLogLines(log).at(-1)).toMatchObject({ outcome_status: "error", generation_attempt: 0, prompt_tokens: 0, completion_tokens: 0, attempt_errors: [] });
+    expect(Agent.history(calc).at(-1)?.attempts ?? []).toEqual([]);
   });
 
   test("calls a kept program answers still run once the budget is spent", async () => {

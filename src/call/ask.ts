@@ -96,9 +96,8 @@ export async function askProvider(providers: readonly Provider[], request: Gener
   let index = 0;
   let waits = 0;
   for (;;) {
-    const { budget, costBudget } = state.options;
-    if (budget?.spent) return failed(draft, "budget_exceeded", budget.refusal(), { retriable: false });
-    if (costBudget?.spent) return failed(draft, "budget_exceeded", costBudget.refusal(), { retriable: false });
+    const refused = spentBudget(state, draft);
+    if (refused !== undefined) return refused;
     const provider = providers[index]!;
     const another = index + 1 < providers.length;
     // A provider a server asked to wait long is passed over while another follows; alone, it ends
@@ -145,6 +144,14 @@ export async function askProvider(providers: readonly Provider[], request: Gener
     }
     return failure.outcome;
   }
+}
+
+/** The call's `budget_exceeded` outcome when its token or money budget is spent (no request may be sent); undefined while neither is. */
+export function spentBudget(state: AgentState, draft: CallDraft): Outcome | undefined {
+  const { budget, costBudget } = state.options;
+  if (budget?.spent) return failed(draft, "budget_exceeded", budget.refusal(), { retriable: false });
+  if (costBudget?.spent) return failed(draft, "budget_exceeded", costBudget.refusal(), { retriable: false });
+  return undefined;
 }
 
 /** An attempt's failure, with the provider's own error when it reported one. */

@@ -9,7 +9,7 @@ import { Outcome } from "../shared/index.ts";
 import { type AgentReference, findUncloneable, replaceAgentReferences } from "../sandbox/index.ts";
 import { endSpan, startSpan } from "../tracing/index.ts";
 import { splitArguments } from "./arguments.ts";
-import { askProvider, renderCallPrompts } from "./ask.ts";
+import { askProvider, renderCallPrompts, spentBudget } from "./ask.ts";
 import { pullFailure, runAttempt } from "./commit.ts";
 import { beginStoreCall, endStoreCall } from "../store/index.ts";
 import { callOverdue, failed, newDraft, waitsForItself, type Call, type CallDraft, type CallOrigin } from "./draft.ts";
@@ -152,6 +152,9 @@ async function tellCall(call: Call): Promise<Outcome> {
   for (let attempt = 1; attempt <= state.options.maxGenerationAttempts; attempt += 1) {
     const overdue = callOverdue(state, draft);
     if (overdue !== undefined) return overdue;
+    // A spent budget sends no request: no attempt is made, nor counted.
+    const refused = spentBudget(state, draft);
+    if (refused !== undefined) return refused;
     draft.asked.attempts = attempt;
     draft.attemptLog.begin(attempt);
     draft.emit({ type: "asking", attempt });
