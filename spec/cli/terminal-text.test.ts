@@ -3,7 +3,7 @@
  * and bidi overrides in messages, names and code are shown, never acted on.
  */
 import { describe, expect, test } from "vitest";
-import { terminalText } from "../../src/cli/terminal-text.ts";
+import { terminalText } from "../../src/shared/index.ts";
 import { historyTable, programListing } from "../../src/cli/tables.ts";
 import { formatReport } from "../../src/cli/telemetry-text.ts";
 import { TelemetryAggregator } from "../../src/cli/telemetry-report.ts";

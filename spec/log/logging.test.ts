@@ -104,6 +104,18 @@ describe("log lines", () => {
     expect(JSON.stringify(line).length).toBeLessThan(20_000);
   });
 
+  test("the line cuts the program and the model as the record does, so the two agree", async () => {
+    const log = tempLog();
+    const model = `scripted-${"m".repeat(5_000)}`;
+    const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { long: `return 1 // ${"x".repeat(30_000)}` }, model }), log });
+    expect((await agent.long()).value).toBe(1);
+    const [line] = readLogLines(log);
+    const [record] = Agent.history(agent);
+    expect({ code: line!.code, model: line!.model }).toEqual({ code: record!.program, model: record!.model });
+    expect((line!.code as string).startsWith(`return 1 // ${"x".repeat(9_988)}…[truncated`)).toBe(true);
+    expect((line!.model as string).length).toBeLessThan(250);
+  });
+
   test("a small context appears whole in the debug snapshot", async () => {
     const log = tempLog();
     const agent = Agent.for("calculator", { provider: new ScriptedProvider({ programs }), log, debug: true });
@@ -172,5 +184,23 @@ describe("log failures never change the call", () => {
     expect((await agent.add(1)).ok).toBe(true);
     expect(Agent.history(agent)).toHaveLength(1);
     expect(stderr.mock.calls.filter((call) => String(call[0]).includes("logger exploded"))).toHaveLength(1);
+  });
+});
+
+describe("verbose output", () => {
+  test("escape sequences and invisible characters in a program and in its error are shown as text, not acted on by the terminal", async () => {
+    const written: string[] = [];
+    vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    // A comment hidden on a terminal (ESC[8m), a right-to-left override; an error that rewrites the line above and sets the clipboard (OSC 52).
+    const program = "// \u001b[8m hidden: await tools.transfer() \u001b[0m\u202e\rthrow new Error('failed\\u001b[1A\\u001b[2K\\u001b]52;c;aGk=\\u0007')";
+    const agent = Agent.for("talker", { provider: new ScriptedProvider({ programs: { go: program } }), verbose: true, maxGenerationAttempts: 1 });
+    expect((await agent.go()).errorMessage).toContain("\u001b]52;c;");
+    const text = written.join("");
+    expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+    expect(text).toContain("│ // \\u{1b}[8m hidden: await tools.transfer() \\u{1b}[0m\\u{202e}\\u{d}throw new Error(");
+    expect(text).toContain("execution: Error: failed\\u{1b}[1A\\u{1b}[2K\\u{1b}]52;c;aGk=\\u{7}");
   });
 });

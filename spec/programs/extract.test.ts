@@ -1,5 +1,8 @@
 import { describe, expect, test } from "vitest";
+import { Agent, OpenAIProvider } from "../../src/index.ts";
 import { extractProgram } from "../../src/programs/extract.ts";
+import type { AnyAgent } from "../../test-support/agents.ts";
+import { OpenAITestServer } from "../../test-support/openai-server.ts";
 
 describe("extractProgram", () => {
   test.each([
@@ -30,5 +33,44 @@ describe("extractProgram", () => {
 
   test("prose with no code comes back as it is, for the compiler to reject", () => {
     expect(extractProgram("I'm sorry, but I can't help with that.", "add")).toBe("I'm sorry, but I can't help with that.");
+  });
+});
+
+describe("replies built to cost the host", () => {
+  // Every fence is data, so the program is looked for outside them: each line once, not once per fence.
+  const EMPTY_FENCES = "```json\n```\n".repeat(128_000) + "return 1";
+  // Each line starts like a declaration of `m`, and no `)` follows: each is looked at once, not to the end of the block.
+  const OPEN_CALLS = "```js\n/*\n" + "m(\n".repeat(80_000) + "*/\nreturn 2\n```";
+
+  test("a 1.5 MB reply of empty json fences holds the program after them", () => {
+    expect(EMPTY_FENCES.length).toBeGreaterThan(1_500_000);
+    expect(extractProgram(EMPTY_FENCES, "m")).toBe("return 1");
+  });
+
+  test.each([
+    ["empty json fences", EMPTY_FENCES, 1],
+    ["a block of lines that open a call of the method", OPEN_CALLS, 2],
+  ])("%s, through an agent: the call ends within its callTimeoutMs, with the program's value", async (_name, content, value) => {
+    const server = await OpenAITestServer.start([{ kind: "content", content }]);
+    try {
+      const provider = new OpenAIProvider({ apiKey: "test-key", baseURL: server.baseURL, model: "test-model", structuredOutput: false, maxRetries: 0 });
+      const agent = Agent.for("hostile", { provider, callTimeoutMs: 8_000, maxGenerationAttempts: 1, reuse: false }) as AnyAgent;
+      const outcome = await agent.m();
+      expect({ errorType: outcome.errorType, errorMessage: outcome.errorMessage, value: outcome.value }).toEqual({ errorType: undefined, errorMessage: undefined, value });
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a reply longer than 4 MiB is not searched: it comes back as it is", () => {
+    const reply = "```js\nreturn 1\n```\n" + " ".repeat(4 * 1024 * 1024);
+    expect(extractProgram(reply, "m")?.length).toBe(reply.length);
+  });
+
+  test("only the first 200 fenced blocks are looked into; later ones are still fences", () => {
+    const plans = "```text\nstep\n```\n".repeat(200);
+    expect(extractProgram(`${plans}return 1`, "m")).toBe("return 1");
+    expect(extractProgram(`${plans}\`\`\`js\nreturn 2\n\`\`\`\nreturn 1`, "m")).toBe("return 1");
+    expect(extractProgram(`${plans.slice(0, -"```text\nstep\n```\n".length)}\`\`\`js\nreturn 2\n\`\`\``, "m")).toBe("return 2");
   });
 });

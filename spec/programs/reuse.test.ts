@@ -2,8 +2,10 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Node, Program } from "acorn";
 import { describe, expect, test } from "vitest";
 import { Agent, kw, ScriptedProvider, SqliteStore } from "../../src/index.ts";
+import { decideReuse } from "../../src/programs/keep-decision.ts";
 import { MemoryShelf } from "../../src/programs/kept.ts";
 import { scriptedAgent } from "../../test-support/agents.ts";
 import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
@@ -176,6 +178,16 @@ describe("program reuse", () => {
       // A new program from the provider, which fails on its own first run.
       [false, [1], "TypeError: args[0].nope is not a function"],
     ]);
+  });
+
+  test("a program whose reuse check cannot be made (its tree too deep for the walk) is not kept, and says why", () => {
+    // Built by hand: deeper than any parse, so the check's walk runs out of stack.
+    let statement: Node = { type: "ReturnStatement", start: 0, end: 8, argument: { type: "Identifier", start: 7, end: 8, name: "x" } } as Node;
+    for (let level = 0; level < 100_000; level += 1) statement = { type: "BlockStatement", start: 0, end: 8, body: [statement] } as Node;
+    const ast = { type: "Program", start: 0, end: 8, sourceType: "script", body: [statement] } as unknown as Program;
+    const prepared = { ok: true, source: "return x", shape: "body", stripped: false, parsed: { ok: true, ast }, toOriginal: (offset: number) => offset } as const;
+    const rule = { enabled: true, except: new Set<string>(), only: undefined, scope: "role" } as const;
+    expect(decideReuse("add", rule, prepared, [1], {})).toEqual({ kept: false, reason: "its reuse check could not be made (Maximum call stack size exceeded), so it is not kept" });
   });
 
   test("a time-out is not charged to a kept program", async () => {

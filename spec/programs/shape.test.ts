@@ -56,3 +56,30 @@ describe("program shapes", () => {
     expect(positionInProgram(prepared, code, { line: 1, column: 7 })).toEqual({ line: 1, column: 7 });
   });
 });
+
+describe("programs too long or too deep to prepare", () => {
+  const LONGEST = 256 * 1024;
+
+  test("a program longer than 256 KiB is refused before it is parsed, saying so", () => {
+    const code = `return 1 // ${"x".repeat(LONGEST)}`;
+    expect(prepareProgram(code, "add")).toMatchObject({ ok: false, message: `The program is ${code.length} characters long, more than the ${LONGEST} a program may have. Write a shorter body of \`add\`.` });
+    expect(ready(`return 1 // ${"x".repeat(LONGEST - 12)}`).shape).toBe("body");
+  });
+
+  // Each parses; the walkers that shape and check a program go down one level at a time.
+  test.each([
+    ["1,500 nested blocks", `${"{".repeat(1_500)}${"}".repeat(1_500)} return 1`],
+    ["a sum of 1,500 terms", `return ${"1+".repeat(1_500)}1`],
+    ["1,000 nested ifs", `${"if (args[0]) ".repeat(1_000)}return 1`],
+  ])("%s: refused as nested too deep to check", (_name, code) => {
+    expect(prepareProgram(code, "add")).toMatchObject({
+      ok: false,
+      message: "The program nests more than 500 levels deep (blocks, calls and operators within each other), too deep to check. Write the body of `add` with less nesting.",
+    });
+  });
+
+  test("nesting within the bound is prepared", () => {
+    expect(ready(`${"{".repeat(450)}${"}".repeat(450)} return 1`).shape).toBe("body");
+    expect(ready(`return ${"1+".repeat(450)}1`).shape).toBe("body");
+  });
+});

@@ -91,3 +91,10 @@ describe("textual fallback", () => {
     expect(stripCommentsAndStrings("a /* b */ 'c' \"conversation_history\" // d")).toBe('a   \'\' "conversation_history" ');
   });
 });
+
+test("the textual fallback reads a long program that does not parse in one pass: a for ( left open on every line", () => {
+  const code = "context.conversation_history; for (".repeat(20_000);
+  const scan = scanProgram(code);
+  expect(scan).toMatchObject({ scan: "text", historyAccessDetected: true });
+  expect(scanProgram(`${code}\nfor (const r of context.conversation_history) {}`).patterns).toContain("iterate");
+});

@@ -4,14 +4,13 @@ import { dirname, join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { Command } from "commander";
 import { keepsPrograms, openStore, sqlitePath, SqliteStore, type Store } from "../store/index.ts";
-import { ENV_VARIABLES } from "../shared/index.ts";
+import { ENV_VARIABLES, terminalText } from "../shared/index.ts";
 import { runDemo } from "./demo.ts";
 import { MissingInputError } from "./log-reader.ts";
 import { readRecords, storeLines, type StoredRecord } from "./record-lines.ts";
 import { refusedPrograms } from "./refused.ts";
 import { agentsTable, historyTable, programListing, programsTable, refusedTable } from "./tables.ts";
 import { runTelemetry, UsageError } from "./telemetry-command.ts";
-import { terminalText } from "./terminal-text.ts";
 
 // Piping into `head` closes stdout early; that is the reader's choice, not an error.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {

@@ -6,9 +6,9 @@
  * text, and a line cannot put its text under another program's hash.
  */
 import { programHash } from "../history/index.ts";
+import { terminalText } from "../shared/index.ts";
 import { EFFECT_STATES } from "../tools/index.ts";
 import { count } from "./report-tools.ts";
-import { terminalText } from "./terminal-text.ts";
 
 /** Calls the explorer keeps: the latest ones read. */
 export const MAX_EXPLORER_CALLS = 10_000;

@@ -1,9 +1,9 @@
 import type { HistoryRecord } from "../history/index.ts";
+import { terminalText } from "../shared/index.ts";
 import type { AgentSummary, KeptProgram } from "../store/index.ts";
 import type { RefusedProgram } from "./refused.ts";
-import { terminalText } from "./terminal-text.ts";
 
-/** Lays out rows under a header, each column as wide as its widest cell; what programs wrote shows as text (see terminal-text.ts). */
+/** Lays out rows under a header, each column as wide as its widest cell; what programs wrote shows as text (see shared/terminal-text.ts). */
 function table(header: readonly string[], given: readonly string[][]): string {
   const rows = given.map((row) => row.map(terminalText));
   const widths = header.map((title) => title.length);
@@ -56,7 +56,7 @@ export function agentsTable(agents: readonly AgentSummary[]): string {
   return table(["id", "role", "records", "last call"], agents.map((agent) => [agent.id, agent.role, String(agent.records), agent.updatedAt]));
 }
 
-/** A kept program as `programs --show` prints it: its header, then its code, as text (see terminal-text.ts). */
+/** A kept program as `programs --show` prints it: its header, then its code, as text (see shared/terminal-text.ts). */
 export function programListing(program: KeptProgram): string {
   return terminalText(`${programHeader(program)}${program.code}`);
 }

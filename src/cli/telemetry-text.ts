@@ -1,5 +1,5 @@
 /** The telemetry report as text, for a terminal. */
-import { terminalText } from "./terminal-text.ts";
+import { terminalText } from "../shared/index.ts";
 import { PATTERN_TAGS } from "../telemetry/index.ts";
 import { describeFilters } from "./report-filter.ts";
 import { effectLines, hasEffects } from "./report-effects.ts";

@@ -12,6 +12,9 @@ export const RUNTIME_NAME = "improv";
 /** Longest error message a log line carries, as for `attempt_errors`. @unit characters */
 export const MAX_LOGGED_ERROR_CHARS = 1_000;
 
+/** Longest model and provider name a log line carries, as the record's. @unit characters */
+const MAX_LOGGED_NAME_CHARS = 200;
+
 /** Largest debug context snapshot kept in a log line. @unit bytes */
 export const MAX_CONTEXT_SNAPSHOT_BYTES = 8 * 1024;
 
@@ -88,12 +91,13 @@ export function buildLogLine(input: LogLineInput): Record<string, unknown> {
     timestamp: new Date().toISOString(),
     runtime: RUNTIME_NAME,
     role: input.role,
-    model: input.model,
-    provider: input.provider,
+    model: input.model === null ? null : truncateString(input.model, MAX_LOGGED_NAME_CHARS),
+    provider: input.provider === null ? null : truncateString(input.provider, MAX_LOGGED_NAME_CHARS),
     method: input.method,
     args: toJsonSafe(input.args),
     kwargs: toJsonSafe(input.kwargs),
-    code: input.code,
+    // Cut as the record's `program` is, so the two agree.
+    code: input.code === null ? null : truncateString(input.code),
     duration_ms: Math.round(input.durationMs * 1000) / 1000,
     generation_attempt: input.attempts,
     prompt_tokens: input.tokens?.prompt ?? null,

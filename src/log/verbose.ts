@@ -1,9 +1,10 @@
 /**
  * The `verbose` option (`IMPROV_VERBOSE`): each program as it is about to run, and each call's
- * outcome, written to stderr as calls go, for a person watching. Bounded, and never a failure
- * of the call: a stderr that cannot be written to is ignored.
+ * outcome, written to stderr as calls go, for a person watching. Bounded, shown as text (what
+ * a model or a server wrote may hold escape sequences meant for the terminal), and never a
+ * failure of the call: a stderr that cannot be written to is ignored.
  */
-import { type Outcome, truncateString } from "../shared/index.ts";
+import { type Outcome, terminalText, truncateString } from "../shared/index.ts";
 import { stringify } from "safe-stable-stringify";
 
 const MAX_PROGRAM_CHARS = 4_000;
@@ -11,7 +12,7 @@ const MAX_VALUE_CHARS = 300;
 
 function write(text: string): void {
   try {
-    process.stderr.write(text);
+    process.stderr.write(terminalText(text));
   } catch {
     // Not the call's failure.
   }

@@ -13,16 +13,27 @@ const CODE_TAGS: ReadonlySet<string> = new Set(["", "js", "javascript", "mjs", "
 const DATA_TAGS: ReadonlySet<string> = new Set(["json", "jsonc", "json5"]);
 /** Reasoning some models write before their answer. */
 const REASONING = /<(think|thinking|reasoning|reflection)>[\s\S]*?(?:<\/\1>|$)/gi;
-/** Longest text searched line by line for code among prose. */
+/** Longest text searched line by line for code among prose, in lines and in characters (each line taken off costs a parse of the rest). */
 const MAX_PROSE_LINES = 400;
+const MAX_PROSE_CHARS = 64 * 1024;
+/** Longest reply searched for its program; a longer one is passed on as it is, too long to run. */
+const MAX_REPLY_CHARS = 4 * 1024 * 1024;
+/** Fenced blocks looked into for the program (later fences still mark their lines as fenced). */
+const MAX_FENCED_BLOCKS = 200;
 
 interface FencedBlock {
   readonly tag: string;
   readonly body: string;
-  /** Line indexes of the opening and closing fences (the closing one is past the end when never closed). */
-  readonly from: number;
-  readonly to: number;
 }
+
+/** A reply's first {@link MAX_FENCED_BLOCKS} fenced blocks, and which of its lines any fence holds (its fence lines too). */
+interface Fences {
+  readonly blocks: readonly FencedBlock[];
+  readonly fenced: Uint8Array;
+}
+
+const OPENING_FENCE = /^(\s*)(`{3,}|~{3,})\s*([\w+#.-]*)/;
+const CLOSING_FENCE = /^\s*(`{3,}|~{3,})\s*$/;
 
 /**
  * The program in a model's reply, or `null` when it holds none (empty content, a JSON object
@@ -36,6 +47,7 @@ interface FencedBlock {
  */
 export function extractProgram(content: string | null | undefined, method?: string): string | null {
   if (typeof content !== "string") return null;
+  if (content.length > MAX_REPLY_CHARS) return content;
   const text = withoutReasoning(content.replace(/\r\n?/g, "\n")).trim();
   if (text === "") return null;
   const structured = structuredCode(text);
@@ -70,7 +82,7 @@ function structuredCode(text: string): string | null | undefined {
   };
   const whole = fromObject(text);
   if (whole !== undefined) return whole;
-  for (const block of fencedBlocks(text)) {
+  for (const block of fencedBlocks(text.split("\n")).blocks) {
     if (DATA_TAGS.has(block.tag) || block.tag === "") {
       const inFence = fromObject(block.body.trim());
       if (inFence !== undefined) return inFence;
@@ -81,33 +93,41 @@ function structuredCode(text: string): string | null | undefined {
 
 /** The program among fenced blocks, or among prose when there are none. */
 function fromText(text: string, method: string | undefined): string {
-  const blocks = fencedBlocks(text);
+  const lines = text.split("\n");
+  const { blocks, fenced } = fencedBlocks(lines);
   const candidates = blocks.filter((block) => CODE_TAGS.has(block.tag) && block.body.trim() !== "");
   if (candidates.length > 0) return bestBlock(candidates, method).body.trim();
   if (blocks.length === 0) return codeAmongProse(text);
   // Only prose, data or shell blocks: whatever code there is lies outside them.
-  const lines = text.split("\n");
-  const outside = lines.filter((_, index) => !blocks.some((block) => index >= block.from && index <= block.to));
-  return codeAmongProse(outside.join("\n").trim());
+  return codeAmongProse(lines.filter((_, index) => fenced[index] === 0).join("\n").trim());
 }
 
-function fencedBlocks(text: string): FencedBlock[] {
-  const lines = text.split("\n");
+/** The reply's fences, found in one pass over its lines. */
+function fencedBlocks(lines: readonly string[]): Fences {
   const blocks: FencedBlock[] = [];
+  const fenced = new Uint8Array(lines.length);
   for (let index = 0; index < lines.length; index += 1) {
     // Any indentation: a fence inside a list item is indented too, and so is its code.
-    const open = /^(\s*)(`{3,}|~{3,})\s*([\w+#.-]*)/.exec(lines[index] as string);
+    const open = OPENING_FENCE.exec(lines[index] as string);
     if (!open) continue;
     const indent = (open[1] as string).length;
     const fence = open[2] as string;
-    const closing = new RegExp(`^\\s*${fence[0] === "`" ? "`" : "~"}{${fence.length},}\\s*$`);
     let end = index + 1;
-    while (end < lines.length && !closing.test(lines[end] as string)) end += 1;
-    const body = lines.slice(index + 1, end).map((line) => (/^\s*$/.test(line.slice(0, indent)) ? line.slice(indent) : line));
-    blocks.push({ tag: (open[3] ?? "").toLowerCase(), body: body.join("\n"), from: index, to: end });
+    while (end < lines.length && !closes(lines[end] as string, fence)) end += 1;
+    fenced.fill(1, index, end + 1);
+    if (blocks.length < MAX_FENCED_BLOCKS) {
+      const body = lines.slice(index + 1, end).map((line) => (/^\s*$/.test(line.slice(0, indent)) ? line.slice(indent) : line));
+      blocks.push({ tag: (open[3] ?? "").toLowerCase(), body: body.join("\n") });
+    }
     index = end;
   }
-  return blocks;
+  return { blocks, fenced };
+}
+
+/** Whether `line` closes a block opened by `fence`: the same mark, at least as many times, alone on its line. */
+function closes(line: string, fence: string): boolean {
+  const close = CLOSING_FENCE.exec(line)?.[1];
+  return close !== undefined && close[0] === fence[0] && close.length >= fence.length;
 }
 
 /** Among code blocks, the one most like a body for `method`; on a tie the last (a reply's "improved version" comes after the first). */
@@ -129,7 +149,7 @@ function bodyScore(code: string, method: string | undefined): number {
   if (/\b(?:args|kwargs|context)\b/.test(code)) score += 2;
   if (/\breturn\b/.test(code)) score += 1;
   if (method !== undefined && /^[\w$]+$/.test(method)) {
-    if (new RegExp(`\\b(?:function\\s*\\*?\\s*${escape(method)}\\b|(?:const|let|var)\\s+${escape(method)}\\s*=)|^\\s*(?:async\\s+)?${escape(method)}\\s*\\([^)]*\\)\\s*\\{`, "m").test(code)) score += 2;
+    if (new RegExp(`\\b(?:function\\s*\\*?\\s*${escape(method)}\\b|(?:const|let|var)\\s+${escape(method)}\\s*=)|^\\s*(?:async\\s+)?${escape(method)}\\s*\\([^)]{0,200}\\)\\s*\\{`, "m").test(code)) score += 2;
     // `calc.add(2, 3)`: a call of the method on some object is how a usage example looks.
     if (new RegExp(`[\\w$)\\]]\\s*\\.\\s*${escape(method)}\\s*\\(`).test(code)) score -= 3;
   }
@@ -147,6 +167,7 @@ function escape(name: string): string {
  */
 function codeAmongProse(text: string): string {
   if (parseProgram(text).ok) return text;
+  if (text.length > MAX_PROSE_CHARS) return text;
   let lines = text.split("\n");
   if (lines.length > MAX_PROSE_LINES) return text;
   const section = lines.findIndex((line, index) => index > 0 && /^\s*(?:\*\*|#+\s*)?(?:explanation|notes?|how it works|usage|example|this (?:code|function|body)\b)[^`]*$/i.test(line));

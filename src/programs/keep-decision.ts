@@ -7,7 +7,7 @@
  */
 import type { Node } from "acorn";
 import { full } from "acorn-walk";
-import { describeType } from "../shared/index.ts";
+import { describeError, describeType } from "../shared/index.ts";
 import { writtenProse } from "./prose.ts";
 import type { PreparedProgram } from "./shape.ts";
 
@@ -44,7 +44,11 @@ export function whyNotReused(method: string, rule: ReuseRule): string | undefine
   return undefined;
 }
 
-/** Whether the program that worked for a call of `method` is kept, and why: the method's part in reuse first, then the program's own (see {@link keepDecision}). */
+/**
+ * Whether the program that worked for a call of `method` is kept, and why: the method's part in
+ * reuse first, then the program's own (see {@link keepDecision}). Decided after the program ran
+ * and wrote: a check that cannot be made keeps the program out, and never fails the call.
+ */
 export function decideReuse(
   method: string,
   rule: ReuseRule,
@@ -54,7 +58,12 @@ export function decideReuse(
   knowledgeTexts: readonly string[] = [],
 ): ReuseDecision {
   const refused = whyNotReused(method, rule);
-  return refused === undefined ? keepDecision(prepared, args, kwargs, knowledgeTexts) : { kept: false, reason: refused };
+  if (refused !== undefined) return { kept: false, reason: refused };
+  try {
+    return keepDecision(prepared, args, kwargs, knowledgeTexts);
+  } catch (error) {
+    return { kept: false, reason: `its reuse check could not be made (${describeError(error)}), so it is not kept` };
+  }
 }
 
 /**

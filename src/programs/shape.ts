@@ -45,6 +45,10 @@ const CALL_ARGUMENTS = "(...args, ...(Object.keys(kwargs).length > 0 ? [kwargs] 
  * @param method The called method's name: a function or class method of that name is the one called.
  */
 export function prepareProgram(code: string, method: string): PreparedProgram {
+  if (code.length > MAX_PROGRAM_CHARS) {
+    const message = `The program is ${code.length} characters long, more than the ${MAX_PROGRAM_CHARS} a program may have. Write a shorter body of \`${method}\`.`;
+    return { ok: false, message, parsed: { ok: false, message: "not parsed: too long" } };
+  }
   if (code.length > MAX_CACHED_PROGRAM_CHARS) return prepare(code, method);
   const key = `${method}\u0000${code}`;
   let prepared = preparedPrograms.get(key);
@@ -55,6 +59,15 @@ export function prepareProgram(code: string, method: string): PreparedProgram {
   }
   return prepared;
 }
+
+/** Longest program prepared and run, far past any method body: a longer one costs the host its parse and the shared sandbox process its compile. */
+const MAX_PROGRAM_CHARS = 256 * 1024;
+/**
+ * Deepest syntax tree prepared, far past what a method body nests: the walkers that shape a
+ * program, and after its run decide whether to keep it, go down one level at a time, and a tree
+ * about 1,300 levels deep overflowed the stack.
+ */
+const MAX_NESTING = 500;
 
 // A program run again (a scripted provider, a model that answers alike) is parsed once: parsing
 // costs more than the rest of a call's host work. Bounded, oldest first out; long programs skip it.
@@ -77,9 +90,27 @@ function prepare(code: string, method: string): PreparedProgram {
     }
   }
   if (!parsed.ok) return { ok: true, source: code, shape: "body", stripped: false, parsed, toOriginal: (offset) => offset };
+  if (nestsDeeperThan(parsed.ast, MAX_NESTING)) {
+    return { ok: false, message: `The program nests more than ${MAX_NESTING} levels deep (blocks, calls and operators within each other), too deep to check. Write the body of \`${method}\` with less nesting.`, parsed };
+  }
   const plan = planShape(parsed.ast, base, method);
   if ("invalid" in plan) return { ok: false, message: plan.invalid, parsed };
   return { ok: true, shape: plan.shape, stripped, parsed, ...applyInsertions(base, plan.insertions), ...(plan.callee === undefined ? {} : { callee: plan.callee }) };
+}
+
+/** Whether a syntax tree is deeper than `limit` nodes, walked with a stack of its own (a recursive walk is what such a tree overflows). */
+function nestsDeeperThan(ast: Program, limit: number): boolean {
+  const pending: [AnyNode, number][] = [[ast as AnyNode, 1]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [node, depth] = next;
+    if (depth > limit) return true;
+    for (const value of Object.values(node)) {
+      for (const child of Array.isArray(value) ? value : [value]) {
+        if (typeof (child as AnyNode | null)?.type === "string") pending.push([child as AnyNode, depth + 1]);
+      }
+    }
+  }
+  return false;
 }
 
 /**

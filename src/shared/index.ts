@@ -11,4 +11,5 @@ export type { ErrorType, FailedOutcome, OkOutcome, OutcomeFields, OutcomeStatus 
 export { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
 export { safeMessage } from "./safe-message.ts";
 export { readSnapshot, sqliteDatabase } from "./sqlite.ts";
+export { terminalText } from "./terminal-text.ts";
 export { within, type Within } from "./within.ts";

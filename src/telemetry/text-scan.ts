@@ -21,14 +21,16 @@ export function scanText(code: string): HistoryScan {
   if (detected) {
     const checks: [PatternTag, RegExp][] = [
       ["filter", /\.\s*filter\s*\(/],
-      ["map", /\.\s*(?:map|flatMap)\s*\(|\bArray\.from\s*\([^)]*,/],
+      // A call's or a loop's head is read 200 characters far at most: `[^)]*` read to the end of
+      // the text again from every `(` left open, in time quadratic in the program's length.
+      ["map", /\.\s*(?:map|flatMap)\s*\(|\bArray\.from\s*\([^)]{0,200},/],
       ["slice", /\.\s*(?:slice|splice)\s*\(/],
       ["count", /\.\s*(?:length|size)\b/],
       ["group", /\b(?:Object|Map)\.groupBy\s*\(/],
       ["find", /\.\s*(?:find|findLast|findIndex|findLastIndex|some|every|includes|indexOf|lastIndexOf)\s*\(/],
       ["sort", /\.\s*(?:sort|toSorted|reverse|toReversed)\s*\(/],
       ["reduce", /\.\s*(?:reduce|reduceRight)\s*\(/],
-      ["iterate", /\bfor\s*\([^)]*\bof\b|\.\s*forEach\s*\(/],
+      ["iterate", /\bfor\s*\([^)]{0,200}\bof\b|\.\s*forEach\s*\(/],
     ];
     for (const [tag, pattern] of checks) if (pattern.test(text)) patterns.add(tag);
   }

@@ -1,5 +1,5 @@
 /** Small pieces of the HTML report: escaping, and numbers as the page shows them. */
-import { terminalText } from "../terminal-text.ts";
+import { terminalText } from "../../shared/index.ts";
 
 /** Text made safe for HTML content and attribute values, with the characters that hide or reorder text shown as `\u{…}`. */
 export const escape = (text: string) => terminalText(text).replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
