@@ -18,6 +18,8 @@ describe("extractProgram", () => {
     ["a text plan, then the code outside any fence", "```text\n1. add the numbers\n```\nreturn args[0] + args[1];", "return args[0] + args[1];"],
     ["prose around unfenced code", "Here is the body:\nconst [a, b] = args;\nreturn a * b;\nThis multiplies the two numbers.", "const [a, b] = args;\nreturn a * b;"],
     ["an Explanation section after unfenced code", "return args[0];\n\nExplanation:\nIt returns the first argument.", "return args[0];"],
+    ["structured output encoded twice (a JSON string holding it)", JSON.stringify('{"code":"return 42"}'), "return 42"],
+    ["structured output alone in an array", '[{"code":"return 43"}]', "return 43"],
   ])("%s", (_name, content, program) => {
     expect(extractProgram(content, "add")).toBe(program);
   });

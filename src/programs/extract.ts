@@ -69,10 +69,13 @@ function withoutReasoning(text: string): string {
 /** The `code` of a JSON object reply (`undefined`: not one; `null`: one whose `code` is not a string). */
 function structuredCode(text: string): string | null | undefined {
   const fromObject = (candidate: string): string | null | undefined => {
-    if (!candidate.startsWith("{")) return undefined;
+    // Also the object encoded twice (a JSON string holding it), or alone in an array, as some servers and proxies send it.
+    if (!candidate.startsWith("{") && !candidate.startsWith('"') && !candidate.startsWith("[")) return undefined;
     let parsed: unknown;
     try {
       parsed = JSON.parse(candidate);
+      if (typeof parsed === "string" && parsed.trimStart().startsWith("{")) parsed = JSON.parse(parsed);
+      if (Array.isArray(parsed) && parsed.length === 1) parsed = parsed[0];
     } catch {
       return undefined;
     }
