@@ -141,6 +141,20 @@ describe("attempts in the record and the log line", () => {
     expect(attempts[1]!.program_hash).toBe(hash(big));
   });
 
+  test("the line's own program, cut at 10,000 characters in `code` as in the record, is kept to 20,000 in its attempt", async () => {
+    const long = `return ${JSON.stringify("y".repeat(15_000))}.length`;
+    const { agent, logLines } = agentWith({ go: long }, { role: "long", log: tempLogPath("improv-attempts-") });
+    expect((await agent.go()).value).toBe(15_000);
+    const line = logLines().at(-1)!;
+    expect(String(line.code)).toMatch(/…\[truncated \d+ chars\]$/);
+    const [attempt] = line.attempts as { program?: string }[];
+    expect(attempt?.program).toBe(long);
+    // A short program is in `code` whole, and not written twice.
+    const { agent: short, logLines: shortLines } = agentWith({ go: "return 1" }, { role: "short", log: tempLogPath("improv-attempts-") });
+    await short.go();
+    expect((shortLines().at(-1)!.attempts as { program?: string }[])[0]?.program).toBeUndefined();
+  });
+
   test("a call whose attempts are used up by a call tree 20 deep keeps each call's own attempts", async () => {
     const programs: Record<string, string> = {};
     for (let depth = 0; depth < 20; depth += 1) programs[`d${depth}.go`] = depth === 19 ? "return 'bottom'" : `return (await delegate('d${depth + 1}').go()).value`;

@@ -1,5 +1,5 @@
 import { createRecord, KeptValues, type RecordInput, type RepairSkipped, type SerializedRecord } from "../history/index.ts";
-import { asJsonSafe, type JsonValue, Outcome } from "../shared/index.ts";
+import { asJsonSafe, type JsonValue, Outcome, truncateString } from "../shared/index.ts";
 import { redactData, type Redactor } from "../egress/index.ts";
 import type { AgentState } from "../state/index.ts";
 import { buildLogLine, showOutcome, writeLogLine, type LogLineInput } from "../log/index.ts";
@@ -203,7 +203,7 @@ function logLine(target: FinalizeTarget, draft: CallDraft, outcome: Outcome, dur
     historySize: history.length,
     recordAppended: appended,
     tools: draft.tools.logFields(),
-    attemptDetails: { attempts: draft.attemptLog.logged(draft.tools, draft.program.code), repair_skipped: repairSkippedOf(target, draft, outcome) ?? null },
+    attemptDetails: { attempts: draft.attemptLog.logged(draft.tools, loggedCode(draft.program.code)), repair_skipped: repairSkippedOf(target, draft, outcome) ?? null },
     effects: { effects: draft.tools.effectCounts(), on_failure: draft.undo.rule ?? null, on_failure_error: draft.undo.handlerError ?? null },
     knowledge: draft.knowledge === undefined ? undefined : knowledgeFields(draft.knowledge),
     otel: spanIds(draft.span),
@@ -232,4 +232,9 @@ function knowledgeFields(assembly: KnowledgeAssembly): NonNullable<LogLineInput[
     retrieved_count: assembly.retrieved,
     knowledge_ms: assembly.ms,
   };
+}
+
+/** The program as the log line's `code` has it (cut as the record's `program` is): an attempt whose program it holds whole is not written twice. */
+function loggedCode(code: string | null): string | null {
+  return code === null ? null : truncateString(code);
 }
