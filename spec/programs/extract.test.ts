@@ -64,6 +64,11 @@ describe("replies built to cost the host", () => {
     }
   });
 
+  test("blocks padded with runs of spaces or blank lines are scored in one pass", () => {
+    const padded = "```js\nfunction" + " ".repeat(200_000) + "x\n```\n```js\n" + "\n".repeat(200_000) + "add(a)\n```\n```js\nreturn args[0] + args[1]\n```";
+    expect(extractProgram(padded, "add")).toBe("return args[0] + args[1]");
+  });
+
   test("a reply longer than 4 MiB is not searched: it comes back as it is", () => {
     const reply = "```js\nreturn 1\n```\n" + " ".repeat(4 * 1024 * 1024);
     expect(extractProgram(reply, "m")?.length).toBe(reply.length);

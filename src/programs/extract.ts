@@ -152,7 +152,9 @@ function bodyScore(code: string, method: string | undefined): number {
   if (/\b(?:args|kwargs|context)\b/.test(code)) score += 2;
   if (/\breturn\b/.test(code)) score += 1;
   if (method !== undefined && /^[\w$]+$/.test(method)) {
-    if (new RegExp(`\\b(?:function\\s*\\*?\\s*${escape(method)}\\b|(?:const|let|var)\\s+${escape(method)}\\s*=)|^\\s*(?:async\\s+)?${escape(method)}\\s*\\([^)]{0,200}\\)\\s*\\{`, "m").test(code)) score += 2;
+    // Each run of spaces is read 20 far at most: `\s*` twice in a row, or from each of many
+    // blank lines' starts, took time quadratic in a reply's length.
+    if (new RegExp(`\\b(?:function[ \\t]{0,20}\\*?[ \\t]{0,20}${escape(method)}\\b|(?:const|let|var)[ \\t]{1,20}${escape(method)}[ \\t]{0,20}=)|^[ \\t]{0,20}(?:async[ \\t]{1,20})?${escape(method)}[ \\t]{0,20}\\([^)]{0,200}\\)[ \\t]{0,20}\\{`, "m").test(code)) score += 2;
     // `calc.add(2, 3)`: a call of the method on some object is how a usage example looks.
     if (new RegExp(`[\\w$)\\]]\\s*\\.\\s*${escape(method)}\\s*\\(`).test(code)) score -= 3;
   }
