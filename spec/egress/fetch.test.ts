@@ -487,7 +487,7 @@ describe("effects", () => {
     const approvals: unknown[] = [];
     const { agent } = egressAgent(
       {
-        order: `const r = await fetch("${site.origin}/orders", { method: "POST", headers: { "x-http-method-override": "PUT" }, body: JSON.stringify({ item: "tea" }) }); notDefined.x; return r.status`,
+        order: `const r = await fetch("${site.origin}/orders", { method: "POST", headers: [["x-http-method-override", "PUT"], ["x-pay-to", "alice"], ["X-Pay-To", "mallory"]], body: JSON.stringify({ item: "tea" }) }); notDefined.x; return r.status`,
         denied: caught(`fetch("${site.origin}/orders", { method: "DELETE" })`),
       },
       {
@@ -503,10 +503,12 @@ describe("effects", () => {
     expect(ordered).toMatchObject({ ok: false, errorType: "execution" });
     expect(site.requests.filter((request) => request.method === "POST")).toHaveLength(1);
     expect(site.requests[0]?.body).toBe('{"item":"tea"}');
+    // As the server reads what it was sent, so the approval is shown it.
+    expect(site.requests[0]?.headers["x-pay-to"]).toBe("alice, mallory");
     expect((await agent.denied()).value).toMatchObject({ name: "EgressError", message: expect.stringContaining("denied by the application") });
     expect(approvals).toEqual([
       // What is sent: the program's own headers and its body, as well as the method and the whole URL.
-      { kind: "fetch", tool: "fetch", input: { method: "POST", url: `${site.origin}/orders`, headers: { "x-http-method-override": "PUT" }, body: '{"item":"tea"}' }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) },
+      { kind: "fetch", tool: "fetch", input: { method: "POST", url: `${site.origin}/orders`, headers: { "x-http-method-override": "PUT", "x-pay-to": "alice, mallory" }, body: '{"item":"tea"}' }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) },
       { kind: "fetch", tool: "fetch", input: { method: "DELETE", url: `${site.origin}/orders` }, role: "reader", lineage: ["reader"], rootAgentId: expect.any(String), agentId: expect.any(String), callId: expect.any(String) },
     ]);
     expect(site.requests).toHaveLength(1);

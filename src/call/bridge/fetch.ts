@@ -105,12 +105,21 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
   return { ok: true, value: outcome.response, sent: held };
 }
 
-/** A request as `toolApproval` is shown it: its method, whole URL, the program's own headers (by lower-case name) and its body, when it has them. */
+/**
+ * A request as `toolApproval` is shown it: its method, whole URL, the program's own headers (by
+ * lower-case name; a name given more than once with its values joined by ", ", as a server
+ * reads them) and its body, when it has them.
+ */
 function approvedRequest(request: PreparedRequest): { method: string; url: string; headers?: Record<string, string>; body?: string } {
+  const headers: Record<string, string> = {};
+  for (const [given, value] of request.headers) {
+    const name = given.toLowerCase();
+    headers[name] = Object.hasOwn(headers, name) ? `${headers[name]}, ${value}` : value;
+  }
   return {
     method: request.method,
     url: sentUrl(request.url),
-    ...(request.headers.length === 0 ? {} : { headers: Object.fromEntries(request.headers.map(([name, value]) => [name.toLowerCase(), value])) }),
+    ...(request.headers.length === 0 ? {} : { headers }),
     ...(request.body === null ? {} : { body: request.body }),
   };
 }
