@@ -7,6 +7,7 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompress
 import { describe, expect, test } from "vitest";
 import { Agent } from "../../src/index.ts";
 import { json, redirect, type Route } from "../../test-support/web-server.ts";
+import { waitFor } from "../../test-support/wait-for.ts";
 import { egressAgent, serve } from "./harness.ts";
 
 const schema = JSON.parse(readFileSync(new URL("../../schema/history-record.schema.json", import.meta.url), "utf8")) as object;
@@ -406,18 +407,22 @@ describe("what comes back is bounded", () => {
 
   test("a fetch waiting for its turn in the call tree ends with the call's time, as cancelled, and is never sent", async () => {
     const site = await serve({ "/slow": (_request, response) => void setTimeout(() => response.end("late"), 3_000), "/": json(1) });
-    const { agent } = egressAgent(
+    const { agent, logLines } = egressAgent(
       {
         crowd: `const slow = Array.from({ length: 15 }, () => fetch("${site.origin}/slow").then(() => "done", (e) => e.message));
                 const waiting = await delegate("helper").one(); return { waiting: waiting.ok ? waiting.value : waiting.error_message, slow: await Promise.all(slow) }`,
-        one: `const last = fetch("${site.origin}/slow"); try { await fetch("${site.origin}/"); return "sent" } catch (e) { return e.message } finally { await last }`,
+        one: `const last = fetch("${site.origin}/slow"); try { await fetch("${site.origin}/", { method: "POST", body: "x" }); return "sent" } catch (e) { return e.message } finally { await last }`,
       },
-      { egress: { allow: [site.origin] }, callTimeoutMs: 1_500 },
+      { egress: { allow: [site.origin], methods: ["GET", "POST"] }, toolApproval: () => true, callTimeoutMs: 1_500 },
     );
     const outcome = await agent.crowd();
     expect(outcome).toMatchObject({ ok: false, errorType: "timeout" });
     expect(site.requests.filter((request) => request.path === "/")).toHaveLength(0);
     expect(site.requests.filter((request) => request.path === "/slow")).toHaveLength(16);
+    // The write never sent is no effect of the helper's call.
+    await waitFor(() => logLines().some((line) => line.method === "one"));
+    const helper = logLines().find((line) => line.method === "one");
+    expect((helper?.effects as Record<string, number> | undefined)?.unknown ?? 0).toBe(0);
   });
 
   test("1,000 fetches in one call: maxRequests reach the server, the rest are refused, and the per-call budget ends the program", async () => {

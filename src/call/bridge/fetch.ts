@@ -61,8 +61,6 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       } finally {
         draft.tools.letGoWrite();
       }
-      // A request that may write is an effect (never undoable: a fetch has no revert); known applied once a response came.
-      if (entry.state === undefined) draft.tools.addEffect(entry);
     }
     const release = await draft.tree.egress.slot(run.signal);
     // A slot given up by a request that its call's end cancelled may come before this run hears of that end.
@@ -70,6 +68,8 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       release?.();
       return fail(`fetch ${shown}: the call ended while the request waited for one of the ${TREE_FETCHES_IN_FLIGHT} its call tree may have in flight; it was not sent.`, false, "cancelled");
     }
+    // A request that may write is an effect once it is sent (never undoable: a fetch has no revert); known applied once a response came.
+    if (mayWrite(next.method) && entry.state === undefined) draft.tools.addEffect(entry);
     let sent: Awaited<ReturnType<typeof sendRequest>>;
     try {
       // Spans an HTTP client instrumentation makes for the request are children of the fetch's.
