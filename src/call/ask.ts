@@ -293,8 +293,8 @@ function priceOf(pricing: Readonly<Record<string, ModelPrice>>, model: string | 
 
 /**
  * Adds the tokens a provider reported for one request (checked) to the call's totals and the
- * agent's token budget. With `pricing`, a request
- * whose tokens are not known, or whose model has no price, makes the call's cost unknown.
+ * agent's token budget. With `pricing`, a request whose tokens are not known, or whose model has
+ * no price, makes the call's cost unknown.
  */
 function countTokens(draft: CallDraft, usage: GenerationUsage | undefined, state: AgentState, model: string | undefined, requestedModel: string | undefined): void {
   if (usage === undefined) {

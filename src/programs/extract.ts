@@ -50,9 +50,12 @@ export function extractProgram(content: string | null | undefined, method?: stri
   if (content.length > MAX_REPLY_CHARS) return content;
   const text = withoutReasoning(content.replace(/\r\n?/g, "\n")).trim();
   if (text === "") return null;
-  const structured = structuredCode(text);
+  // The reply's fences, found once for both ways of reading it.
+  const lines = text.split("\n");
+  const fences = fencedBlocks(lines);
+  const structured = structuredCode(text, fences.blocks);
   if (structured !== undefined) return structured === null ? null : nonEmpty(fromText(structured, method));
-  return nonEmpty(fromText(text, method));
+  return nonEmpty(fromText(text, method, lines, fences));
 }
 
 function nonEmpty(code: string): string | null {
@@ -67,7 +70,7 @@ function withoutReasoning(text: string): string {
 }
 
 /** The `code` of a JSON object reply (`undefined`: not one; `null`: one whose `code` is not a string). */
-function structuredCode(text: string): string | null | undefined {
+function structuredCode(text: string, blocks: readonly FencedBlock[]): string | null | undefined {
   const fromObject = (candidate: string): string | null | undefined => {
     // Also the object encoded twice (a JSON string holding it), or alone in an array, as some servers and proxies send it.
     if (!candidate.startsWith("{") && !candidate.startsWith('"') && !candidate.startsWith("[")) return undefined;
@@ -85,7 +88,7 @@ function structuredCode(text: string): string | null | undefined {
   };
   const whole = fromObject(text);
   if (whole !== undefined) return whole;
-  for (const block of fencedBlocks(text.split("\n")).blocks) {
+  for (const block of blocks) {
     if (DATA_TAGS.has(block.tag) || block.tag === "") {
       const inFence = fromObject(block.body.trim());
       if (inFence !== undefined) return inFence;
@@ -95,9 +98,8 @@ function structuredCode(text: string): string | null | undefined {
 }
 
 /** The program among fenced blocks, or among prose when there are none. */
-function fromText(text: string, method: string | undefined): string {
-  const lines = text.split("\n");
-  const { blocks, fenced } = fencedBlocks(lines);
+function fromText(text: string, method: string | undefined, lines = text.split("\n"), fences = fencedBlocks(lines)): string {
+  const { blocks, fenced } = fences;
   const candidates = blocks.filter((block) => CODE_TAGS.has(block.tag) && block.body.trim() !== "");
   if (candidates.length > 0) return bestBlock(candidates, method).body.trim();
   if (blocks.length === 0) return codeAmongProse(text);

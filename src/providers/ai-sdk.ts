@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import type * as Ai from "ai";
 import { checkOptionNames, describeType } from "../shared/index.ts";
 import { extractProgram } from "../programs/index.ts";
-import { retryAfter, withoutCredentials, withoutSecrets } from "./http-failure.ts";
+import { retryAfter, withoutCredentials, withoutSecretsIn } from "./http-failure.ts";
 import { PROGRAM_JSON_SCHEMA } from "./provider-options.ts";
 import { checkMaxConcurrentRequests, DEFAULT_MAX_CONCURRENT_REQUESTS } from "./request-gate.ts";
 import { ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider, type ProviderOptions } from "./provider.ts";
@@ -124,10 +124,8 @@ export class AISDKProvider implements Provider {
       }
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      const failure = sdkFailure(error, this.#ai);
       // The model's key is the application's own setting, unknown here: what looks like one is taken out.
-      const message = withoutSecrets(failure.message);
-      throw message === failure.message ? failure : new ProviderError(message, { cause: error, kind: failure.kind, retriable: failure.retriable, retryAfterMs: failure.retryAfterMs });
+      throw withoutSecretsIn(sdkFailure(error, this.#ai));
     }
     const usage = readUsage(result.usage);
     const model = typeof result.response?.modelId === "string" && result.response.modelId !== "" ? result.response.modelId : this.model;

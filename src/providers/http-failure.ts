@@ -32,9 +32,13 @@ export interface ServerSettings {
  * refused, a proxy that echoes the request's headers).
  */
 export function httpFailure(error: unknown, errors: SdkErrors, settings: ServerSettings): ProviderError {
-  const failure = describeFailure(error, errors, settings);
-  const message = withoutSecrets(failure.message, settings.apiKey);
-  return message === failure.message ? failure : new ProviderError(message, { cause: error, kind: failure.kind, retriable: failure.retriable, retryAfterMs: failure.retryAfterMs });
+  return withoutSecretsIn(describeFailure(error, errors, settings), settings.apiKey);
+}
+
+/** `failure` itself when its message holds nothing of `key` nor anything shaped like a credential; else the same failure with them taken out. */
+export function withoutSecretsIn(failure: ProviderError, key?: string): ProviderError {
+  const message = withoutSecrets(failure.message, key);
+  return message === failure.message ? failure : new ProviderError(message, { cause: failure.cause, kind: failure.kind, retriable: failure.retriable, retryAfterMs: failure.retryAfterMs });
 }
 
 function describeFailure(error: unknown, errors: SdkErrors, settings: ServerSettings): ProviderError {

@@ -137,7 +137,7 @@ export class ToolCallLog {
    */
   markWrote(tool: string): void {
     this.#writes += 1;
-    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) log.#treeWrites += 1;
+    for (const log of this.#andCallers()) log.#treeWrites += 1;
     this.#noteWrote(tool);
   }
 
@@ -151,14 +151,14 @@ export class ToolCallLog {
   holdWrite(max: number): boolean {
     if (this.#full(max) !== undefined) return false;
     this.#heldWrites += 1;
-    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) log.#treeHeld += 1;
+    for (const log of this.#andCallers()) log.#treeHeld += 1;
     return true;
   }
 
   letGoWrite(): void {
     if (this.#heldWrites === 0) return;
     this.#heldWrites -= 1;
-    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) log.#treeHeld -= 1;
+    for (const log of this.#andCallers()) log.#treeHeld -= 1;
   }
 
   /** Why {@link holdWrite} said no, as the middle of a sentence: the writes made, those on their way, and the limit. */
@@ -171,8 +171,13 @@ export class ToolCallLog {
 
   /** The nearest level (this call, or one that delegated to it) whose writes made and held reach `max`. */
   #full(max: number): ToolCallLog | undefined {
-    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) if (log.#treeWrites + log.#treeHeld >= max) return log;
+    for (const log of this.#andCallers()) if (log.#treeWrites + log.#treeHeld >= max) return log;
     return undefined;
+  }
+
+  /** This call's tool calls, then those of each call that delegated to it, nearest first. */
+  *#andCallers(): Generator<ToolCallLog> {
+    for (let log: ToolCallLog | undefined = this; log !== undefined; log = log.#parent) yield log;
   }
 
   /** Puts a write that is about to reach its tool in the effect ledger, its outcome unknown until it answers. */

@@ -45,8 +45,9 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
   let held: (() => void) | undefined;
   for (;;) {
     const shown = cleanUrl(next.url, policy.redactor);
+    const writes = mayWrite(next.method);
     if (run.signal.aborted) return fail(`fetch ${shown}: the call ended before the request was sent.`, false, "cancelled");
-    if (mayWrite(next.method)) {
+    if (writes) {
       const { maxWriteCalls } = call.state.options;
       // Held before the wait for approval, so that requests made in parallel cannot all pass the limit.
       if (!draft.tools.holdWrite(maxWriteCalls)) return fail(`fetch ${shown}: ${draft.tools.writeLimitReached(maxWriteCalls)}; this request was not sent.`, false);
@@ -69,7 +70,7 @@ export async function answerFetch(request: FetchRequest, call: Call, run: Asking
       return fail(`fetch ${shown}: the call ended while the request waited for one of the ${TREE_FETCHES_IN_FLIGHT} its call tree may have in flight; it was not sent.`, false, "cancelled");
     }
     // A request that may write is an effect once it is sent (never undoable: a fetch has no revert); known applied once a response came.
-    if (mayWrite(next.method) && entry.state === undefined) draft.tools.addEffect(entry);
+    if (writes && entry.state === undefined) draft.tools.addEffect(entry);
     let sent: Awaited<ReturnType<typeof sendRequest>>;
     try {
       // Spans an HTTP client instrumentation makes for the request are children of the fetch's.

@@ -315,9 +315,9 @@ export class SandboxProcess {
         // The wait it began ends as a small answer is sent, or with the sandbox process's `R`
         // line once the program has a large one (see `RunSignal`).
         const answer = (reply: BridgeAnswer) => {
-          const sent = reply.ok ? reply.sent : undefined;
+          const { answer: travelling, sent } = withoutHook(reply);
           if (!this.alive) return sent?.();
-          const bounded = boundAnswer(request.kind, sent === undefined || !reply.ok ? reply : { ok: true, value: reply.value, ...(reply.measured ? { measured: true } : {}) });
+          const bounded = boundAnswer(request.kind, travelling);
           const tell = !isSmallAnswer(bounded);
           // An answer that cannot travel (a value the channel cannot copy) is answered with a failure, never left unsent.
           if (!this.#trySend({ type: "bridge-result", requestId, answer: bounded, tell }, sent)) {
@@ -513,7 +513,6 @@ export class SandboxProcess {
   }
 }
 
-/** How a started run ends when its sandbox process is gone, by what ended the process. */
 /** What to do about a spawn that failed for want of resources the host can free. */
 function startHint(error: Error): string {
   const code = (error as NodeJS.ErrnoException).code;
@@ -522,6 +521,14 @@ function startHint(error: Error): string {
   return "";
 }
 
+/** The answer as it travels, and its `sent` hook apart (a function, which the channel cannot copy). */
+function withoutHook(reply: BridgeAnswer): { readonly answer: BridgeAnswer; readonly sent: (() => void) | undefined } {
+  if (!reply.ok || reply.sent === undefined) return { answer: reply, sent: undefined };
+  const { sent, ...answer } = reply;
+  return { answer, sent };
+}
+
+/** How a started run ends when its sandbox process is gone, by what ended the process. */
 function lostRunReport(run: PendingRun, ceiling: CeilingReport | undefined, exit: string): RunReport {
   if (run.cancelled) {
     return { kind: "failed", errorType: "cancelled", message: "The call was cancelled while its program ran; the sandbox process was restarted to stop it." };
