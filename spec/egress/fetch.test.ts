@@ -7,6 +7,7 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompress
 import { describe, expect, test } from "vitest";
 import { Agent } from "../../src/index.ts";
 import { json, redirect, type Route } from "../../test-support/web-server.ts";
+import { waitFor } from "../../test-support/wait-for.ts";
 import { egressAgent, serve } from "./harness.ts";
 
 const schema = JSON.parse(readFileSync(new URL("../../schema/history-record.schema.json", import.meta.url), "utf8")) as object;
@@ -421,7 +422,18 @@ describe("what comes back is bounded", () => {
   });
 
   test("a write that waited for its turn and never went is no effect of its call", async () => {
-    const site = await serve({ "/slow": (_request, response) => void setTimeout(() => response.end("late"), 2_000), "/orders": json(1) });
+    // The slow answers are held until the helper's call has ended and been logged, so the write never gets a slot in time, however loaded the machine.
+    const helperLogged = () => {
+      try {
+        return logLines().some((line) => line.method === "order");
+      } catch {
+        return false;
+      }
+    };
+    const site = await serve({
+      "/slow": (_request, response) => void waitFor(helperLogged, 20_000).catch(() => undefined).then(() => response.end("late")),
+      "/orders": json(1),
+    });
     const { agent, logLines } = egressAgent(
       {
         crowd: `const slow = Array.from({ length: 15 }, () => fetch("${site.origin}/slow").then(() => "done"));
