@@ -145,6 +145,17 @@ describe("improv telemetry", () => {
     expect(text.stdout.text).toContain("  tokens                30 prompt (4 of them read from the prompt cache, 13.3%) + 15 completion  (2 calls without a usage report)\n");
   });
 
+  test("a duration no call could take (past a year) counts as unknown, as a store record's does: it is neither among the slowest nor in a latency bin", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
+    const file = join(directory, "durations.jsonl");
+    const call = (id: string, duration: unknown) => JSON.stringify({ call_id: id, outcome_status: "ok", role: "r", method: "m", duration_ms: duration });
+    writeFileSync(file, [call("sane", 12), call("a day", 86_400_000), call("ages", 1e300), call("millennia", 1e15), call("negative", -5)].join("\n"));
+    const report = await run({ inputs: [file], json: true }).promise;
+    expect(report.calls).toBe(5);
+    expect(report.slowestCalls.map((sample) => sample.callId)).toEqual(["a day", "sane"]);
+    expect(report.latency.reduce((sum, bin) => sum + bin.calls, 0)).toBe(2);
+  });
+
   test("malformed lines are counted and located, never fatal", async () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-telemetry-"));
     const file = join(directory, "mixed.jsonl");

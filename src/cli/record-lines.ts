@@ -9,6 +9,7 @@ import { sourceNames } from "../knowledge/index.ts";
 import type { AgentSummary, Store } from "../store/index.ts";
 import { scanProgram } from "../telemetry/index.ts";
 import { EFFECT_STATES, noEffects } from "../tools/index.ts";
+import { saneDuration } from "./report-samples.ts";
 import type { LocatedLine } from "./telemetry-command.ts";
 
 /**
@@ -80,13 +81,13 @@ function isHistoryRecord(value: unknown): value is HistoryRecord {
 const MAX_DATE_MS = 8.64e15;
 
 /**
- * A record's duration, when a call could have taken it: not negative, and ending at a time a
- * Date can hold; else null, unknown (a record edited by hand or by another program may claim
- * 1e300 ms).
+ * A record's duration, when a call could have taken it (as a line's, {@link saneDuration}) and
+ * it ends at a time a Date can hold; else null, unknown (a record edited by hand or by another
+ * program may claim 1e300 ms).
  */
 function durationOf(record: HistoryRecord, started: number): number | null {
-  const duration = record.duration_ms ?? 0;
-  return Number.isFinite(duration) && duration >= 0 && (Number.isNaN(started) || Math.abs(started + duration) <= MAX_DATE_MS) ? duration : null;
+  const duration = saneDuration(record.duration_ms ?? 0);
+  return duration !== null && (Number.isNaN(started) || Math.abs(started + duration) <= MAX_DATE_MS) ? duration : null;
 }
 
 /** One record as its call's log line would say it. */

@@ -8,6 +8,7 @@
 import { programHash } from "../history/index.ts";
 import { terminalText } from "../shared/index.ts";
 import { EFFECT_STATES } from "../tools/index.ts";
+import { durationOf } from "./report-samples.ts";
 import { count } from "./report-tools.ts";
 
 /** Calls the explorer keeps: the latest ones read. */
@@ -149,7 +150,7 @@ export class CallCollector {
       time: typeof line.timestamp === "string" && !Number.isNaN(Date.parse(line.timestamp)) ? text(line.timestamp, 40) : null,
       role: text(line.role, MAX_NAME_CHARS) ?? "(unknown)",
       method: text(line.method, MAX_NAME_CHARS) ?? "(unknown)",
-      durationMs: typeof line.duration_ms === "number" && Number.isFinite(line.duration_ms) && line.duration_ms >= 0 ? line.duration_ms : null,
+      durationMs: durationOf(line),
       status: line.outcome_status === "ok" ? "ok" : "error",
       errorType: text(line.error_type, 40),
       errorMessage: text(line.error_message, MAX_MESSAGE_CHARS),
