@@ -10,15 +10,15 @@
  */
 import type { AllowEntry, EgressPolicy } from "./policy.ts";
 import { redactorOfAll, type Redactor } from "./redaction.ts";
+import { Slots } from "../shared/index.ts";
 
 /** The most fetches one call tree has in flight at once, as many as one program may have. */
 export const TREE_FETCHES_IN_FLIGHT = 16;
 
 export class CallTreeEgress {
   #requests = 0;
-  #inFlight = 0;
-  /** The fetches waiting for a slot, first come first served. */
-  readonly #waiting = new Set<() => void>();
+  /** The fetches' slots, given first come first served. */
+  readonly #slots = new Slots(TREE_FETCHES_IN_FLIGHT);
   /** The origins (as URLs spell them) that were sent injected headers, with the entry of `allow` each matched. */
   readonly #credentialed = new Map<string, AllowEntry>();
   /** The redactors of the policies whose headers were sent (the agents of a tree may have policies of their own). */
@@ -36,36 +36,11 @@ export class CallTreeEgress {
    * `signal` ended first (the request must then not be sent).
    */
   async slot(signal: AbortSignal): Promise<(() => void) | undefined> {
-    if (signal.aborted) return undefined;
-    if (this.#inFlight >= TREE_FETCHES_IN_FLIGHT) {
-      const granted = await new Promise<boolean>((resolve) => {
-        const ended = () => {
-          this.#waiting.delete(grant);
-          resolve(false);
-        };
-        const grant = () => {
-          signal.removeEventListener("abort", ended);
-          resolve(true);
-        };
-        this.#waiting.add(grant);
-        signal.addEventListener("abort", ended, { once: true });
-      });
-      if (!granted) return undefined;
-    } else {
-      this.#inFlight += 1;
+    try {
+      return await this.#slots.acquire(signal);
+    } catch {
+      return undefined;
     }
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      const next = this.#waiting.values().next();
-      if (next.done === true) this.#inFlight -= 1;
-      else {
-        // The slot passes to the longest waiting request.
-        this.#waiting.delete(next.value);
-        next.value();
-      }
-    };
   }
 
   /** A request carrying the headers of `entry` is about to go to `url`; `redactor` recognizes them (the policy's). */

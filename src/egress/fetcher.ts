@@ -14,6 +14,7 @@ import type { CallTreeEgress } from "./call-tree.ts";
 import { cleanUrl } from "./provenance.ts";
 import { BodyTooLarge, readBody } from "./response-body.ts";
 import type { FetchAnswer } from "../sandbox/index.ts";
+import { causesOf, errorCode, innermostError } from "../shared/index.ts";
 
 /** What a program asked for, as the bridge reader checked its shape. */
 export interface EgressRequest {
@@ -253,7 +254,7 @@ export async function sendRequest(policy: EgressPolicy, prepared: PreparedReques
     if (error instanceof BodyTooLarge) return failed(`fetch ${cleanUrl(url, policy.redactor)}: the body is larger than egress.maxResponseBytes (${policy.maxResponseBytes} bytes).`);
     if (timedOut) return failed(`fetch ${cleanUrl(url, policy.redactor)}: no answer within ${limitMs} ms${limitMs < policy.timeoutMs ? " (the call's callTimeoutMs)" : " (egress.timeoutMs)"}.`);
     if (signal.aborted) return failed(`fetch ${cleanUrl(url, policy.redactor)}: the call ended before the answer came.`, true);
-    const refusal = causeOf(error, AddressRefused);
+    const refusal = causesOf(error).find((cause): cause is AddressRefused => cause instanceof AddressRefused);
     if (refusal !== undefined) return refused(`fetch ${cleanUrl(url, policy.redactor)}: ${refusal.message}; refused.`);
     return failed(policy.redactor.redact(`fetch ${cleanUrl(url, policy.redactor)}: ${networkProblem(error)}.`));
   } finally {
@@ -344,21 +345,11 @@ function decode(body: Buffer, contentType: string | null): string {
   return body.toString("utf8");
 }
 
-function causeOf<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
-  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 8; current = current.cause, depth += 1) {
-    if (current instanceof type) return current;
-    if (current instanceof AggregateError) for (const inner of current.errors) if (inner instanceof type) return inner;
-  }
-  return undefined;
-}
-
 /** What went wrong on the network, in a few words: the innermost error's code and message, no stack. */
 function networkProblem(error: unknown): string {
-  let innermost: unknown = error;
-  for (let depth = 0; innermost instanceof Error && innermost.cause instanceof Error && depth < 8; depth += 1) innermost = innermost.cause;
-  if (innermost instanceof AggregateError && innermost.errors[0] instanceof Error) innermost = innermost.errors[0];
+  const innermost = innermostError(error);
   if (!(innermost instanceof Error)) return "the request failed";
-  const code = (innermost as { code?: unknown }).code;
+  const code = errorCode(innermost);
   const message = innermost.message.replace(/\s+/g, " ").slice(0, 300);
-  return typeof code === "string" && !message.includes(code) ? `${message} (${code})` : message;
+  return code !== undefined && !message.includes(code) ? `${message} (${code})` : message;
 }

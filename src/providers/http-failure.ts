@@ -4,6 +4,7 @@
  * kind of failure it was, how long a rate limit asks to wait, and a message that names the
  * server (without credentials) and the setting to check.
  */
+import { causesOf, errorCode, innermostError } from "../shared/index.ts";
 import { ProviderError } from "./provider.ts";
 
 type ErrorClass<E> = abstract new (...args: never[]) => E;
@@ -69,11 +70,11 @@ function describeFailure(error: unknown, errors: SdkErrors, settings: ServerSett
     return new ProviderError(`The model server failed${code}: ${detailOf(error)}`, { cause: error, kind });
   }
   if (error instanceof SyntaxError) return new ProviderError(`The model server sent a body that is not valid JSON: ${error.message}`, { cause: error, kind: "reply" });
-  const causes = causeChain(error);
+  const causes = causesOf(error);
   const tooLarge = causes.find((cause) => cause instanceof ReplyTooLarge);
   if (tooLarge !== undefined) return new ProviderError(`${server} failed: ${tooLarge.message}.`, { cause: error, kind: "reply" });
   // undici's "terminated": the connection closed while the reply's body was read.
-  if (causes.some((cause) => CUT_OFF_CODES.has(String((cause as { code?: unknown } | null)?.code)) || (cause instanceof TypeError && cause.message === "terminated"))) {
+  if (causes.some((cause) => CUT_OFF_CODES.has(errorCode(cause) ?? "") || (cause instanceof TypeError && cause.message === "terminated"))) {
     return new ProviderError(`${server} cut its reply off: the connection closed while it was read.`, { cause: error, kind: "connection" });
   }
   return new ProviderError(`The model request failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
@@ -139,13 +140,6 @@ function boundedBody(): TransformStream<Uint8Array, Uint8Array> {
 /** The codes of a connection lost while a reply was read. */
 const CUT_OFF_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE", "UND_ERR_ABORTED"]);
 
-/** `error` and its causes, nearest first (a few at most). */
-function causeChain(error: unknown): unknown[] {
-  const chain: unknown[] = [];
-  for (let current = error; current !== undefined && current !== null && chain.length < 8; current = (current as { cause?: unknown }).cause) chain.push(current);
-  return chain;
-}
-
 /** The key an SDK client sends, when it holds one as a string. */
 export function keyOf(client: object): string | undefined {
   const key = (client as { apiKey?: unknown }).apiKey;
@@ -191,12 +185,8 @@ export function withoutCredentials(url: string): string {
 
 /** The innermost cause of a connection failure, as "CODE: message" (e.g. ECONNREFUSED). */
 function rootCause(error: Error): string | undefined {
-  let current: unknown = error.cause;
-  let found: string | undefined;
-  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
-    const code = (current as { code?: unknown }).code;
-    found = typeof code === "string" ? `${code}: ${current.message}` : current.message;
-    current = current.cause;
-  }
-  return found;
+  if (!(error.cause instanceof Error)) return undefined;
+  const innermost = innermostError(error.cause, 4) as Error;
+  const code = errorCode(innermost);
+  return code === undefined ? innermost.message : `${code}: ${innermost.message}`;
 }

@@ -4,7 +4,7 @@
  * wait), none sent until that wait is over. 500 calls fired at once then draw a steady stream of
  * requests, not 500 requests and a wall of 429 answers.
  */
-import { describeType } from "../shared/index.ts";
+import { describeType, Slots } from "../shared/index.ts";
 import type { Provider } from "./provider.ts";
 
 /**
@@ -24,63 +24,10 @@ export function checkMaxConcurrentRequests(value: unknown, owner: string): void 
   }
 }
 
-interface Waiter {
-  readonly resolve: (release: () => void) => void;
-  readonly reject: (reason: unknown) => void;
-  readonly signal: AbortSignal;
-  readonly onAbort: () => void;
-}
-
-/** The gate of one provider. */
-export class RequestGate {
-  readonly limit: number;
-  #active = 0;
-  readonly #queue: Waiter[] = [];
+/** The gate of one provider: its turns, shut while a server's wait lasts. */
+export class RequestGate extends Slots {
   #pausedUntil = 0;
   #timer: NodeJS.Timeout | undefined;
-
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-
-  /** Requests in flight. */
-  get active(): number {
-    return this.#active;
-  }
-
-  /** Requests waiting their turn. */
-  get queued(): number {
-    return this.#queue.length;
-  }
-
-  /**
-   * Waits for a turn: resolves with the function that ends it (call it once the request is
-   * answered), or rejects with the signal's reason if it aborts first.
-   */
-  acquire(signal: AbortSignal): Promise<() => void> {
-    if (signal.aborted) return Promise.reject(signal.reason);
-    if (this.#queue.length === 0 && this.#open()) return Promise.resolve(this.#enter());
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve,
-        reject,
-        signal,
-        onAbort: () => {
-          const index = this.#queue.indexOf(waiter);
-          if (index >= 0) this.#queue.splice(index, 1);
-          reject(signal.reason);
-        },
-      };
-      signal.addEventListener("abort", waiter.onAbort, { once: true });
-      this.#queue.push(waiter);
-      this.#pump();
-    });
-  }
-
-  /** A turn at once, when one is free and nobody waits; else undefined (then {@link acquire}). */
-  tryAcquire(): (() => void) | undefined {
-    return this.#queue.length === 0 && this.#open() ? this.#enter() : undefined;
-  }
 
   /**
    * Sends nothing more for `ms` milliseconds (a server's `Retry-After`), at most
@@ -96,34 +43,19 @@ export class RequestGate {
     return Math.max(0, this.#pausedUntil - performance.now());
   }
 
-  #open(): boolean {
-    return this.#active < this.limit && performance.now() >= this.#pausedUntil;
+  protected override isOpen(): boolean {
+    return super.isOpen() && performance.now() >= this.#pausedUntil;
   }
 
-  #enter(): () => void {
-    this.#active += 1;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#active -= 1;
-      this.#pump();
-    };
-  }
-
-  #pump(): void {
-    while (this.#queue.length > 0 && this.#open()) {
-      const waiter = this.#queue.shift()!;
-      waiter.signal.removeEventListener("abort", waiter.onAbort);
-      waiter.resolve(this.#enter());
-    }
+  protected override pump(): void {
+    super.pump();
     // Waiters left with a turn free are held by the pause alone: wake for its end. At least 1 ms
     // on, as the pause may have ended since the loop read the clock (none left would wake them).
-    if (this.#queue.length > 0 && this.#active < this.limit && this.#timer === undefined) {
+    if (this.queued > 0 && this.active < this.limit && this.#timer === undefined) {
       this.#timer = setTimeout(
         () => {
           this.#timer = undefined;
-          this.#pump();
+          this.pump();
         },
         Math.min(MAX_PAUSE_MS, Math.max(1, Math.ceil(this.#pausedUntil - performance.now()))),
       );

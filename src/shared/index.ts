@@ -1,4 +1,5 @@
 /** What other folders may use of shared/: they import it from here, never from its files. */
+export { causesOf, errorCode, innermostError } from "./causes.ts";
 export { loadOpenAI, postgresLabel } from "./clients.ts";
 export { Drain, closeTimeout } from "./drain.ts";
 export { ENV_VARIABLES, apiKeyFrom, readEnv, readEnvFlag } from "./env.ts";
@@ -11,5 +12,6 @@ export type { ErrorType, FailedOutcome, OkOutcome, OutcomeFields, OutcomeStatus 
 export { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";
 export { safeMessage } from "./safe-message.ts";
 export { readSnapshot, sqliteDatabase } from "./sqlite.ts";
+export { Slots } from "./slots.ts";
 export { terminalText } from "./terminal-text.ts";
 export { within, type Within } from "./within.ts";

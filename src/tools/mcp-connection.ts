@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { causesOf, errorCode } from "../shared/index.ts";
 
 /** An MCP server run as a child process, spoken to over its stdin and stdout. */
 export interface McpStdioServer {
@@ -318,11 +319,10 @@ async function loadSdk<T>(load: () => Promise<T>): Promise<T> {
 
 /** Node's "cannot find module", here or among the causes of an error wrapping it. */
 function isModuleNotFound(error: unknown): boolean {
-  for (let current = error, depth = 0; current instanceof Error && depth < 3; current = current.cause, depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") return true;
-  }
-  return false;
+  return causesOf(error, 3).some((cause) => {
+    const code = errorCode(cause);
+    return code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND";
+  });
 }
 
 function loadClient(): Promise<{ Client: typeof Client }> {
@@ -365,11 +365,9 @@ function withDetail(error: unknown, detail: string): unknown {
 /** An error's message with those of its causes (fetch says "fetch failed" and puts the reason in `cause`). */
 export function causeText(error: unknown, max = MAX_CAUSE_CHARS): string {
   const parts: string[] = [];
-  let current: unknown = error;
-  for (let depth = 0; depth < 3 && current !== undefined && current !== null; depth++) {
-    const message = current instanceof Error ? current.message : String(current);
+  for (const cause of causesOf(error, 3)) {
+    const message = cause instanceof Error ? cause.message : String(cause);
     if (message !== "" && !parts.includes(message)) parts.push(message);
-    current = current instanceof Error ? current.cause : undefined;
   }
   return bounded(parts.join(": ") || "unknown error", max);
 }
