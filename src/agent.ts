@@ -19,6 +19,14 @@ export type ReturnsOf<Contract> = Contract extends { readonly returns: { readonl
     : unknown
   : unknown;
 
+/**
+ * `Options` with no name that AgentOptions lacks: the options are inferred (so their `methods`
+ * type the agent), and an inferred type is not checked for excess names, so a misspelled one is
+ * made to fail here. Options with computed names (an index signature) are left to the check
+ * at run time.
+ */
+export type KnownOptions<Options> = string extends keyof Options ? Options : Options & { readonly [Name in Exclude<keyof Options, keyof AgentOptions>]: never };
+
 /** The methods an options object declares in `methods`, typed by their `returns`. */
 export type DeclaredMethods<Options> = Options extends { readonly methods: infer Methods }
   ? { readonly [Name in keyof Methods & string]: TypedMethod<ReturnsOf<Methods[Name]>> }
@@ -34,7 +42,7 @@ export interface AgentMembers<Values extends object = {}> {
   /** The live, mutable context object. */
   readonly runtimeContext: Record<string, unknown>;
   /** A child agent of `role` that inherits this agent's options (depth + 1); one per role and contract, whose memory lasts. */
-  delegate<ChildValues extends object = {}, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): AgentProxy<ChildValues, never, DeclaredMethods<Options>>;
+  delegate<ChildValues extends object = {}, Options extends AgentOptions = AgentOptions>(role: string, options?: KnownOptions<Options>): AgentProxy<ChildValues, never, DeclaredMethods<Options>>;
   /** Always `undefined`: an agent is never taken for a promise. */
   readonly then: undefined;
   toJSON(): { role: string };
@@ -105,7 +113,7 @@ export class Agent {
    * @example
    * const calc = Agent.for<{ value: number }>("calculator", { log: "logs/calls.jsonl" });
    */
-  static for<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): AgentProxy<Values, Methods, DeclaredMethods<Options>> {
+  static for<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: KnownOptions<Options>): AgentProxy<Values, Methods, DeclaredMethods<Options>> {
     const resolved = resolveOptions(options);
     if (resolved.store !== undefined && !isSyncStore(resolved.store)) {
       throw new TypeError(`Agent.for() cannot load an agent from ${resolved.store.label} synchronously. Use await Agent.open(role, options) with this store.`);
@@ -122,7 +130,7 @@ export class Agent {
    * @example
    * const calc = await Agent.open("calculator", { store: new SqliteStore("data/improv.db"), id: "calc-1" });
    */
-  static async open<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): Promise<AgentProxy<Values, Methods, DeclaredMethods<Options>>> {
+  static async open<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: KnownOptions<Options>): Promise<AgentProxy<Values, Methods, DeclaredMethods<Options>>> {
     const state = AgentState.create(validateRole(role), resolveOptions(options, undefined, "Agent.open()"));
     await state.pull();
     return proxyFor(state) as AgentProxy<Values, Methods, DeclaredMethods<Options>>;

@@ -1,7 +1,7 @@
 // First: on a Node.js older than 24 this says so before anything else is loaded.
 import "./shared/node-version.ts";
 export { Agent } from "./agent.ts";
-export type { AgentMembers, AgentProxy, CallOptions, DeclaredMethods, DynamicMethod, ReturnsOf, TypedMethod } from "./agent.ts";
+export type { AgentMembers, AgentProxy, CallOptions, DeclaredMethods, DynamicMethod, KnownOptions, ReturnsOf, TypedMethod } from "./agent.ts";
 export type { MethodContract, StandardSchemaLike } from "./contracts/index.ts";
 export type { EgressOptions } from "./egress/index.ts";
 export { kw } from "./call/index.ts";

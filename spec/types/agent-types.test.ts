@@ -4,7 +4,7 @@
  */
 import { describe, expectTypeOf, test } from "vitest";
 import { z } from "zod";
-import { Agent, ImprovError, Outcome, type AgentProxy, type DynamicMethod, type ErrorType, type FailedOutcome, type OkOutcome } from "../../src/index.ts";
+import { Agent, ImprovError, Outcome, type SqliteStore, type AgentProxy, type DynamicMethod, type ErrorType, type FailedOutcome, type OkOutcome } from "../../src/index.ts";
 
 // Never called: only type-checked.
 async function usage(): Promise<void> {
@@ -22,6 +22,24 @@ async function usage(): Promise<void> {
   // @ts-expect-error a misspelled Outcome field
   sum.errorTyp;
   calc.remember({ mode: "rounded" }).value;
+}
+
+// Never called: a misspelled option name does not compile, however the options are written.
+async function optionNames(store: SqliteStore): Promise<void> {
+  // @ts-expect-error a misspelled option name
+  Agent.for("calculator", { maxGenerationAttemps: 3 });
+  // @ts-expect-error a misspelled option name beside valid ones
+  Agent.for("calculator", { reuse: false, executionTimeoutMS: 100 });
+  // @ts-expect-error a misspelled option name with the agent's values declared
+  Agent.for<{ value: number }>("calculator", { reuse: false, callTimeoutMS: 100 });
+  // @ts-expect-error a misspelled option name on open
+  await Agent.open("calculator", { store, idd: "calc-1" });
+  const boss = Agent.for("boss", { reuse: false, methods: { plan: { description: "Plans." } } });
+  // @ts-expect-error a misspelled option name on delegate
+  boss.delegate("helper", { reuse: false, purpos: "Helps." });
+  const options = { reuse: false, log: "calls.jsonl" };
+  Agent.for("calculator", options);
+  await Agent.open("calculator", { store, id: "calc-1" });
 }
 
 // Never called: methods declared with a Standard Schema `returns` have typed values.
