@@ -10,9 +10,9 @@ import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
 
 const cli = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
-function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runCli(args: string[], env: NodeJS.ProcessEnv, nodeFlags: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...nodeFlags, cli, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -61,7 +61,7 @@ describe("improv demo", () => {
     // A checkout that fails part way: the order it placed is undone (onFailure: "revert"), and the history says so.
     expect(stdout).toMatch(/shopper\.checkout\(\['kettle', 'unicorn'\]\) error execution: Error: nothing in the catalogue matches "unicorn"/);
     expect(stdout).toMatch(/shopper\.orders\(\) +\[undone\? history\] ok → \["Kettle, 1\.7 l: reverted"\]/);
-    expect(stdout).toContain("order book after the failed checkout: empty (the kettle's order was cancelled)");
+    expect(stdout).toContain("order book after the failed checkout: empty (cancelled: order-1 (Kettle, 1.7 l))");
     expect(stdout).toContain("  calls                 21");
     expect(stdout).toContain("  code reads history    6  (28.6% of calls)");
     expect(stdout).toContain("states                applied 0, failed 0, unknown 0, reverted 1, revert_failed 0");
@@ -75,6 +75,18 @@ describe("improv demo", () => {
     expect(lines.find((line) => line.method === "answer")).toMatchObject({ knowledge_sources: ["kb", "style"], retrieved_count: 2 });
     expect(lines.find((line) => line.method === "price")).toMatchObject({ tool_call_count: 2, tool_names: ["catalogue.search", "convert"], tool_error_count: 0, tools_referenced: ["catalogue.search", "convert"] });
   });
+
+  test("without the MCP SDK (an optional dependency), the catalogue is served in-process and the shopper's story is told whole", async () => {
+    const log = tempLogPath("improv-demo-", "demo.jsonl");
+    const withoutSdk = fileURLToPath(new URL("../../test-support/without-mcp-sdk.mjs", import.meta.url));
+    const { code, stdout } = await runCli(["demo", "--log", log], offlineEnv(), ["--import", withoutSdk]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/\(no MCP server: .*npm install @modelcontextprotocol\/sdk.*; the catalogue is served in-process instead\)/);
+    expect(stdout).toMatch(/shopper\.price\('kettle'\) +ok → "Kettle, 1\.7 l: 36\.34 EUR"/);
+    expect(stdout).toMatch(/shopper\.toolsUsed\(\) +\[reads history\] +ok → \["catalogue\.search","convert","catalogue\.search","convert","catalogue\.search"\]/);
+    expect(stdout).toContain("order book after the failed checkout: empty (cancelled: order-1 (Kettle, 1.7 l))");
+    expect(stdout).not.toContain("TypeError");
+  }, 60_000);
 
   test("run again, its agents remember the first run (kept in a SQLite file beside the log); --fresh starts over", async () => {
     const directory = mkdtempSync(join(tmpdir(), "improv-demo-"));

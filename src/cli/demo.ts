@@ -4,6 +4,7 @@ import { type Outcome, readEnv } from "../shared/index.ts";
 import { AnthropicProvider, OpenAIProvider, type Provider, ScriptedProvider } from "../providers/index.ts";
 import type { Store } from "../store/index.ts";
 import { startNewsSite } from "./demo-news.ts";
+import { SEARCH_DESCRIPTION, searchProducts } from "./demo-products.ts";
 import { historyTable } from "./tables.ts";
 import { mcpTools, type McpToolSet, type Tool } from "../tools/index.ts";
 import { fromRetrieval, lexicalEmbedder, literal, memoryRetriever } from "../knowledge/index.ts";
@@ -170,9 +171,10 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
   const agents: Record<string, AgentProxy> = { calculator: calc, assistant, toolbuilder: builder, "toolbuilder → statistician": stats };
   try {
     const book = new Map<string, string>();
+    const placed: string[] = [];
     const shopper = await Agent.open<{}, "price" | "toolsUsed" | "checkout" | "orders">("shopper", {
       ...common,
-      tools: { convert: CURRENCY_TOOL, order: orderTool(book), ...(catalogue === undefined ? {} : { catalogue }) },
+      tools: { convert: CURRENCY_TOOL, order: orderTool(book, placed), catalogue: catalogue.tools },
       // A checkout that fails part way cancels the orders it placed.
       onFailure: "revert",
     });
@@ -182,10 +184,11 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
     await show("shopper.toolsUsed()  [reads history]", shopper.toolsUsed());
     await show("shopper.checkout(['kettle', 'unicorn'])", shopper.checkout(["kettle", "unicorn"]));
     await show("shopper.orders()  [undone? history]", shopper.orders());
-    write(`  order book after the failed checkout: ${book.size === 0 ? "empty (the kettle's order was cancelled)" : [...book.values()].join(", ")}`);
+    const cancelled = [...placed].filter((order) => ![...book.values()].includes(order));
+    write(`  order book after the failed checkout: ${book.size > 0 ? [...book.values()].join(", ") : cancelled.length > 0 ? `empty (cancelled: ${cancelled.join(", ")})` : "empty (no order was placed)"}`);
     agents.shopper = shopper;
   } finally {
-    await catalogue?.close();
+    await catalogue.close();
   }
 
   write("\n5. A news reader with network access under a policy: a news site the demo serves itself");
@@ -250,14 +253,15 @@ const CURRENCY_TOOL: Tool<{ value: number; from: string; to: string }> = {
   execute: ({ value, from, to }) => ({ value: (value / (RATES_FROM_USD[from] as number)) * (RATES_FROM_USD[to] as number), unit: to }),
 };
 
-/** The demo's order desk: `order` places an order in `book` (a write tool), and its `revert` cancels it. */
-function orderTool(book: Map<string, string>): Tool<{ item: string }, string> {
+/** The demo's order desk: `order` places an order in `book` (a write tool) and lists it in `placed`; its `revert` cancels it. */
+function orderTool(book: Map<string, string>, placed: string[]): Tool<{ item: string }, string> {
   return {
     description: "Places an order for one catalogue item; returns the order's id.",
     inputSchema: { type: "object", properties: { item: { type: "string" } }, required: ["item"], additionalProperties: false },
     execute: ({ item }, { idempotencyKey }) => {
       const id = `order-${book.size + 1}`;
       book.set(idempotencyKey ?? id, `${id} (${item})`);
+      placed.push(`${id} (${item})`);
       return id;
     },
     // Found by the key the order was placed under, so an order whose answer was lost is found too.
@@ -265,16 +269,26 @@ function orderTool(book: Map<string, string>): Tool<{ item: string }, string> {
   };
 }
 
-/** Starts the demo's catalogue MCP server (stdio) and lists its tools; undefined when the MCP SDK is not installed. */
-async function startCatalogue(write: (line: string) => void): Promise<McpToolSet | undefined> {
+/**
+ * Starts the demo's catalogue MCP server (stdio) and lists its tools. Where it cannot start (the
+ * MCP SDK, an optional dependency, is not installed), the same catalogue is served in-process,
+ * so the story goes on.
+ */
+async function startCatalogue(write: (line: string) => void): Promise<{ readonly tools: McpToolSet | Record<string, Tool>; close(): Promise<void> }> {
   const script = new URL(`./demo-catalogue${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
   try {
     // The demo's own server: its hints (search is read-only) are trusted as the application's.
     const catalogue = await mcpTools({ command: process.execPath, args: [decodeURIComponent(script.pathname)] }, { trustAnnotations: true });
     write(`  MCP server "catalogue" started (stdio): tools ${Object.keys(catalogue).map((name) => `catalogue.${name}`).join(", ")}`);
-    return catalogue;
+    return { tools: catalogue, close: () => catalogue.close() };
   } catch (error) {
-    write(`  (the MCP part is skipped: ${error instanceof Error ? error.message : String(error)})`);
-    return undefined;
+    write(`  (no MCP server: ${error instanceof Error ? error.message : String(error)}; the catalogue is served in-process instead)`);
+    const search: Tool<{ query: string }> = {
+      description: SEARCH_DESCRIPTION,
+      inputSchema: { type: "object", properties: { query: { type: "string" } }, required: ["query"], additionalProperties: false },
+      annotations: { readOnlyHint: true },
+      execute: ({ query }) => searchProducts(query),
+    };
+    return { tools: { search }, close: async () => {} };
   }
 }
