@@ -88,6 +88,26 @@ describe("pricing", () => {
     }
   });
 
+  test("a request refused with the server's error costs nothing; one that ended without its usage read (timed out, an unreadable reply) makes the cost unknown", async () => {
+    const costOf = async (entry: unknown, options: Record<string, unknown> = {}) => {
+      const log = tempLogPath("improv-cost-");
+      const provider = new ScriptedProvider({ programs: { solve: entry as never } });
+      const agent = Agent.for("solver", { provider, pricing, log, maxGenerationAttempts: 1, ...options });
+      const outcome = await agent.solve();
+      expect(outcome.ok).toBe(false);
+      const record = (Agent.history(agent) as readonly HistoryRecord[]).at(-1);
+      expect(readLogLines(log).at(-1)?.cost_usd).toBe(record?.cost_usd ?? null);
+      return record?.cost_usd;
+    };
+    expect(await costOf({ error: "refused", kind: "auth" })).toBe(0);
+    expect(await costOf({ error: "overloaded", kind: "server" })).toBe(0);
+    expect(await costOf({ error: "slow down", kind: "rate_limit" })).toBe(0);
+    expect(await costOf({ error: "bad request", kind: "request" })).toBe(0);
+    expect(await costOf({ code: "return 1", delayMs: 5_000, usage }, { providerTimeoutMs: 100 })).toBeUndefined();
+    expect(await costOf({ error: "a body that is not JSON", kind: "reply" })).toBeUndefined();
+    expect(await costOf({ error: "something of its own" })).toBeUndefined();
+  });
+
   test("made-up token counts are checked once, for the record, the log line and the budget alike: cache counts within the prompt, none past a billion", async () => {
     const reports = [
       { promptTokens: 10, completionTokens: 5, cachedTokens: 1_000_000 },

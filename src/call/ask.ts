@@ -212,6 +212,7 @@ async function askOnce(provider: Provider, request: GenerationRequest, state: Ag
   }
   draft.time.providerMs += performance.now() - began;
   if (!answer.ok) {
+    if (!refusedUnbilled(answer)) costUnknown(draft, state);
     if (answer.why === "timeout") return fail(draft, "timeout", limitMs < providerTimeoutMs ? callTimeoutMessage(draft) : timeoutMessage);
     if (answer.why === "aborted") return fail(draft, "cancelled", "The call was cancelled while waiting for the provider.");
     const cause = answer.error instanceof ProviderError ? answer.error : undefined;
@@ -224,8 +225,22 @@ async function askOnce(provider: Provider, request: GenerationRequest, state: Ag
     return read instanceof Outcome ? { failure: { outcome: read, cause: undefined } } : read;
   } catch (error) {
     // A generation whose fields throw when read is the provider's failure too.
+    costUnknown(draft, state);
     return fail(draft, "provider", `The provider failed: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** Failures a server answers with before any work is billed: its refusal (HTTP 4xx, 429) or error (5xx), or no connection. */
+const UNBILLED_FAILURES: ReadonlySet<string | undefined> = new Set(["auth", "rate_limit", "request", "server", "connection"]);
+
+/** Whether a request that failed cost nothing: the server refused it or failed; not one that timed out, was cancelled in flight, or whose reply could not be read. */
+function refusedUnbilled(answer: { readonly why: string; readonly error?: unknown }): boolean {
+  return answer.why === "threw" && answer.error instanceof ProviderError && UNBILLED_FAILURES.has(answer.error.kind);
+}
+
+/** With `pricing`, makes the call's cost unknown: a request may have been billed for tokens nobody reported. */
+function costUnknown(draft: CallDraft, state: AgentState): void {
+  if (state.options.pricing !== undefined) draft.asked.unpriced = true;
 }
 
 function fail(draft: CallDraft, errorType: ErrorType, message: string, options: { retriable?: boolean } = {}, cause?: ProviderError): AskFailure {
@@ -298,7 +313,7 @@ function priceOf(pricing: Readonly<Record<string, ModelPrice>>, model: string | 
  */
 function countTokens(draft: CallDraft, usage: GenerationUsage | undefined, state: AgentState, model: string | undefined, requestedModel: string | undefined): void {
   if (usage === undefined) {
-    if (state.options.pricing !== undefined) draft.asked.unpriced = true;
+    costUnknown(draft, state);
     return;
   }
   const { promptTokens: prompt, completionTokens: completion, cachedTokens: cached, cacheWriteTokens: cacheWrite } = usage;
