@@ -62,6 +62,16 @@ test("a missing log file is a usage mistake: exit code 2", () => {
   expect(improv("telemetry", "/nonexistent/improv.jsonl")).toMatchObject({ status: 2, stderr: 'improv telemetry: Cannot read "/nonexistent/improv.jsonl": no such file or directory.\n' });
 });
 
+test("a usage mistake is exit code 2 for every command: an unknown flag, a missing argument, a flag without its value", () => {
+  for (const args of [["history", "--bogus"], ["history"], ["agents"], ["agents", "x.db", "--nope"], ["programs", "x.db", "--show"], ["demo", "--nope"], ["telemetry", "--nope"], ["nonsense"]]) {
+    const result = improv(...args);
+    expect({ args, status: result.status }).toEqual({ args, status: 2 });
+    expect(result.stderr).toMatch(/^error: /);
+  }
+  expect(improv("--version")).toMatchObject({ status: 0 });
+  expect(improv("history", "--help")).toMatchObject({ status: 0 });
+});
+
 test("a record whose duration no call could take (1e300 ms, negative) counts as a call of unknown duration; the report and its page come out", async () => {
   const directory = mkdtempSync(join(tmpdir(), "improv-records-"));
   const path = join(directory, "improv.db");

@@ -23,6 +23,9 @@ const { version } = JSON.parse(readFileSync(new URL("../../package.json", import
 
 const program = new Command();
 program.name("improv").description("LLM-backed objects whose methods are written at call time.").version(version, "-V, --version", "print the version");
+// A flag without its value, one a command does not know, or a missing argument is a usage
+// mistake like a bad date: exit code 2, for every command (set before they are made, so each inherits it).
+program.exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
 program.addHelpText("after", `\nEnvironment variables:\n${Object.entries(ENV_VARIABLES).map(([name, use]) => `  ${name.padEnd(26)}${use}`).join("\n")}`);
 
 program
@@ -94,8 +97,6 @@ program
   .option("--role <role>", "only the calls of this role")
   .option("--method <method>", "only the calls of this method: its name (in every role) or role.method")
   .option("--html <file>", "also write the report as a self-contained HTML page with charts")
-  // A flag without its value, or one it does not know, is a usage mistake like a bad date: exit code 2.
-  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .action(async (inputs: string[], options: { json?: boolean; since?: string; until?: string; role?: string; method?: string; html?: string; store?: string; agent?: string }) => {
     let store: Store | undefined;
     try {
