@@ -1,5 +1,5 @@
 /**
- * A call's attempts (DESIGN 20), for its record and log line: a kept program's run (`n: 0`),
+ * A call's attempts, for its record and log line: a kept program's run (`n: 0`),
  * and each provider attempt (its request, the program it wrote and that program's run), with
  * when each began and ended, who wrote it, its tokens and how it failed; and why a failed call
  * was not repaired.

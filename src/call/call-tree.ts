@@ -1,8 +1,8 @@
 /**
  * What one application call and every call it delegates share: the requests their programs may
- * make of the host in all (DESIGN 4: the per-call budget, counted over the call tree, so a program
+ * make of the host in all (the per-call budget, counted over the call tree, so a program
  * cannot multiply it by delegating), the fetches' count and barrier, and the redaction of what
- * is written once credentials were sent (DESIGN 14).
+ * is written once credentials were sent.
  */
 import { CallTreeEgress } from "../egress/index.ts";
 import { SANDBOX_LIMITS } from "../sandbox/index.ts";

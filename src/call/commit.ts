@@ -117,7 +117,7 @@ function leaseMs(state: AgentState): number {
 
 /**
  * A program whose own text holds a credential its call tree sent is never kept: kept programs are
- * stored and served again, and nothing improv writes may hold one (DESIGN 14 (3)). The record
+ * stored and served again, and nothing improv writes may hold one. The record
  * shows the program redacted; a kept copy could not be, since it would no longer be the program.
  */
 const CREDENTIAL_IN_TEXT = { kept: false, reason: "its text holds a credential this call sent (egress.headers), and a kept program is stored" } as const;

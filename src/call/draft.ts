@@ -120,7 +120,7 @@ export interface CallDraft {
   finalized: boolean;
 }
 
-/** What was done about a failed call's effects (DESIGN 19). */
+/** What was done about a failed call's effects. */
 export interface UndoLedger {
   /** Settles once the agent's `onFailure` was applied; set once, when the call is known to have failed with effects. */
   settled: Promise<void> | undefined;

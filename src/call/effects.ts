@@ -1,5 +1,5 @@
 /**
- * A failed call's effects (DESIGN 19): once a call is known to have failed after its programs'
+ * A failed call's effects: once a call is known to have failed after its programs'
  * writes reached their tools, the agent's `onFailure` is applied, once, before the call
  * resolves and its record is written: `keep` leaves the effects, `revert` undoes them, a
  * function decides (bounded in time; its failure is logged, never thrown at the caller).

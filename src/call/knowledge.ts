@@ -1,6 +1,6 @@
 /**
  * A step of the call: its knowledge, assembled once before its kept program runs or its first
- * provider request, so repair attempts and conflict re-runs see the same segments (DESIGN 18).
+ * provider request, so repair attempts and conflict re-runs see the same segments.
  */
 import { assembleKnowledge } from "../knowledge/index.ts";
 import type { Outcome } from "../shared/index.ts";

@@ -1,5 +1,5 @@
 /**
- * A value checked against its method's `returns` before the call ends (DESIGN 15): the schema's
+ * A value checked against its method's `returns` before the call ends: the schema's
  * output (a Standard Schema may transform it), the problems found (the program's mistake,
  * repaired like one), or why the schema itself could not say (it threw, never settled, took
  * longer than its time, or answered with something that is not a result). A JSON Schema checks

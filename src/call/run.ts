@@ -80,7 +80,7 @@ export async function runInSandbox(call: Call, code: string): Promise<RunEnd> {
 
 /**
  * A run's result with every recognizable copy of the credentials its call tree sent taken out
- * (DESIGN 14 (3)): the value (the caller's, the one checked against `returns` and the one kept),
+ *: the value (the caller's, the one checked against `returns` and the one kept),
  * the context to be committed, the console lines and the error message.
  */
 function withoutCredentials(result: ProgramResult, redactor: Redactor): ProgramResult {

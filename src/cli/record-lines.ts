@@ -1,5 +1,5 @@
 /**
- * A report built from a store (DESIGN 20): each history record of each agent turned into the
+ * A report built from a store: each history record of each agent turned into the
  * shape of the call's log line, so the same report reads both. What a log line has and a record
  * does not (the provider's name per call, pino's fields) is left out; what a record has and a
  * log line only counts (its tool calls) is carried whole, for the call explorer.

@@ -1,5 +1,5 @@
 /**
- * The calls a report's call explorer shows (DESIGN 20): each call line the report covers, read
+ * The calls a report's call explorer shows: each call line the report covers, read
  * only where sane and cut to size, the characters that hide or reorder text shown as `\u{…}`,
  * the latest {@link MAX_EXPLORER_CALLS} of them within {@link MAX_EXPLORER_CHARS}; programs kept
  * once each by the hash of their text, so a log of kept-program runs does not repeat the same

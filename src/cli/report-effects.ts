@@ -1,5 +1,5 @@
 /**
- * Effects in a telemetry report (DESIGN 19): the `effects`, `on_failure` and `on_failure_error`
+ * Effects in a telemetry report: the `effects`, `on_failure` and `on_failure_error`
  * fields of a log line, read only when sane, and their sums per group of calls: how many writes
  * ended in each state, which `onFailure` rule failed calls met, and how many failed calls left
  * effects in place (applied, unknown, or an undo that failed).

@@ -1,5 +1,5 @@
 /**
- * Contracts (DESIGN 15): what an agent is for (`purpose`) and what each of its methods does and
+ * Contracts: what an agent is for (`purpose`) and what each of its methods does and
  * returns (`methods`), read once at construction. A method's `returns` is a Standard Schema or
  * a JSON Schema (checked with ajv); its output type is what the caller's value is typed as, and
  * its declaration is what the model is shown.

@@ -1,6 +1,6 @@
 /**
  * Which IP addresses a program's `fetch` may reach: public unicast only. Everything else is
- * refused (DESIGN 14) unless an allow entry names that exact address: loopback, private,
+ * refused unless an allow entry names that exact address: loopback, private,
  * link-local (169.254.169.254, the cloud metadata address, among them), carrier-grade NAT,
  * multicast, unspecified, broadcast, reserved and documentation ranges, and the IPv6 forms that
  * carry an IPv4 address to somewhere else (IPv4-compatible, NAT64, 6to4, Teredo). An IPv4-mapped

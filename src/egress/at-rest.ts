@@ -1,6 +1,6 @@
 /**
  * Taking injected credentials out of what improv writes of a call whose call tree sent them
- * (DESIGN 14 (3)): a program can put a credential together from pieces no response redaction
+ *: a program can put a credential together from pieces no response redaction
  * could see (fragments under 8 characters, a value spelled with separators), so the copy it
  * made is looked for where it would be kept: in JSON data (a record's fields, a log line) and in
  * the sandbox's encoding of a value or context (`sandbox/prelude/encode.ts`), by the same

@@ -1,5 +1,5 @@
 /**
- * What the fetches of one application call and of every call it delegates share (DESIGN 14):
+ * What the fetches of one application call and of every call it delegates share:
  * the count against `egress.maxRequests`, the barrier, and what must be taken out of everything
  * improv writes. Once a request carrying injected headers has gone to an origin, a program of
  * the tree may have read what came back, so from then on requests to any other origin are

@@ -1,5 +1,5 @@
 /**
- * A program's `fetch`, made by the host under the agent's egress policy (DESIGN 14): the request
+ * A program's `fetch`, made by the host under the agent's egress policy: the request
  * is checked before any server is contacted (scheme, origin, method, headers, the address an IP
  * literal denotes), host names are resolved by the host and every address checked in the
  * connection's own lookup, so the socket goes to an address that was checked; redirects are

@@ -1,6 +1,6 @@
 /**
  * Taking the values the host adds to requests (`egress.headers`) out of what a program, a record
- * or a log may see (DESIGN 14). A server can send a credential back changed, so each value is
+ * or a log may see. A server can send a credential back changed, so each value is
  * looked for in every form the host can recognize: verbatim, in any letter case, reversed, URL-,
  * JSON-, hex- and base64-encoded (at each of base64's three alignments, either alphabet), and any
  * 8 characters in a row of one of those forms. Values of 6 or 7 characters are looked for whole,

@@ -61,9 +61,9 @@ export interface HistoryRecord {
   readonly tool_calls?: readonly ToolCallRecord[];
   /** How many tool calls the call's programs made; present with `tool_calls`. */
   readonly tool_call_count?: number;
-  /** The call's knowledge (DESIGN 18): per source, what was asked and found (ids and scores, never the passages' text), and its error. */
+  /** The call's knowledge: per source, what was asked and found (ids and scores, never the passages' text), and its error. */
   readonly knowledge?: readonly KnowledgeRecord[];
-  /** The call's attempts (DESIGN 20), oldest first, the last {@link MAX_RECORDED_ATTEMPTS}: a kept program's run is `n: 0`. */
+  /** The call's attempts, oldest first, the last {@link MAX_RECORDED_ATTEMPTS}: a kept program's run is `n: 0`. */
   readonly attempts?: readonly AttemptRecord[];
   /** What the call's provider requests cost in US dollars, by the agent's `pricing` (0 when it asked none); absent without pricing, or when a model that answered had no price. */
   readonly cost_usd?: number;

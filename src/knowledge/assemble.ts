@@ -1,6 +1,6 @@
 /**
  * A call's knowledge, assembled once before its kept program runs or its first provider request
- * (DESIGN 18): every source at once, each within the call's signal and its own time, its text
+ *: every source at once, each within the call's signal and its own time, its text
  * bounded, and what a retriever hands back read as untrusted input (any shape, any size, getters
  * that throw, a search that never settles).
  */

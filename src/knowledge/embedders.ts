@@ -1,5 +1,5 @@
 /**
- * Embedders (DESIGN 18): a deterministic offline one that matches words, OpenAI's embeddings
+ * Embedders: a deterministic offline one that matches words, OpenAI's embeddings
  * endpoint through the `openai` SDK, and any AI SDK embedding model through `embedMany`.
  */
 import { createRequire } from "node:module";

@@ -1,5 +1,5 @@
 /**
- * A retriever in the process's memory (DESIGN 18): passages and their vectors in one matrix, searched
+ * A retriever in the process's memory: passages and their vectors in one matrix, searched
  * by cosine similarity. For tests, demos and small collections; it holds nothing across runs.
  */
 import { checkOptionNames } from "../shared/index.ts";

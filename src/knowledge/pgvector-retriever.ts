@@ -1,5 +1,5 @@
 /**
- * The retriever for many processes and hosts (DESIGN 18): passages in a PostgreSQL table with
+ * The retriever for many processes and hosts: passages in a PostgreSQL table with
  * the `pgvector` extension, searched by the server. The database records the embedder's model
  * and dimensions, and refuses another's. `pg` is loaded only when one is made.
  */

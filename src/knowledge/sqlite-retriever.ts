@@ -1,5 +1,5 @@
 /**
- * The embedded retriever (DESIGN 18): passages in a table of a SQLite file through Node's
+ * The embedded retriever: passages in a table of a SQLite file through Node's
  * built-in `node:sqlite`, their vectors as Float32 BLOBs, searched in the process. The file
  * records the embedder's model and dimensions, and refuses another's.
  */

@@ -1,5 +1,5 @@
 /**
- * What knowledge is made of (DESIGN 18): retrievers that search the application's documents,
+ * What knowledge is made of: retrievers that search the application's documents,
  * the embedders that turn text into vectors for them, and the passages they hold and return.
  */
 

@@ -64,15 +64,15 @@ export interface LogLineInput {
   readonly recordAppended?: boolean;
   /** What the call's programs did with tools (counts over every call, failed attempts' included). */
   readonly tools?: { readonly tool_call_count: number; readonly tool_names: readonly string[]; readonly tool_error_count: number; readonly tool_failed_names: readonly string[]; readonly tool_ms: number };
-  /** The call's attempts (the last 5, each with its program's text, bounded) and why a failed call was not repaired (DESIGN 20). */
+  /** The call's attempts (the last 5, each with its program's text, bounded) and why a failed call was not repaired. */
   readonly attemptDetails?: { readonly attempts: readonly unknown[]; readonly repair_skipped: string | null };
-  /** What became of the call's writes (DESIGN 19): each state's count, the `onFailure` applied, and why a function given as `onFailure` failed. */
+  /** What became of the call's writes: each state's count, the `onFailure` applied, and why a function given as `onFailure` failed. */
   readonly effects?: { readonly effects: Readonly<Record<EffectState, number>>; readonly on_failure: "keep" | "revert" | "function" | null; readonly on_failure_error: string | null };
   /** The call's knowledge: its sources' names, the passages retrieved in all, and the time it took. */
   readonly knowledge?: { readonly knowledge_sources: readonly string[]; readonly knowledge_empty: readonly string[]; readonly knowledge_failed: readonly string[]; readonly retrieved_count: number; readonly knowledge_ms: number } | undefined;
   /** The ids of the call's span, when tracing records it. */
   readonly otel?: { readonly otel_trace_id: string; readonly otel_span_id: string } | undefined;
-  /** For a call whose tree sent injected credentials: takes every recognizable copy of them out of the whole line (DESIGN 14 (3)). */
+  /** For a call whose tree sent injected credentials: takes every recognizable copy of them out of the whole line. */
   readonly redactor?: Redactor | undefined;
   readonly debug?: {
     readonly system: string | undefined;

@@ -98,7 +98,7 @@ export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly
   // reads of the input, but they are text of the program, so they are taken from their parent.
   full(ast, (node) => {
     const any = node as AnyNode;
-    // The call's knowledge is its input too (DESIGN 18): retrieved for each call.
+    // The call's knowledge is its input too: retrieved for each call.
     if (any.type === "Identifier" && (any.name === "args" || any.name === "kwargs" || any.name === "knowledge")) readsInput = true;
     else if (any.type === "Literal" && typeof any.value === "string") literals.push(normalize(any.value));
     else if (any.type === "TemplateElement" && typeof any.value?.cooked === "string") literals.push(normalize(any.value.cooked));
@@ -116,7 +116,7 @@ export function bakedInput(ast: Node, args: readonly unknown[], kwargs: Readonly
       if (literals.some((literal) => literal.includes(run))) return "a literal of the program repeats words of a string argument";
     }
   }
-  // What the call's knowledge brought (a passage, a state value) is its input too (DESIGN 18):
+  // What the call's knowledge brought (a passage, a state value) is its input too:
   // copied into the program, it would answer every later call from this call's passages.
   const long = literals.filter((literal) => literal.length >= MIN_KNOWLEDGE_LITERAL_CHARS);
   if (long.length > 0 && knowledgeTexts.some((text) => long.some((literal) => normalize(text).includes(literal)))) return "the program holds text the call's knowledge brought as a literal";

@@ -16,7 +16,7 @@ export interface GenerationRequest {
   readonly model?: string | undefined;
   /**
    * The call's positional and named arguments (for providers that script by them; a model gets
-   * them in `user`). Like the prompts, redacted once the call's tree sent credentials (DESIGN 14):
+   * them in `user`). Like the prompts, redacted once the call's tree sent credentials:
    * then they are JSON data, as the call's record holds them (a `Map`, `Date` or `BigInt` a
    * marker such as `"[Map(1)]"`, a long string cut).
    */

@@ -1,5 +1,5 @@
 /**
- * Agents a program hands back in its value (DESIGN 15). The encoder writes an `Agent` tag only
+ * Agents a program hands back in its value. The encoder writes an `Agent` tag only
  * for an agent the runtime's `delegate` made; the decoder (`value-codec.ts`) reads it as an
  * {@link AgentReference}, which the call that receives the value turns into the live child
  * agent (the application) or its text (a program, a record).

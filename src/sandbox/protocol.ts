@@ -56,7 +56,7 @@ export interface RunPayload {
   readonly tools: readonly string[];
   /** The agent has an egress policy: the program gets `fetch`. */
   readonly fetch: boolean;
-  /** The call's knowledge (DESIGN 18): its segments as a JSON array, parsed into the program's `knowledge` ("[]" when the agent has none). */
+  /** The call's knowledge: its segments as a JSON array, parsed into the program's `knowledge` ("[]" when the agent has none). */
   readonly knowledge: string;
   /** History records to add to the isolate's mirror before the program runs. */
   readonly history: MirrorChunk;

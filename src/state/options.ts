@@ -113,7 +113,7 @@ export interface AgentOptions {
   maxWriteCalls?: number | undefined;
   /**
    * What happens to the effects of a call that fails after tools that may change the world ran
-   * (DESIGN 19): `"keep"` leaves them, `"revert"` undoes the applied and unknown ones with their
+   *: `"keep"` leaves them, `"revert"` undoes the applied and unknown ones with their
    * tools' `revert`, newest first, before the call resolves; a function gets the failure and its
    * effects, and may call `failure.revert()`. Cancelled and timed-out calls count as failed.
    * Default: `"keep"`.
@@ -121,11 +121,11 @@ export interface AgentOptions {
   onFailure?: OnFailure | undefined;
   /**
    * Lets programs `fetch` from the origins in `allow`, the requests made by the host under this
-   * policy (DESIGN 14). Default: none (programs have no `fetch`).
+   * policy. Default: none (programs have no `fetch`).
    */
   egress?: EgressOptions | undefined;
   /**
-   * Where the prompt context of each call comes from (DESIGN 18): values of the agent's state
+   * Where the prompt context of each call comes from: values of the agent's state
    * (`fromState`), passages a retriever finds for the call (`fromRetrieval`) and literal text
    * (`literal`); shown to the model as data and given to programs as `knowledge`. Not inherited
    * by children.

@@ -1,6 +1,6 @@
 /**
  * The granted tools as the prompt shows them: TypeScript declarations generated from the tools'
- * JSON Schemas (DESIGN section 13), within a bounded size whatever the number of tools.
+ * JSON Schemas, within a bounded size whatever the number of tools.
  *
  * Tools and their schemas come from applications and from MCP servers, so nothing here trusts
  * them: every read may throw (getters, proxies), and descriptions may try to pass for

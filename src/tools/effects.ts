@@ -1,5 +1,5 @@
 /**
- * Undoing a call's effects (DESIGN 19): the writes in its ledger that were applied, or whose
+ * Undoing a call's effects: the writes in its ledger that were applied, or whose
  * outcome is unknown, each given to its tool's `revert` once, newest first, within the tool's
  * `timeoutMs`. A revert that throws, hangs or is cut off is recorded as `revert_failed` with
  * why; an effect whose tool has no `revert` (a fetch never has) is left as it is.

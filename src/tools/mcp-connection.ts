@@ -1,5 +1,5 @@
 /**
- * Reaching an MCP server (DESIGN section 13): as a command run as a child process (stdio), at a
+ * Reaching an MCP server: as a command run as a child process (stdio), at a
  * URL (Streamable HTTP), or through an SDK `Client` the application connected itself. The
  * official MCP TypeScript SDK, an optional peer dependency, is loaded only when a connection is
  * opened. The connection a tool set calls on reconnects once when the server went away.

@@ -3,8 +3,8 @@
  * agent runs one program at a time). While a tool runs, the agents waiting on it are known
  * here; a call of one of them is refused at once, and a call of another agent carries the set on
  * to the calls it makes. So is the call whose program called the tool: a call the tool makes is
- * part of its call tree, as a delegated call is (its budgets, its barrier, its redaction; DESIGN
- * 14), and of its trace.
+ * part of its call tree, as a delegated call is (its budgets, its barrier, its redaction), and of its
+ * trace.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 

@@ -1,5 +1,5 @@
 /**
- * A JSON Schema as TypeScript type text, for the prompt's tool declarations (DESIGN section 13).
+ * A JSON Schema as TypeScript type text, for the prompt's tool declarations.
  *
  * Schemas come from applications and from MCP servers, so nothing here trusts them: every read
  * of a schema may throw (getters, proxies), and schemas may be cyclic or huge. The converter

@@ -30,7 +30,7 @@ export interface ToolCallRecord {
   readonly url?: string;
   readonly status?: number;
   readonly bytes?: number;
-  /** For a call of a tool that may change the world that reached the tool: what became of its effect (DESIGN 19). */
+  /** For a call of a tool that may change the world that reached the tool: what became of its effect. */
   readonly state?: EffectState;
   /** With `state`: whether the effect could be undone (the tool has a `revert`; a fetch never does). */
   readonly undoable?: boolean;
@@ -84,7 +84,7 @@ export interface ToolCallEntry {
   /** In the record's list: one of the first calls, or a write that reached its tool (listed in the place of a read). */
   listed: boolean;
   /**
-   * For a call of a tool that may change the world that reached `execute` (DESIGN 19): `applied`
+   * For a call of a tool that may change the world that reached `execute`: `applied`
    * (it answered), `failed` (it threw), or `unknown` (it did not answer: timed out, cut off).
    */
   state?: EffectState;
@@ -118,7 +118,7 @@ export class ToolCallLog {
    */
   #treeWrites = 0;
   #treeHeld = 0;
-  /** The writes that reached the tool (or the server), in order: the call's effect ledger (DESIGN 19). */
+  /** The writes that reached the tool (or the server), in order: the call's effect ledger. */
   readonly #effects: ToolCallEntry[] = [];
   /** By attempt: how many tool calls its program made. */
   readonly #byAttempt = new Map<number, number>();

@@ -22,7 +22,7 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
   if (role.trim() === "" || role.length > MAX_NAME_LENGTH) return bridgeFailure("invalid_input", "delegate(role) needs a non-empty role of at most 200 characters.");
   if (method === "" || method.length > MAX_NAME_LENGTH) return bridgeFailure("invalid_input", "A delegated method name must be 1 to 200 characters long.");
   if (RESERVED_NAMES.has(method)) return bridgeFailure("invalid_input", `"${method}" is a reserved name on agents and cannot be called through delegate.`);
-  // Names are kept as they are (agent ids in a store, spans): none may carry a credential the tree sent (DESIGN 14 (3)).
+  // Names are kept as they are (agent ids in a store, spans): none may carry a credential the tree sent.
   if (draft.tree.redact(role) !== role || draft.tree.redact(method) !== method) {
     return bridgeFailure("invalid_input", "delegate(role).method(): the role or method name holds a credential this call sent (egress.headers), and names are kept as they are. Name roles and methods with fixed words.");
   }

@@ -33,7 +33,7 @@ export async function answerTool(request: ToolRequest, call: Call, run: AskingRu
     draft.program.runSpan,
   );
   const answer = await runTool(call, run, granted, entry, input, toolCallId, span);
-  // A tool's message may quote its input: once the tree sent credentials, the span's is cleaned of them (DESIGN 14 (3)).
+  // A tool's message may quote its input: once the tree sent credentials, the span's is cleaned of them.
   endSpan(span, {}, answer.ok ? undefined : answer.failure.errorType, answer.ok ? undefined : draft.tree.redact(answer.failure.message));
   return answer;
 }

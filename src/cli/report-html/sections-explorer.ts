@@ -1,5 +1,5 @@
 /**
- * The call explorer (DESIGN 20): every call the report covers, in order, with filters and a
+ * The call explorer: every call the report covers, in order, with filters and a
  * search by call id; one call opens to its arguments, outcome, attempts with their programs,
  * tools, knowledge, effects and its call tree. The calls are a JSON block in the page (written
  * so that no text in them can end the block), read by the page's own script.
