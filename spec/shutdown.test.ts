@@ -83,7 +83,7 @@ console.log(JSON.stringify({ ok: outcome.ok, at: performance.now() }));`;
     expect(await Agent.close(agent, { timeoutMs: 50 })).toBe(false);
     expect((await child.quick()).errorType).toBe("cancelled");
     await long;
-    await expect(Agent.close(agent, { timeout: 5 } as never)).rejects.toThrow('Unknown option "timeout" for Agent.close(). Valid options: timeoutMs.');
+    await expect(Agent.close(agent, { timeout: 5 } as never)).rejects.toThrow('Unknown option "timeout" for Agent.close(). Did you mean "timeoutMs"? Valid options: timeoutMs.');
   });
 });
 
@@ -148,9 +148,9 @@ describe("store locations and options", () => {
   });
 
   test("misspelled store options are a TypeError listing the valid ones", () => {
-    expect(() => new SqliteStore(":memory:", { busyTimeout: 10 } as never)).toThrow('Unknown option "busyTimeout" for new SqliteStore(). Valid options: durability, busyTimeoutMs, closeTimeoutMs.');
+    expect(() => new SqliteStore(":memory:", { busyTimeout: 10 } as never)).toThrow('Unknown option "busyTimeout" for new SqliteStore(). Did you mean "busyTimeoutMs"? Valid options: durability, busyTimeoutMs, closeTimeoutMs.');
     expect(() => new SqliteStore(":memory:", { durabilty: "full" } as never)).toThrow('Unknown option "durabilty" for new SqliteStore().');
-    expect(() => new PostgresStore("postgres://app@127.0.0.1:1/app", { maxConnection: 3 } as never)).toThrow('Unknown option "maxConnection" for new PostgresStore(). Valid options: maxConnections, closeTimeoutMs.');
+    expect(() => new PostgresStore("postgres://app@127.0.0.1:1/app", { maxConnection: 3 } as never)).toThrow('Unknown option "maxConnection" for new PostgresStore(). Did you mean "maxConnections"? Valid options: maxConnections, closeTimeoutMs.');
     expect(() => new SqliteStore(":memory:", { closeTimeoutMs: -1 })).toThrow('SqliteStore option "closeTimeoutMs" must be a whole number of milliseconds');
   });
 });

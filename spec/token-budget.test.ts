@@ -70,6 +70,7 @@ describe("maxTokens", () => {
   test("maxTokens takes a whole number of at least 1 or a TokenBudget", () => {
     expect(() => Agent.for("calculator", { maxTokens: 0 })).toThrow('Option "maxTokens" must be a whole number of tokens (at least 1) or a TokenBudget, got the number 0.');
     expect(() => Agent.for("calculator", { maxTokens: "1000" as never })).toThrow('Option "maxTokens" must be a whole number of tokens');
-    expect(() => new TokenBudget(1.5)).toThrow("A token budget must be a whole number of tokens, at least 1; got 1.5.");
+    expect(() => new TokenBudget(1.5)).toThrow("A token budget must be a whole number of tokens, at least 1; got the number 1.5.");
+    expect(() => new TokenBudget("100" as never)).toThrow('A token budget must be a whole number of tokens, at least 1; got the string "100".');
   });
 });

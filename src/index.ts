@@ -43,7 +43,7 @@ export { PostgresStore } from "./store/index.ts";
 export type { PostgresStoreOptions } from "./store/index.ts";
 export type { SqliteStoreOptions } from "./store/index.ts";
 export { StoreError } from "./store/index.ts";
-export type { AgentChanges, AgentSummary, AgentView, AgentWrite, Store, StoredContext, SyncStore, WriteResult } from "./store/index.ts";
+export type { AgentChanges, AgentSummary, AgentView, AgentWrite, PruneOptions, Store, StoredContext, SyncStore, WriteResult } from "./store/index.ts";
 export { aiSdkEmbedder, fromRetrieval, fromState, lexicalEmbedder, literal, memoryRetriever, openaiEmbedder, pgvectorRetriever, sqliteRetriever } from "./knowledge/index.ts";
 export type { AISDKEmbedderOptions, AISDKEmbeddingModel, LexicalEmbedderOptions, MemoryRetrieverOptions, OpenAIEmbedderOptions, PgvectorDatabase, PgvectorRetrieverOptions, SqliteRetrieverOptions } from "./knowledge/index.ts";
 export type { Embedder, KnowledgeCall, KnowledgeResult, KnowledgeSegment, KnowledgeSource, MetadataFilter, Passage, PassageRetriever, RetrievalOptions, Retriever, SearchOptions, SourceOptions } from "./knowledge/index.ts";

@@ -242,7 +242,7 @@ describe("pgvectorRetriever on PostgreSQL with pgvector (PGlite over a socket)",
     const good = { id: "good", content: "good" };
     await expect(docs.add([good, { id: "", content: "no id" }])).rejects.toThrow(/passage 1 needs an id/);
     await expect(docs.add([good, { id: "x" } as never])).rejects.toThrow(/passage 1 \("x"\) needs content: a string/);
-    await expect(docs.add([good, { id: "m", content: "m", metadata: { nested: { a: 1 } } } as never])).rejects.toThrow(/metadata "nested" that is a object/);
+    await expect(docs.add([good, { id: "m", content: "m", metadata: { nested: { a: 1 } } } as never])).rejects.toThrow(/metadata "nested" that is an object/);
     await expect(docs.add([good, { id: "nul", content: "a\u0000b" }])).rejects.toThrow(/passage 1 \("nul"\) has content with the character U\+0000, which PostgreSQL text cannot hold/);
     await expect(docs.add([good, { id: "nul", content: "ok", metadata: { k: "a\u0000" } }])).rejects.toThrow(/has metadata "k" with the character U\+0000/);
     await expect(docs.add("nope" as never)).rejects.toThrow(/takes an array of \{ id, content, metadata\? \}/);
@@ -414,7 +414,7 @@ describe("pgvectorRetriever on PostgreSQL with pgvector (PGlite over a socket)",
     await expect(pgvectorRetriever(server.url, {} as never)).rejects.toThrow(/pgvectorRetriever\(\) needs \{ embedder \}/);
     const docs = await opened({ table: freshTable() });
     await expect(docs.search("x", { topK: 0, minRelevance: 0, signal: never() })).rejects.toThrow(/option "topK" must be a whole number of 1 or more/);
-    await expect(docs.search("x", { topK: 1, minRelevance: 0, filter: { a: { b: 1 } } as never, signal: never() })).rejects.toThrow(/option "filter" has "a" matching a object/);
+    await expect(docs.search("x", { topK: 1, minRelevance: 0, filter: { a: { b: 1 } } as never, signal: never() })).rejects.toThrow(/option "filter" has "a" matching an object/);
   });
 
   test("a server that cannot be reached fails with the retriever's name", async () => {

@@ -195,8 +195,8 @@ describe.each(kinds)("%s", (_name, make) => {
       [[{ id: "ok", content: "x" }, { id: 7, content: "x" }], /passage 1 needs an id: a non-empty string .*; got the number 7/],
       [[{ id: "c", content: null }], /passage 0 \("c"\) needs content: a string; got null/],
       [[{ id: "m", content: "x", metadata: [] }], /passage 0 \("m"\) has metadata that is an array; metadata is a plain object/],
-      [[{ id: "m", content: "x", metadata: new Date() }], /has metadata that is a object; metadata is a plain object/],
-      [[{ id: "m", content: "x", metadata: { nested: { a: 1 } } }], /has metadata "nested" that is a object; metadata values are strings, finite numbers, booleans or null/],
+      [[{ id: "m", content: "x", metadata: new Date() }], /has metadata that is an object; metadata is a plain object/],
+      [[{ id: "m", content: "x", metadata: { nested: { a: 1 } } }], /has metadata "nested" that is an object; metadata values are strings, finite numbers, booleans or null/],
       [[{ id: "m", content: "x", metadata: { n: Number.NaN } }], /has metadata "n" that is the number NaN/],
       [[null], /passage 0 must be \{ id, content, metadata\? \}; got null/],
     ];
@@ -211,7 +211,7 @@ describe.each(kinds)("%s", (_name, make) => {
     await expect(docs.search("x", { topK: 0, minRelevance: 0, signal: never() })).rejects.toThrow(RangeError);
     await expect(docs.search("x", { topK: 1.5, minRelevance: 0, signal: never() })).rejects.toThrow(/option "topK" must be a whole number of 1 or more; got the number 1.5/);
     await expect(docs.search("x", { topK: 1, minRelevance: Number.NaN, signal: never() })).rejects.toThrow(/option "minRelevance" must be a number/);
-    await expect(docs.search("x", { topK: 1, minRelevance: 0, filter: { a: { b: 1 } } as never, signal: never() })).rejects.toThrow(/option "filter" has "a" matching a object/);
+    await expect(docs.search("x", { topK: 1, minRelevance: 0, filter: { a: { b: 1 } } as never, signal: never() })).rejects.toThrow(/option "filter" has "a" matching an object/);
     await expect(docs.search("x", { topK: 1, minRelevance: 0, filter: "billing" as never, signal: never() })).rejects.toThrow(/option "filter" must be an object of metadata values/);
   });
 
@@ -223,7 +223,7 @@ describe.each(kinds)("%s", (_name, make) => {
       ["NaN", (texts) => texts.map(() => [1, Number.NaN, 0]), /The embedder "fake-embedder" returned a vector for text 0 whose number 1 is NaN, not a finite number/],
       ["Infinity", (texts) => texts.map(() => [1, 0, Number.POSITIVE_INFINITY]), /whose number 2 is Infinity/],
       ["a string", (texts) => texts.map(() => [1, "0", 0]), /whose number 1 is the string "0"/],
-      ["not an array", () => ({ vectors: [] }), /The embedder "fake-embedder" returned a object, not an array of vectors/],
+      ["not an array", () => ({ vectors: [] }), /The embedder "fake-embedder" returned an object, not an array of vectors/],
     ];
     for (const [, reply, message] of wrong) {
       const docs = await make(fakeEmbedder(reply));
@@ -312,7 +312,7 @@ describe.each(kinds)("%s", (_name, make) => {
     await expect(make(undefined as never)).rejects.toThrow(/needs \{ embedder \}: an embedder: \{ model, dimensions, embed\(texts\) \}/);
     await expect(make({ model: "m", dimensions: 0, embed: async () => [] })).rejects.toThrow(/its dimensions are the number 0, not a whole number of 1 or more/);
     await expect(make({ model: "", dimensions: 3, embed: async () => [] })).rejects.toThrow(/its model is the string "", not a non-empty string/);
-    await expect(make({ model: "m", dimensions: 3 } as never)).rejects.toThrow(/its embed is a undefined, not a function/);
+    await expect(make({ model: "m", dimensions: 3 } as never)).rejects.toThrow(/its embed is undefined, not a function/);
   });
 });
 

@@ -135,5 +135,6 @@ describe("pricing", () => {
     expect(() => Agent.for("x", { provider, pricing: { m: { input: 1, output: 1, cached: 1 } as never } })).toThrow('Option "pricing.m" has "cached", which is not input, output, cachedInput or cacheWrite.');
     expect(() => Agent.for("x", { provider, maxCostUsd: 0 })).toThrow(new RangeError('Option "maxCostUsd" must be a number of US dollars above 0, or a CostBudget, got the number 0.'));
     expect(() => new CostBudget(Number.NaN)).toThrow(RangeError);
+    expect(() => new CostBudget("5" as never)).toThrow(new RangeError('A cost budget must be a number of US dollars above 0; got the string "5".'));
   });
 });

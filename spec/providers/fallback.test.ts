@@ -141,7 +141,7 @@ describe("a list of providers", () => {
 
   test("the provider option takes a non-empty list of providers only", () => {
     expect(() => Agent.for("writer", { provider: [] })).toThrow('Option "provider" must be an object with a generate(request, signal) method');
-    expect(() => Agent.for("writer", { provider: [new ScriptedProvider({ programs: {} }), {} as never] })).toThrow("entry 1 is a object");
+    expect(() => Agent.for("writer", { provider: [new ScriptedProvider({ programs: {} }), {} as never] })).toThrow("entry 1 is an object");
   });
 });
 

@@ -82,7 +82,22 @@ describe("ScriptedProvider", () => {
     expect(() => new ScriptedProvider({ programs: { add: { program: "return 1" } as never } })).toThrow('ScriptedProvider program "add"');
     expect(() => new ScriptedProvider({ programs: { add: { error: "busy", kind: "overloaded" } as never } })).toThrow('ScriptedProvider program "add"');
     expect(() => new ScriptedProvider({ programs: { add: { code: "return 1", usage: 5 } as never } })).toThrow('ScriptedProvider program "add"');
-    expect(() => new ScriptedProvider({ programs: {}, nmae: "x" } as never)).toThrow('Unknown option "nmae" for new ScriptedProvider(). Valid options: programs, model, name, maxConcurrentRequests.');
+    expect(() => new ScriptedProvider({ programs: {}, nmae: "x" } as never)).toThrow('Unknown option "nmae" for new ScriptedProvider(). Did you mean "name"? Valid options: programs, model, name, maxConcurrentRequests.');
+  });
+
+  test("an entry with a key it does not take is a TypeError naming the valid keys, not a key silently ignored", async () => {
+    expect(() => new ScriptedProvider({ programs: { add: { code: "return 1", delay: 1000 } as never } })).toThrow(
+      new TypeError('Unknown key "delay" for ScriptedProvider program "add". Did you mean "delayMs"? Valid keys: code, delayMs, usage.'),
+    );
+    expect(() => new ScriptedProvider({ programs: { add: ["return 1", { error: "busy", retryAfter: 5 }] as never } })).toThrow(
+      new TypeError('Unknown key "retryAfter" for ScriptedProvider program "add". Did you mean "retryAfterMs"? Valid keys: error, kind, retryAfterMs.'),
+    );
+    expect(() => new ScriptedProvider({ programs: { add: { error: "busy", code: "return 1" } as never } })).toThrow('Unknown key "code" for ScriptedProvider program "add".');
+    // An entry a function picks is read at the request: a provider failure that says the same.
+    const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: { add: () => ({ code: "return 1", delay: 1000 }) as never } }), maxGenerationAttempts: 1 });
+    const outcome = await calc.add();
+    expect(outcome.errorType).toBe("provider");
+    expect(outcome.errorMessage).toContain('Unknown key "delay" for a ScriptedProvider entry. Did you mean "delayMs"?');
   });
 
   test("one method's program may be a function of the request; requests carry the call's args, kwargs, attempt and feedback", async () => {

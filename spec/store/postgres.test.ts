@@ -150,6 +150,18 @@ describe.skipIf(unavailable !== undefined)("PostgreSQL", () => {
       }
     });
 
+    test("prune checks its options: an unknown name, a missing id or a bad keepLast is refused and deletes nothing", async () => {
+      const store = openStore(await freshDatabase());
+      await store.open("a1", "r");
+      for (let n = 0; n < 3; n += 1) await store.write("a1", { record: JSON.stringify({ call_id: `c${n}` }) });
+      await expect(store.prune({ id: "a1", keepLast: 0, dryRun: true } as never)).rejects.toThrow(new TypeError('Unknown option "dryRun" for store.prune(). Valid options: id, keepLast.'));
+      await expect(store.prune({ id: "a1", keepLst: 1 } as never)).rejects.toThrow(new TypeError('Unknown option "keepLst" for store.prune(). Did you mean "keepLast"? Valid options: id, keepLast.'));
+      await expect(store.prune({ keepLast: 1 } as never)).rejects.toThrow(new TypeError('store.prune() option "id" must be the agent\'s id, a string; got undefined.'));
+      await expect(store.prune({ id: "a1", keepLast: -1 })).rejects.toThrow(new RangeError('store.prune() option "keepLast" must be a whole number of records, 0 or more; got the number -1.'));
+      expect(await store.records("a1")).toHaveLength(3);
+      expect(await store.prune({ id: "a1", keepLast: 0 })).toBe(3);
+    });
+
     test("the store's label carries no password", () => {
       const store = new PostgresStore("postgres://app:secret@127.0.0.1:5432/app?sslmode=disable");
       expect(store.label).toBe("postgres://app@127.0.0.1:5432/app");

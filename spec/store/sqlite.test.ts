@@ -220,6 +220,22 @@ describe("SqliteStore hygiene", () => {
     expect(after).toBeLessThan(before / 5);
   });
 
+  test("prune checks its options: an unknown name, a missing id or a bad keepLast is refused and deletes nothing", async () => {
+    const store = new SqliteStore(freshPath());
+    await store.open("a1", "r");
+    for (let n = 0; n < 3; n += 1) await store.write("a1", { record: JSON.stringify({ call_id: `c${n}` }) });
+    await expect(store.prune({ id: "a1", keepLast: 0, dryRun: true } as never)).rejects.toThrow(new TypeError('Unknown option "dryRun" for store.prune(). Valid options: id, keepLast.'));
+    await expect(store.prune({ id: "a1", keepLst: 1 } as never)).rejects.toThrow(new TypeError('Unknown option "keepLst" for store.prune(). Did you mean "keepLast"? Valid options: id, keepLast.'));
+    await expect(store.prune({ keepLast: 1 } as never)).rejects.toThrow(new TypeError('store.prune() option "id" must be the agent\'s id, a string; got undefined.'));
+    await expect(store.prune({ id: 7, keepLast: 1 } as never)).rejects.toThrow(new TypeError('store.prune() option "id" must be the agent\'s id, a string; got the number 7.'));
+    await expect(store.prune({ id: "a1" } as never)).rejects.toThrow(new RangeError('store.prune() option "keepLast" must be a whole number of records, 0 or more; got undefined.'));
+    await expect(store.prune({ id: "a1", keepLast: 1.5 })).rejects.toThrow(new RangeError('store.prune() option "keepLast" must be a whole number of records, 0 or more; got the number 1.5.'));
+    await expect(store.prune("a1" as never)).rejects.toThrow(new TypeError('The options of store.prune() must be an object, got the string "a1".'));
+    expect(await store.records("a1")).toHaveLength(3);
+    expect(await store.prune({ id: "a1", keepLast: 0 })).toBe(3);
+    await store.close();
+  });
+
   test("using a store prints no warning", () => {
     const script = `
       import { Agent, ScriptedProvider } from ${JSON.stringify(new URL("../../src/index.ts", import.meta.url).href)};

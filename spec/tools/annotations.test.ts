@@ -4,6 +4,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { tool as aiTool } from "ai";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { z } from "zod";
@@ -105,6 +107,15 @@ describe("the application's hints mean what MCP says: only a read-only tool is s
     expect(bad({ destructiveHint: 0 })).toThrow('Tool "t": annotations.destructiveHint must be true or false (it is the number 0).');
     expect(bad({ readOnlyHint: true, destructiveHint: false, idempotentHint: undefined, openWorldHint: true, title: "T" })).not.toThrow();
   });
+
+  test("a misspelled or unknown hint is a TypeError naming the valid ones, not a tool taken for a write", () => {
+    const bad = (annotations: unknown) => () => Agent.for("x", { tools: { t: { ...applicationTool({}), annotations } as Tool } });
+    expect(bad({ readonlyHint: true })).toThrow(
+      new TypeError('Unknown annotation "readonlyHint" for tool "t". Did you mean "readOnlyHint"? Valid annotations: title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint.'),
+    );
+    expect(bad({ readOnlyHint: true, safe: true })).toThrow(new TypeError('Unknown annotation "safe" for tool "t". Valid annotations: title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint.'));
+    expect(bad({ title: 5 })).toThrow(new TypeError('Tool "t": annotations.title must be a string (it is the number 5).'));
+  });
 });
 
 describe("an MCP server's hints are its claims: trusted only when the application says so", () => {
@@ -176,6 +187,31 @@ describe("an MCP server's hints are its claims: trusted only when the applicatio
     await expect(mcpTools(client, { annotations: { list: true } as never })).rejects.toThrow("mcpTools: annotations.list must be an object of hints such as { readOnlyHint: true }.");
     await expect(mcpTools(client, { annotations: [] as never })).rejects.toThrow("mcpTools: annotations must be an object of hints by tool name.");
     await expect(mcpTools(client, { trustAnnotations: true, annotations: { list: { title: "Mine" } } })).resolves.toBeDefined();
+    await expect(mcpTools(client, { annotations: { list: { readonlyHint: true } } as never })).rejects.toThrow(
+      new TypeError('Unknown annotation "readonlyHint" for mcpTools annotations.list. Did you mean "readOnlyHint"? Valid annotations: title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint.'),
+    );
+  });
+
+  test("a server's annotations with names MCP does not have are ignored, never a throw: trusted or not, the tools are granted", async () => {
+    const tools = [
+      { name: "misspelled", description: "Reads.", inputSchema: { type: "object" }, annotations: { readonlyHint: true } },
+      { name: "extended", description: "Reads.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true, vendorHint: { deep: 1 }, __proto__: { polluted: true } } },
+    ];
+    const server = new Server({ name: "odd", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+    server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: "text", text: "ok" }] }));
+    const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: "app", version: "1.0.0" });
+    await client.connect(clientSide);
+    closers.push(() => client.close());
+    for (const trustAnnotations of [false, true]) {
+      const set = await mcpTools(client, { trustAnnotations });
+      expect(set.misspelled?.serverAnnotations).toBeUndefined();
+      expect(set.extended?.serverAnnotations).toEqual({ readOnlyHint: true });
+      const treatment = await treatmentOf({ misspelled: set.misspelled as Tool, extended: set.extended as Tool }, ["misspelled", "extended"]);
+      expect(treatment).toEqual({ misspelled: expected(undefined), extended: expected(trustAnnotations ? { readOnlyHint: true } : undefined) });
+    }
   });
 });
 
@@ -254,5 +290,9 @@ describe("annotate(): hints for a tool made with the AI SDK's tool(), whose type
     expect((weather as { annotations?: unknown }).annotations).toBeUndefined();
     expect(annotate({ ...weather, annotations: { title: "Weather", readOnlyHint: false } }, { readOnlyHint: true }).annotations).toEqual({ title: "Weather", readOnlyHint: true });
     expect(() => annotate(weather, null as never)).toThrow("annotate(tool, annotations): annotations must be an object such as { readOnlyHint: true }.");
+    expect(() => annotate(weather, { readonlyHint: true } as never)).toThrow(
+      new TypeError('Unknown annotation "readonlyHint" for annotate(tool, annotations). Did you mean "readOnlyHint"? Valid annotations: title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint.'),
+    );
+    expect(() => annotate(weather, { readOnlyHint: "yes" } as never)).toThrow(new TypeError('annotate(tool, annotations): readOnlyHint must be true or false (it is the string "yes").'));
   });
 });

@@ -3,7 +3,7 @@
  * a retriever finds for the call, or literal text. Made by the application with `fromState`,
  * `fromRetrieval` and `literal`, and read once, at construction, by {@link readKnowledge}.
  */
-import { describeType } from "../shared/index.ts";
+import { checkOptionNames, describeType } from "../shared/index.ts";
 import type { MetadataFilter, Retriever } from "./types.ts";
 
 /** What a retrieval's query function gets: the call it retrieves for. */
@@ -63,9 +63,9 @@ const made = new WeakSet<object>();
  * A value of the agent's context, by a dotted path (`"customer.plan"`, `"orders.0.id"`): as text
  * when it is a string, else as JSON.
  */
-export function fromState(path: string, options: SourceOptions = {}): KnowledgeSource {
+export function fromState(path: string, options: Omit<SourceOptions, "timeoutMs"> = {}): KnowledgeSource {
   if (typeof path !== "string" || path.trim() === "") throw new TypeError(`fromState(path) takes a dotted path into the agent's context, such as "customer.plan"; got ${describeType(path)}.`);
-  return source({ kind: "state", path: path.split("."), pathText: path, ...base(options, "fromState") });
+  return source({ kind: "state", path: path.split("."), pathText: path, ...base(checkOptionNames<SourceOptions>(options, ["name", "maxChars", "optional"], "fromState()"), "fromState") });
 }
 
 /** Passages a retriever finds for the call, by a query made from it. */
@@ -74,6 +74,7 @@ export function fromRetrieval(retriever: Retriever, options: RetrievalOptions): 
     throw new TypeError(`fromRetrieval(retriever, options) takes a retriever: an object with search(query, { topK, minRelevance, filter, signal }), such as memoryRetriever(); got ${describeType(retriever)}.`);
   }
   if (typeof options !== "object" || options === null) throw new TypeError(`fromRetrieval(retriever, options) needs options with a query; got ${describeType(options)}.`);
+  checkOptionNames(options, ["query", "name", "topK", "minRelevance", "filter", "maxChars", "optional", "timeoutMs"], "fromRetrieval()");
   const { query } = options;
   if (typeof query !== "string" && typeof query !== "function") throw new TypeError(`fromRetrieval option "query" must be a string or a function (call) => string; got ${describeType(query)}.`);
   const topK = options.topK ?? 5;
@@ -88,11 +89,11 @@ export function fromRetrieval(retriever: Retriever, options: RetrievalOptions): 
 /** Literal text, the same for every call (an instruction, a policy). */
 export function literal(text: string, options: Omit<SourceOptions, "optional" | "timeoutMs"> = {}): KnowledgeSource {
   if (typeof text !== "string") throw new TypeError(`literal(text) takes a string; got ${describeType(text)}.`);
-  return source({ kind: "literal", text, ...base(options, "literal") });
+  return source({ kind: "literal", text, ...base(checkOptionNames<SourceOptions>(options, ["name", "maxChars"], "literal()"), "literal") });
 }
 
+/** The options every source reads, once its maker has checked their names. */
 function base(options: SourceOptions, maker: string): SourceBase {
-  if (typeof options !== "object" || options === null) throw new TypeError(`${maker}() options must be an object; got ${describeType(options)}.`);
   const { name, maxChars = KNOWLEDGE_LIMITS.sourceChars, optional = false, timeoutMs } = options;
   if (name !== undefined && (typeof name !== "string" || !/^[A-Za-z_][\w.-]{0,63}$/.test(name))) throw new TypeError(`${maker}() option "name" must be a name of letters, digits, _, - and . (up to 64, starting with a letter or _); got ${describeType(name)}.`);
   if (!Number.isSafeInteger(maxChars) || maxChars < 1 || maxChars > KNOWLEDGE_LIMITS.maxSourceChars) throw new RangeError(`${maker}() option "maxChars" must be a whole number from 1 to ${KNOWLEDGE_LIMITS.maxSourceChars}; got ${describeType(maxChars)}.`);

@@ -1,8 +1,9 @@
 /**
- * What provider requests cost in money (#45): the application's prices per model, in US dollars
+ * What provider requests cost in money: the application's prices per model, in US dollars
  * per million tokens, turn the tokens a provider reports into `cost_usd`; a `CostBudget` stops
  * provider requests once the money is spent, as a `TokenBudget` does for tokens.
  */
+import { describeType } from "../shared/index.ts";
 
 /** A model's prices, in US dollars per million tokens. Cached and cache-write input default to `input`. */
 export interface ModelPrice {
@@ -63,7 +64,7 @@ export class CostBudget {
   #usedUsd = 0;
 
   constructor(limitUsd: number) {
-    if (typeof limitUsd !== "number" || !Number.isFinite(limitUsd) || limitUsd <= 0) throw new RangeError(`A cost budget must be a number of US dollars above 0; got ${String(limitUsd)}.`);
+    if (typeof limitUsd !== "number" || !Number.isFinite(limitUsd) || limitUsd <= 0) throw new RangeError(`A cost budget must be a number of US dollars above 0; got ${describeType(limitUsd)}.`);
     this.limitUsd = limitUsd;
   }
 

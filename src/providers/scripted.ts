@@ -1,4 +1,4 @@
-import { checkOptionNames, describeType } from "../shared/index.ts";
+import { checkOptionNames, describeType, unknownNameMessage } from "../shared/index.ts";
 import { delay, ProviderError, type Generation, type GenerationRequest, type GenerationUsage, type Provider, type ProviderFailureKind, type ProviderOptions } from "./provider.ts";
 import { checkMaxConcurrentRequests } from "./request-gate.ts";
 
@@ -78,6 +78,8 @@ export class ScriptedProvider implements Provider {
         const entries: unknown[] = Array.isArray(program) ? program : [program];
         if (typeof program === "function") continue;
         for (const entry of entries) {
+          const unknown = unknownKey(entry, `ScriptedProvider program "${key}"`);
+          if (unknown !== undefined) throw new TypeError(unknown);
           if (!isEntry(entry)) throw new TypeError(`ScriptedProvider program "${key}" must be a program string, null, "", { error }, { code, delayMs?, usage? }, a list of these, or a function (request) => entry; got ${describeType(entry)}.`);
         }
       }
@@ -125,6 +127,8 @@ export class ScriptedProvider implements Provider {
 
   async #answer(entry: ScriptedEntry, signal: AbortSignal): Promise<Generation> {
     if (entry === null || typeof entry === "string") return { code: entry, model: this.#model };
+    const unknown = unknownKey(entry, "a ScriptedProvider entry");
+    if (unknown !== undefined) throw new ProviderError(unknown);
     if (!isEntry(entry)) throw new ProviderError(`ScriptedProvider entry must be a program string, null, "", { error } or { code, delayMs?, usage? }; got ${describeType(entry)}.`);
     if ("error" in entry) throw new ProviderError(String(entry.error), { kind: entry.kind, retryAfterMs: entry.retryAfterMs });
     if (entry.delayMs !== undefined) await delay(entry.delayMs, signal);
@@ -133,6 +137,18 @@ export class ScriptedProvider implements Provider {
 }
 
 const FAILURE_KINDS: readonly unknown[] = ["connection", "server", "rate_limit", "auth", "request", "reply"] satisfies ProviderFailureKind[];
+
+/** The keys of an `{ error }` entry, and of a `{ code }` entry. */
+const ERROR_KEYS = ["error", "kind", "retryAfterMs"];
+const CODE_KEYS = ["code", "delayMs", "usage"];
+
+/** The message for a key an object entry does not take (`delay` for `delayMs`), which it would otherwise ignore. */
+function unknownKey(entry: unknown, where: string): string | undefined {
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) return undefined;
+  const valid = "error" in entry ? ERROR_KEYS : CODE_KEYS;
+  const name = Object.keys(entry).find((key) => !valid.includes(key));
+  return name === undefined ? undefined : unknownNameMessage(name, valid, where, "key");
+}
 
 /** Whether `entry` is one scripted answer (see {@link ScriptedEntry}). */
 function isEntry(entry: unknown): entry is ScriptedEntry {

@@ -3,6 +3,7 @@
  * ask a provider ends `budget_exceeded` without asking; calls that a kept program answers still
  * run, since they cost nothing.
  */
+import { describeType } from "../shared/index.ts";
 
 /**
  * Tokens spent so far against a limit: give one to `maxTokens` to share it between agents (an
@@ -21,7 +22,7 @@ export class TokenBudget {
 
   constructor(limit: number) {
     if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
-      throw new RangeError(`A token budget must be a whole number of tokens, at least 1; got ${String(limit)}.`);
+      throw new RangeError(`A token budget must be a whole number of tokens, at least 1; got ${describeType(limit)}.`);
     }
     this.limit = limit;
   }

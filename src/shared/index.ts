@@ -6,7 +6,7 @@ export { ENV_VARIABLES, apiKeyFrom, readEnv, readEnvFlag } from "./env.ts";
 export type { EnvName } from "./env.ts";
 export { asJsonSafe, describeError, isPlainJson, toJsonSafe, truncateString, valueClass } from "./json-safe.ts";
 export type { JsonValue } from "./json-safe.ts";
-export { checkOptionNames, describeType } from "./option-check.ts";
+export { checkOptionNames, describeType, unknownNameMessage } from "./option-check.ts";
 export { ERROR_TYPES, ImprovError, Outcome, isRetriable } from "./outcome.ts";
 export type { ErrorType, FailedOutcome, OkOutcome, OutcomeFields, OutcomeStatus } from "./outcome.ts";
 export { MAX_NAME_LENGTH, RESERVED_NAMES } from "./reserved-names.ts";

@@ -2,7 +2,7 @@ import type pg from "pg";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { checkOptionNames, closeTimeout, Drain, postgresLabel } from "../shared/index.ts";
-import type { KeptProgram, ProgramToKeep } from "./store.ts";
+import { readPruneOptions, type KeptProgram, type ProgramToKeep, type PruneOptions } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { BYTE_CHECK_EVERY, RoleMismatchError, StoreError, type AgentChanges, type AgentSummary, type AgentTurn, type AgentView, type AgentWrite, type Store, type StoredContext, type TraceRow, type WriteResult } from "./store.ts";
 
@@ -193,8 +193,8 @@ export class PostgresStore implements Store {
     });
   }
 
-  async prune({ id, keepLast }: { readonly id: string; readonly keepLast: number }): Promise<number> {
-    if (!Number.isInteger(keepLast) || keepLast < 0) throw new RangeError(`prune({ keepLast }) needs an integer of at least 0, got ${String(keepLast)}.`);
+  async prune(options: PruneOptions): Promise<number> {
+    const { id, keepLast } = readPruneOptions(options);
     // Deleted rows' space is reused by PostgreSQL's autovacuum.
     return this.#transaction("prune records", async (client) => {
       const row = await this.#row(client, id, true);

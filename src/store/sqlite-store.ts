@@ -4,7 +4,7 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { decodeContext, encodeContext, EMPTY_CONTEXT } from "./context-codec.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
-import { refuseOtherUrls, type KeptProgram, type ProgramToKeep } from "./store.ts";
+import { readPruneOptions, refuseOtherUrls, type KeptProgram, type ProgramToKeep, type PruneOptions } from "./store.ts";
 import { keptProgram, type ProgramRow } from "./program-row.ts";
 import { checkOptionNames, closeTimeout, Drain, readSnapshot, sqliteDatabase } from "../shared/index.ts";
 import { checksBytes, RoleMismatchError, type ValueWrite, StoreError, type AgentChanges, type AgentTurn, type AgentSummary, type AgentView, type AgentWrite, type SyncStore, type TraceRow, type TurnOptions, type WriteResult } from "./store.ts";
@@ -317,8 +317,8 @@ export class SqliteStore implements SyncStore {
     );
   }
 
-  async prune({ id, keepLast }: { readonly id: string; readonly keepLast: number }): Promise<number> {
-    if (!Number.isInteger(keepLast) || keepLast < 0) throw new RangeError(`prune({ keepLast }) needs an integer of at least 0, got ${String(keepLast)}.`);
+  async prune(options: PruneOptions): Promise<number> {
+    const { id, keepLast } = readPruneOptions(options);
     const deleted = this.#guard("prune records", () =>
       this.#transaction(() => {
         const row = this.#row(id);

@@ -9,6 +9,7 @@
  * based on and fails with a conflict when another process changed the context since, so
  * processes sharing an agent never lose each other's updates (docs/storage.md).
  */
+import { checkOptionNames, describeType } from "../shared/index.ts";
 
 /** A kept program and how it has fared (kept here; run again by `programs/kept.ts`). */
 export interface KeptProgram {
@@ -180,8 +181,8 @@ export interface Store {
   agents(): Promise<readonly AgentSummary[]>;
   /** Deletes agent `id` and the agents delegated from it (ids below `id/`). */
   forget(id: string): Promise<void>;
-  /** Keeps only the latest `keepLast` records of agent `id`; returns how many were deleted. */
-  prune(options: { readonly id: string; readonly keepLast: number }): Promise<number>;
+  /** Keeps only the latest `keepLast` records of agent `id`; returns how many were deleted. Any other option name is a `TypeError`, and nothing is deleted. */
+  prune(options: PruneOptions): Promise<number>;
   /**
    * Refuses calls of its agents that the application starts from now on, lets those in flight
    * finish (for at most the store's `closeTimeoutMs`), then ends connections; the store cannot
@@ -316,4 +317,20 @@ export function refuseOtherUrls(location: string): void {
   if (scheme !== undefined && !STORE_SCHEMES.test(`${scheme}:`)) {
     throw new TypeError(`The store location "${scheme}://…" is not one improv opens. Use a postgres:// or postgresql:// URL (PostgresStore), a sqlite: URL or a file path (SqliteStore).`);
   }
+}
+
+/** What `store.prune()` takes. */
+export interface PruneOptions {
+  /** The agent whose history is pruned. */
+  readonly id: string;
+  /** How many of its latest records stay. */
+  readonly keepLast: number;
+}
+
+/** `store.prune()`'s options, checked alike by every store: before anything is deleted, a `TypeError` or `RangeError` says what is wrong. */
+export function readPruneOptions(options: unknown): PruneOptions {
+  const { id, keepLast } = checkOptionNames<PruneOptions>(options, ["id", "keepLast"], "store.prune()");
+  if (typeof id !== "string") throw new TypeError(`store.prune() option "id" must be the agent's id, a string; got ${describeType(id)}.`);
+  if (typeof keepLast !== "number" || !Number.isSafeInteger(keepLast) || keepLast < 0) throw new RangeError(`store.prune() option "keepLast" must be a whole number of records, 0 or more; got ${describeType(keepLast)}.`);
+  return { id, keepLast };
 }

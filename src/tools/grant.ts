@@ -5,9 +5,9 @@
  */
 import { createHash } from "node:crypto";
 import { stringify } from "safe-stable-stringify";
-import { describeError, describeType } from "../shared/index.ts";
+import { describeError } from "../shared/index.ts";
 import { readSchema, SchemaProblem, type ReadSchema } from "./schema.ts";
-import { DEFAULT_TOOL_TIMEOUT_MS, isServerTool, type Tool, type ToolAnnotations } from "./tool.ts";
+import { checkAnnotations, DEFAULT_TOOL_TIMEOUT_MS, isServerTool, type Tool, type ToolAnnotations } from "./tool.ts";
 
 /** What a tool call may do to the world: `read` is read-only (safe to repeat), `write` may change something (see {@link effectOf}). */
 export type ToolEffect = "read" | "write";
@@ -88,7 +88,7 @@ function grantOne(path: string, tool: Tool): GrantedTool {
   if (tool.revert !== undefined && typeof tool.revert !== "function") throw new TypeError(`Tool "${path}": revert must be a function (input, result, { signal, callId, toolCallId, idempotencyKey }) that undoes one call's effect.`);
   const description = describe(path, tool.description);
   if (annotations !== undefined && (typeof annotations !== "object" || annotations === null)) throw new TypeError(`Tool "${path}": annotations must be an object such as { readOnlyHint: true }.`);
-  if (annotations !== undefined) checkHints(path, annotations);
+  if (annotations !== undefined) checkAnnotations(annotations, `tool "${path}"`, (name) => `Tool "${path}": annotations.${name}`);
   if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1)) {
     throw new TypeError(`Tool "${path}": timeoutMs must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}.`);
   }
@@ -147,16 +147,6 @@ function describe(path: string, description: Tool["description"]): string | unde
  */
 export function effectOf(annotations: ToolAnnotations | undefined): ToolEffect {
   return annotations?.readOnlyHint === true && annotations.destructiveHint !== true ? "read" : "write";
-}
-
-const HINTS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
-
-/** Each hint given is a boolean: a hint such as "true" (a string) would otherwise be read as absent. */
-function checkHints(path: string, annotations: object): void {
-  for (const hint of HINTS) {
-    const value = (annotations as Record<string, unknown>)[hint];
-    if (value !== undefined && typeof value !== "boolean") throw new TypeError(`Tool "${path}": annotations.${hint} must be true or false (it is ${describeType(value)}).`);
-  }
 }
 
 function fingerprintOf(byPath: ReadonlyMap<string, GrantedTool>): string {

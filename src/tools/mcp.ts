@@ -6,7 +6,7 @@
 import { callTool } from "./mcp-call.ts";
 import { bounded, causeText, connectionTo, endpointFor, isMissingSdk, McpConnectionError, type Connection, type McpClient, type McpListedTool, type McpServer, type Session } from "./mcp-connection.ts";
 import { describeType } from "../shared/index.ts";
-import { markServerTool, type Tool, type ToolAnnotations, type ToolExecuteOptions, type ToolRevertOptions, type ToolSet } from "./tool.ts";
+import { checkAnnotations, markServerTool, type Tool, type ToolAnnotations, type ToolExecuteOptions, type ToolRevertOptions, type ToolSet } from "./tool.ts";
 
 export { McpConnectionError } from "./mcp-connection.ts";
 export type { McpClient, McpHttpServer, McpListedTool, McpRequestOptions, McpServer, McpStdioServer } from "./mcp-connection.ts";
@@ -128,11 +128,7 @@ function checkOptions(options: McpToolsOptions): void {
     if (!isRecord(annotations)) throw new TypeError("mcpTools: annotations must be an object of hints by tool name.");
     for (const [name, hints] of Object.entries(annotations)) {
       if (!isRecord(hints)) throw new TypeError(`mcpTools: annotations.${name} must be an object of hints such as { readOnlyHint: true }.`);
-      for (const field of HINT_FIELDS) {
-        const value = hints[field];
-        if (value !== undefined && typeof value !== "boolean") throw new TypeError(`mcpTools: annotations.${name}.${field} must be true or false (it is ${describeType(value)}).`);
-      }
-      if (hints.title !== undefined && typeof hints.title !== "string") throw new TypeError(`mcpTools: annotations.${name}.title must be a string (it is ${describeType(hints.title)}).`);
+      checkAnnotations(hints, `mcpTools annotations.${name}`, (field) => `mcpTools: annotations.${name}.${field}`);
     }
   }
   if (trustAnnotations !== undefined && typeof trustAnnotations !== "boolean") {

@@ -3,6 +3,7 @@
  * A tool has the shape of an AI SDK `tool()`, so those are accepted unchanged; a tool set (a
  * plain object of tools, or what `mcpTools` returns) appears one level down in programs.
  */
+import { describeType, unknownNameMessage } from "../shared/index.ts";
 
 /**
  * MCP's vocabulary for what a tool does. Hints only: improv assumes the worst where they are
@@ -19,6 +20,25 @@ export interface ToolAnnotations {
   readonly idempotentHint?: boolean;
   /** The tool reaches entities outside (the web, other systems), not a closed domain. Default: true. */
   readonly openWorldHint?: boolean;
+}
+
+/** The names {@link ToolAnnotations} may hold. */
+const ANNOTATION_NAMES = ["title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
+
+/**
+ * The application's own annotations checked (never a server's: `mcpTools` reads those leniently):
+ * a misspelled hint, or one such as "true" (a string), would otherwise be read as absent, and
+ * the tool taken for a write. `where` names them in a `TypeError` (`tool "notes.append"`),
+ * `field` one of their fields.
+ */
+export function checkAnnotations(annotations: object, where: string, field: (name: string) => string): void {
+  const valid: readonly string[] = ANNOTATION_NAMES;
+  for (const name of Object.keys(annotations)) if (!valid.includes(name)) throw new TypeError(unknownNameMessage(name, valid, where, "annotation"));
+  for (const name of ANNOTATION_NAMES) {
+    const value = (annotations as Record<string, unknown>)[name];
+    const kind = name === "title" ? "string" : "boolean";
+    if (value !== undefined && typeof value !== kind) throw new TypeError(`${field(name)} must be ${kind === "string" ? "a string" : "true or false"} (it is ${describeType(value)}).`);
+  }
 }
 
 /** What `execute` is given beside the input. */
@@ -89,6 +109,7 @@ export interface Tool<Input = any, Output = unknown> {
  */
 export function annotate<T extends object>(tool: T, annotations: ToolAnnotations): T & { readonly annotations: ToolAnnotations } {
   if (typeof annotations !== "object" || annotations === null) throw new TypeError("annotate(tool, annotations): annotations must be an object such as { readOnlyHint: true }.");
+  checkAnnotations(annotations, "annotate(tool, annotations)", (name) => `annotate(tool, annotations): ${name}`);
   const own = (tool as { annotations?: unknown }).annotations;
   return { ...tool, annotations: { ...(typeof own === "object" && own !== null ? own : {}), ...annotations } };
 }
