@@ -230,6 +230,8 @@ describe("knowledge", () => {
       const agent = Agent.for("support", { provider: new ScriptedProvider({ programs: { answer: "return 1" } }), knowledge: [fromState("customer.plan")] });
       const outcome = await agent.answer();
       expect(outcome).toMatchObject({ errorType: "knowledge", errorMessage: expect.stringContaining('There is no value at "customer.plan" in the agent\'s context.') });
+      // Calling again cannot help until the application sets the value: the outcome says so.
+      expect(outcome).toMatchObject({ retriable: false, errorMessage: expect.stringMatching(/No program ran\. Set the value on the agent before calling, or give the source optional: true so that calls go on without it\.$/) });
     });
   });
 

@@ -26,5 +26,6 @@ export async function gatherKnowledge(call: Call): Promise<Outcome | undefined> 
   if (overdue !== undefined) return overdue;
   const { failure } = draft.knowledge;
   if (failure === undefined) return undefined;
-  return failed(draft, "knowledge", `${failure.message} No program ran. Call again, or give the source optional: true so that calls go on without it.`, { retriable: true });
+  const todo = failure.missingValue === true ? "Set the value on the agent before calling" : "Call again";
+  return failed(draft, "knowledge", `${failure.message} No program ran. ${todo}, or give the source optional: true so that calls go on without it.`, { retriable: failure.missingValue !== true });
 }

@@ -55,7 +55,7 @@ export interface KnowledgeAssembly {
    */
   readonly segmentsJson: string;
   readonly records: readonly KnowledgeRecord[];
-  readonly failure?: { readonly name: string; readonly message: string };
+  readonly failure?: { readonly name: string; readonly message: string; readonly missingValue?: true };
   readonly ms: number;
   /** Passages retrieved in all. */
   readonly retrieved: number;
@@ -91,7 +91,7 @@ export async function assembleKnowledge(sources: readonly NamedSource[], call: A
     const source = sources[index] as NamedSource;
     if ("error" in part) {
       records.push({ name: source.name, kind: source.kind, ...(part.query === undefined ? {} : { query: part.query }), results: [], chars: 0, error: part.error });
-      if (!source.optional) failure ??= { name: source.name, message: part.error };
+      if (!source.optional) failure ??= { name: source.name, message: part.error, ...(part.missingValue === true ? { missingValue: true } : {}) };
       continue;
     }
     // The whole block is bounded too: later sources get what room is left.
@@ -110,7 +110,8 @@ export async function assembleKnowledge(sources: readonly NamedSource[], call: A
   return { segments: Object.freeze(segments), segmentsJson: JSON.stringify(segments), records, ...(failure === undefined ? {} : { failure }), ms: performance.now() - began, retrieved };
 }
 
-type Part = { readonly segment: KnowledgeSegment; readonly query?: string } | { readonly error: string; readonly query?: string };
+/** What one source gave; `missingValue` for a state value the application has not set (calling again cannot help). */
+type Part = { readonly segment: KnowledgeSegment; readonly query?: string } | { readonly error: string; readonly query?: string; readonly missingValue?: true };
 
 function assembleOne(source: NamedSource, call: AssemblyCall): Part | Promise<Part> {
   switch (source.kind) {
@@ -126,7 +127,7 @@ function assembleOne(source: NamedSource, call: AssemblyCall): Part | Promise<Pa
 function fromContext(source: Extract<NamedSource, { kind: "state" }>, context: Readonly<Record<string, unknown>>): Part {
   let value: unknown = context;
   for (const key of source.path) {
-    if (typeof value !== "object" || value === null || !Object.hasOwn(value, key)) return { error: `There is no value at "${source.pathText}" in the agent's context.` };
+    if (typeof value !== "object" || value === null || !Object.hasOwn(value, key)) return { error: `There is no value at "${source.pathText}" in the agent's context.`, missingValue: true };
     value = (value as Record<string, unknown>)[key];
   }
   const text = typeof value === "string" ? value : (stringify(value) ?? String(value));

@@ -1,5 +1,5 @@
 /**
- * Where a method's prompt context comes from (DESIGN 18): a value of the agent's state, passages
+ * Where a method's prompt context comes from: a value of the agent's state, passages
  * a retriever finds for the call, or literal text. Made by the application with `fromState`,
  * `fromRetrieval` and `literal`, and read once, at construction, by {@link readKnowledge}.
  */

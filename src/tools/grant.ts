@@ -23,7 +23,7 @@ export interface GrantedTool {
   readonly outputJsonSchema: object | undefined;
   readonly effect: ToolEffect;
   readonly timeoutMs: number;
-  /** The tool has a `revert`: its effects can be undone (DESIGN 19). */
+  /** The tool has a `revert`: its effects can be undone. */
   readonly undoable: boolean;
   /** The description comes from a server, not the application. */
   readonly untrusted: boolean;

@@ -1,5 +1,5 @@
 /**
- * An MCP server's tools as a tool set (DESIGN section 13). `mcpTools` connects with the official
+ * An MCP server's tools as a tool set. `mcpTools` connects with the official
  * MCP TypeScript SDK, an optional peer dependency loaded only when it is called, lists the
  * server's tools and returns one `Tool` per tool, each calling `tools/call` on the server.
  */
@@ -27,7 +27,7 @@ export interface McpToolsOptions {
    */
   readonly trustAnnotations?: boolean | Readonly<Record<string, boolean>> | undefined;
   /**
-   * Undoes for the server's tools (DESIGN 19), keyed as `annotations` is: each becomes the tool's
+   * Undoes for the server's tools, keyed as `annotations` is: each becomes the tool's
    * `revert`, given the input, what the tool returned (undefined when its outcome is unknown) and
    * the revert options, with `callTool(name, args)` to call another tool of the same server (a
    * `cancel_order` for a `place_order`, say).

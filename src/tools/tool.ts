@@ -1,5 +1,5 @@
 /**
- * What an application grants a program: tools, one named function at a time (DESIGN section 13).
+ * What an application grants a program: tools, one named function at a time.
  * A tool has the shape of an AI SDK `tool()`, so those are accepted unchanged; a tool set (a
  * plain object of tools, or what `mcpTools` returns) appears one level down in programs.
  */
@@ -63,7 +63,7 @@ export interface ToolExecuteOptions {
   readonly context: {};
 }
 
-/** What `revert` is given beside the input and the result (DESIGN 19). */
+/** What `revert` is given beside the input and the result. */
 export interface ToolRevertOptions {
   /** Aborts when the revert's time (the tool's `timeoutMs`) is up. The call's own signal does not abort it: an undo runs to its end. */
   readonly signal: AbortSignal;
