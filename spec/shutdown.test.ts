@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test, vi } from "vitest";
-import { Agent, PostgresStore, ScriptedProvider, SqliteStore, configureSandbox } from "../src/index.ts";
+import { Agent, PostgresStore, ScriptedProvider, SqliteStore, StoreError, configureSandbox } from "../src/index.ts";
 import { sandboxPool } from "../src/sandbox/host/pool.ts";
 import { poolTimings } from "../src/sandbox/host/timings.ts";
 import { runToEnd } from "../test-support/run-to-end.ts";
@@ -110,6 +110,20 @@ describe("an agent per request", () => {
 });
 
 describe("store.close", () => {
+  test("an agent whose store was closed refuses values: a StoreError that names the store and says what to do; the value stays as it was", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "improv-close-")), "improv.db");
+    const store = new SqliteStore(path);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const agent = (await Agent.open("durable", { provider: provider(), store })) as any;
+    agent.total = 1;
+    await store.close();
+    const message = `sqlite:${path}: cannot change "total" on agent "durable": the store was closed (store.close()). Open the store and the agent again (Agent.open()) to go on.`;
+    expect(() => (agent.total = 2)).toThrow(new StoreError(`sqlite:${path}`, 'cannot change "total" on agent "durable": the store was closed (store.close()). Open the store and the agent again (Agent.open()) to go on.'));
+    expect(() => agent.remember({ total: 3 })).toThrow(message);
+    expect(() => delete agent.total).toThrow(message);
+    expect(agent.total).toBe(1);
+  });
+
   test("lets calls in flight finish and commit, then refuses its agents' new calls (not retriable, naming the store)", async () => {
     const path = join(mkdtempSync(join(tmpdir(), "improv-close-")), "improv.db");
     const store = new SqliteStore(path);

@@ -5,7 +5,7 @@ import { AgentHistory, KeptValues, normalizeHistory } from "../history/index.ts"
 import { resolveOptions, type AgentOptions, type ResolvedOptions } from "./options.ts";
 import { AnthropicProvider, OpenAIProvider, type Provider } from "../providers/index.ts";
 import { Drain, readEnv } from "../shared/index.ts";
-import { childId, DurableLink, forgetOpened, isSyncStore, openedAgent, rememberOpened, RoleMismatchError, type Store, type StoredContext, type ValueChange } from "../store/index.ts";
+import { childId, DurableLink, forgetOpened, isSyncStore, openedAgent, rememberOpened, RoleMismatchError, StoreError, storeClosed, type Store, type StoredContext, type ValueChange } from "../store/index.ts";
 
 /** Runs tasks one after another, in the order they were queued; one queued when none is waiting starts at once. */
 export class SerialQueue {
@@ -209,9 +209,13 @@ export class AgentState {
     });
   }
 
-  /** A closed agent keeps no more values: a write would be lost (a durable one's never reaches its store). */
+  /** A closed agent, or one whose store was closed, keeps no more values: a write would be lost (a durable one's never reaches its store). */
   #refuseWhenClosed(name: string): void {
     if (this.calls.closing) throw new TypeError(`Cannot change "${name}" on agent "${this.role}": it was closed (Agent.close()). Make a new one with Agent.for() or Agent.open().`);
+    const store = this.link?.store;
+    if (store !== undefined && storeClosed(store)) {
+      throw new StoreError(store.label, `cannot change "${name}" on agent "${this.role}": the store was closed (store.close()). Open the store and the agent again (Agent.open()) to go on.`);
+    }
   }
 
   #change(change: ValueChange): void {

@@ -6,5 +6,5 @@ export { PostgresStore } from "./postgres-store.ts";
 export type { PostgresStoreOptions } from "./postgres-store.ts";
 export { SqliteStore, sqlitePath } from "./sqlite-store.ts";
 export type { SqliteStoreOptions } from "./sqlite-store.ts";
-export { RoleMismatchError, StoreError, beginStoreCall, childId, endStoreCall, isStore, isSyncStore, keepsPrograms } from "./store.ts";
+export { RoleMismatchError, StoreError, beginStoreCall, childId, endStoreCall, isStore, isSyncStore, keepsPrograms, storeClosed } from "./store.ts";
 export type { AgentChanges, AgentSummary, AgentTurn, AgentView, AgentWrite, KeptProgram, ProgramStore, ProgramToKeep, PruneOptions, Store, StoredContext, SyncStore, WriteResult } from "./store.ts";
