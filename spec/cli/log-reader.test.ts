@@ -36,13 +36,13 @@ test("gzipped data cut short: the lines before the cut are given, and what went 
   expect(lines.every((line, index) => line === `{"n":${index * 7919}}`)).toBe(true);
 });
 
-/** A source that gives `chunks`, then fails as a disk would. */
-function failingSource(chunks: readonly Buffer[]): never {
+/** A source that gives `chunks`, then fails as a disk would, once `readSome` (lines have come through, however slowly) or after 10 s. */
+function failingSource(chunks: readonly Buffer[], readSome: Promise<void>): never {
   const open = () =>
     Readable.from(
       (async function* () {
         yield* chunks;
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await Promise.race([readSome, new Promise((resolve) => setTimeout(resolve, 10_000))]);
         throw Object.assign(new Error("i/o error"), { code: "EIO" });
       })(),
     );
@@ -53,7 +53,12 @@ test("a read that fails part-way, plain or gzipped: the lines before are given, 
   const text = Buffer.from(Array.from({ length: 2_000 }, (_, index) => `{"n":${index}}`).join("\n") + "\n");
   for (const chunks of [[text], [gzipSync(text)]]) {
     const lines: string[] = [];
-    const problem = await forEachLine(failingSource(chunks), (line) => lines.push(line));
+    let firstLine = () => {};
+    const readSome = new Promise<void>((resolve) => (firstLine = resolve));
+    const problem = await forEachLine(failingSource(chunks, readSome), (line) => {
+      lines.push(line);
+      firstLine();
+    });
     expect(problem).toMatch(/^could not be read after line \d+ \(EIO\)$/);
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.every((line, index) => line === `{"n":${index}}`)).toBe(true);
