@@ -38,7 +38,7 @@ test("improv programs lists, shows and forgets a store's kept programs", async (
   expect(run("programs", path, "--show", key, "--role", "translator").status).toBe(2);
   expect(run("programs", path, "--forget", key).stdout).toBe(`Forgot ${key}.\n`);
   expect(run("programs", path, "--show", key)).toMatchObject({ status: 2, stderr: `improv: No program kept under ${key}.\n` });
-});
+}, 120_000);
 
 test("improv programs --refused lists the programs the latest calls did not keep, and why", async () => {
   const path = join(mkdtempSync(join(tmpdir(), "improv-programs-")), "improv.db");
@@ -73,4 +73,4 @@ test("improv programs --refused lists the programs the latest calls did not keep
   expect(json.map((entry) => entry.method)).toEqual(["ask", "argue"]);
   expect(json[1]?.program).toContain("Plato would argue");
   expect(run("programs", path, "--refused", "--last", "0")).toMatchObject({ status: 2, stderr: 'improv: --last must be a whole number of calls, 1 or more (not "0").\n' });
-});
+}, 120_000);
