@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -75,6 +75,16 @@ describe("improv demo", { timeout: 120_000 }, () => {
     expect(stdout).toMatch(/support\.basis\(\) +\[which passages\?\] ok → \{"question":"How many days until my refund reaches the card\?","passages":\["refunds\.md#1 \(0\.\d\d\)"/);
     expect(lines.find((line) => line.method === "answer")).toMatchObject({ knowledge_sources: ["kb", "style"], retrieved_count: 2 });
     expect(lines.find((line) => line.method === "price")).toMatchObject({ tool_call_count: 2, tool_names: ["catalogue.search", "convert"], tool_error_count: 0, tools_referenced: ["catalogue.search", "convert"] });
+  });
+
+  test("--log naming a file improv did not write is refused (exit code 2), and the file is left as it was", async () => {
+    const log = tempLogPath("improv-demo-", "notes.txt");
+    writeFileSync(log, "my notes\n");
+    const { code, stdout, stderr } = await runCli(["demo", "--log", log], offlineEnv());
+    expect(code).toBe(2);
+    expect(stderr).toBe(`improv demo: ${log} is not a call log improv wrote, and the demo replaces its log each run. Give another file with --log.\n`);
+    expect(stdout).toBe("");
+    expect(readFileSync(log, "utf8")).toBe("my notes\n");
   });
 
   test("without the MCP SDK (an optional dependency), the catalogue is served in-process and the shopper's story is told whole", async () => {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { Command } from "commander";
@@ -35,7 +35,13 @@ program
   .option("--store <file>", "the SQLite file that keeps the demo's agents (default: demo.db beside the log)")
   .option("--fresh", "forget the agents of earlier runs and start over")
   .action(async (options: { log: string; store?: string; fresh?: boolean }) => {
-    // A fresh log, so the closing summary describes this run only.
+    // A fresh log, so the closing summary describes this run only; never a file improv did not write.
+    const notALog = notACallLog(options.log);
+    if (notALog !== undefined) {
+      process.stderr.write(`improv demo: ${notALog}\n`);
+      process.exitCode = 2;
+      return;
+    }
     rmSync(options.log, { force: true });
     const location = options.store ?? join(dirname(options.log), "demo.db");
     if (options.fresh) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${location}${suffix}`, { force: true });
@@ -162,6 +168,27 @@ program
       process.stdout.write(options.json ? `${JSON.stringify(programs, null, 2)}\n` : programs.length === 0 ? "No kept programs.\n" : `${programsTable(programs)}\n`);
     });
   });
+
+/** Why the file at `path` is no call log the demo may replace (it holds something else); undefined when it may (absent, empty, or a call log). */
+function notACallLog(path: string): string | undefined {
+  let head: string;
+  try {
+    const file = openSync(path, "r");
+    try {
+      const buffer = Buffer.alloc(64 * 1024);
+      head = buffer.subarray(0, readSync(file, buffer, 0, buffer.length, 0)).toString("utf8");
+    } finally {
+      closeSync(file);
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return `Cannot use ${path} as the demo's log: ${(error as Error).message}. Give another file with --log.`;
+  }
+  // Its first line (or as much of it as was read): a call log's is a JSON object with a call_id.
+  const first = head.split("\n", 1)[0]?.trim() ?? "";
+  if (first === "" || (first.startsWith("{") && /"call_id"\s*:\s*"/.test(first))) return undefined;
+  return `${path} is not a call log improv wrote, and the demo replaces its log each run. Give another file with --log.`;
+}
 
 /** Records that are not history records, skipped: each said on stderr (the first 20), so the rest of the output stands. */
 const MAX_SKIPPED_SAID = 20;
