@@ -2,8 +2,10 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, test } from "vitest";
+import { Agent, SqliteStore } from "../../src/index.ts";
 import { OpenAITestServer } from "../../test-support/openai-server.ts";
 import { ENV_NAMES } from "../../src/shared/env.ts";
 import { readLogLines, tempLogPath } from "../../test-support/logs.ts";
@@ -85,6 +87,25 @@ describe("improv demo", { timeout: 120_000 }, () => {
     expect(stderr).toBe(`improv demo: ${log} is not a call log improv wrote, and the demo replaces its log each run. Give another file with --log.\n`);
     expect(stdout).toBe("");
     expect(readFileSync(log, "utf8")).toBe("my notes\n");
+  });
+
+  test("--fresh refuses to delete a store that holds other agents, or a database that is no store, and leaves it as it was", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "improv-demo-"));
+    const mine = join(directory, "app.db");
+    const store = new SqliteStore(mine);
+    await Agent.open("bank", { store, id: "bank-1" });
+    await store.close();
+    const foreign = join(directory, "users.db");
+    const db = new DatabaseSync(foreign);
+    db.exec("CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ada')");
+    db.close();
+    for (const [path, why] of [[mine, "holds agents the demo did not make (bank)"], [foreign, "is not a store the demo made"]] as const) {
+      const before = readFileSync(path);
+      const { code, stderr } = await runCli(["demo", "--log", join(directory, "demo.jsonl"), "--store", path, "--fresh"], offlineEnv());
+      expect(code).toBe(2);
+      expect(stderr).toBe(`improv demo: --fresh would delete ${path}, which ${why}. Give the demo a store of its own with --store.\n`);
+      expect(readFileSync(path).equals(before)).toBe(true);
+    }
   });
 
   test("without the MCP SDK (an optional dependency), the catalogue is served in-process and the shopper's story is told whole", async () => {

@@ -9,6 +9,9 @@ import { historyTable } from "./tables.ts";
 import { mcpTools, type McpToolSet, type Tool } from "../tools/index.ts";
 import { fromRetrieval, lexicalEmbedder, literal, memoryRetriever } from "../knowledge/index.ts";
 
+/** The roles of the agents the demo makes, its helpers included: a store holding others is not the demo's alone. */
+export const DEMO_ROLES: readonly string[] = ["calculator", "assistant", "toolbuilder", "statistician", "shopper", "news", "support"];
+
 /**
  * Scripted completions for the offline demo: what a model might write for each method.
  * They stand in for the model so the demo runs with no network and no API key.

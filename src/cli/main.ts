@@ -4,8 +4,8 @@ import { dirname, join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { Command } from "commander";
 import { keepsPrograms, openStore, sqlitePath, SqliteStore, type Store } from "../store/index.ts";
-import { ENV_VARIABLES, terminalText } from "../shared/index.ts";
-import { runDemo } from "./demo.ts";
+import { ENV_VARIABLES, sqliteDatabase, terminalText } from "../shared/index.ts";
+import { DEMO_ROLES, runDemo } from "./demo.ts";
 import { MissingInputError } from "./log-reader.ts";
 import { readRecords, storeLines, type StoredRecord } from "./record-lines.ts";
 import { refusedPrograms } from "./refused.ts";
@@ -44,7 +44,15 @@ program
     }
     rmSync(options.log, { force: true });
     const location = options.store ?? join(dirname(options.log), "demo.db");
-    if (options.fresh) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${location}${suffix}`, { force: true });
+    if (options.fresh) {
+      const others = otherAgentsIn(location);
+      if (others !== undefined) {
+        process.stderr.write(`improv demo: --fresh would delete ${location}, which ${others}. Give the demo a store of its own with --store.\n`);
+        process.exitCode = 2;
+        return;
+      }
+      for (const suffix of ["", "-wal", "-shm"]) rmSync(`${location}${suffix}`, { force: true });
+    }
     const store = new SqliteStore(location);
     try {
       await runDemo({ log: options.log, store, write: (line) => process.stdout.write(`${line}\n`) });
@@ -168,6 +176,28 @@ program
       process.stdout.write(options.json ? `${JSON.stringify(programs, null, 2)}\n` : programs.length === 0 ? "No kept programs.\n" : `${programsTable(programs)}\n`);
     });
   });
+
+/**
+ * What in the file at `location` is not the demo's: agents of other roles, or other tables (a
+ * database of the application's); undefined when it holds the demo's agents only, or does not
+ * exist. Read only: opening it as a store would add improv's tables to whatever it is.
+ */
+function otherAgentsIn(location: string): string | undefined {
+  if (!existsSync(location)) return undefined;
+  let db: InstanceType<ReturnType<typeof sqliteDatabase>> | undefined;
+  try {
+    db = new (sqliteDatabase())(location, { readOnly: true });
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((row) => row.name);
+    if (!tables.includes("improv_agents") || tables.some((name) => !name.startsWith("improv_") && !name.startsWith("sqlite_"))) return "is not a store the demo made";
+    const roles = (db.prepare("SELECT DISTINCT role FROM improv_agents").all() as { role: string }[]).map((row) => row.role);
+    const others = roles.filter((role) => !DEMO_ROLES.includes(role));
+    return others.length === 0 ? undefined : `holds agents the demo did not make (${terminalText(others.slice(0, 5).join(", "))}${others.length > 5 ? ", …" : ""})`;
+  } catch {
+    return "is not a store the demo made";
+  } finally {
+    db?.close();
+  }
+}
 
 /** Why the file at `path` is no call log the demo may replace (it holds something else); undefined when it may (absent, empty, or a call log). */
 function notACallLog(path: string): string | undefined {
