@@ -54,6 +54,37 @@ describe("a list of providers", () => {
     expect(new AnthropicProvider({ apiKey: "k" }).name).toBe("anthropic");
   });
 
+  test("a reply cut off as it was read may have been billed: the call's cost is unknown; a server never reached costs nothing", async () => {
+    const cutting = createServer((request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "content-length": "5000" });
+      response.write('{"id":"x","choices":[{"message":{"content":"ret');
+      setTimeout(() => request.socket.destroy(), 50);
+    });
+    cutting.listen(0, "127.0.0.1");
+    await once(cutting, "listening");
+    const { port } = cutting.address() as AddressInfo;
+    const closed = createServer();
+    closed.listen(0, "127.0.0.1");
+    await once(closed, "listening");
+    const refusedPort = (closed.address() as AddressInfo).port;
+    closed.close();
+    await once(closed, "close");
+    const costOf = async (baseURL: string) => {
+      const provider = new OpenAIProvider({ apiKey: "k", baseURL, model: "m", maxRetries: 0 });
+      const agent = Agent.for("writer", { provider, pricing: { m: { input: 1, output: 1 } }, maxGenerationAttempts: 1, reuse: false });
+      const outcome = await agent.write();
+      expect(outcome).toMatchObject({ ok: false, errorType: "provider" });
+      return Agent.history(agent).at(-1)?.cost_usd;
+    };
+    try {
+      expect(await costOf(`http://127.0.0.1:${port}/v1`)).toBeUndefined();
+      expect(await costOf(`http://127.0.0.1:${refusedPort}/v1`)).toBe(0);
+    } finally {
+      cutting.closeAllConnections();
+      cutting.close();
+    }
+  });
+
   test("a reply cut off in the middle of its body is a connection failure: the next provider is asked", async () => {
     const cutting = createServer((request, response) => {
       response.writeHead(200, { "content-type": "application/json", "content-length": "5000" });

@@ -5,7 +5,7 @@
  * counted.
  */
 import type { AgentState } from "../state/index.ts";
-import { asJsonSafe, type ErrorType, Outcome, truncateString, within } from "../shared/index.ts";
+import { asJsonSafe, causesOf, errorCode, type ErrorType, Outcome, truncateString, within } from "../shared/index.ts";
 import { costOf, delay, gateOf, MAX_PAUSE_MS, type Generation, type GenerationRequest, type GenerationUsage, type ModelPrice, type Provider, ProviderError, providerModel, providerName } from "../providers/index.ts";
 import { endSpan, startSpan } from "../tracing/index.ts";
 import { callTimeLeftMs, callTimeoutMessage, failed, type CallDraft } from "./draft.ts";
@@ -230,12 +230,20 @@ async function askOnce(provider: Provider, request: GenerationRequest, state: Ag
   }
 }
 
-/** Failures a server answers with before any work is billed: its refusal (HTTP 4xx, 429) or error (5xx), or no connection. */
-const UNBILLED_FAILURES: ReadonlySet<string | undefined> = new Set(["auth", "rate_limit", "request", "server", "connection"]);
+/** Failures a server answers with before any work is billed: its refusal (HTTP 4xx, 429) or its error (5xx). */
+const UNBILLED_FAILURES: ReadonlySet<string | undefined> = new Set(["auth", "rate_limit", "request", "server"]);
 
-/** Whether a request that failed cost nothing: the server refused it or failed; not one that timed out, was cancelled in flight, or whose reply could not be read. */
+/**
+ * What the network says when no server was reached. A `connection` failure is one of those, or
+ * a timeout, or a reply cut off as it was read, after which the server may have done the work.
+ */
+const NOT_REACHED_CODES: ReadonlySet<string> = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ERR_INVALID_URL"]);
+
+/** Whether a request that failed cost nothing: the server refused it, failed, or was never reached; not one that timed out, was cancelled in flight, or whose reply was cut off or could not be read. */
 function refusedUnbilled(answer: { readonly why: string; readonly error?: unknown }): boolean {
-  return answer.why === "threw" && answer.error instanceof ProviderError && UNBILLED_FAILURES.has(answer.error.kind);
+  if (answer.why !== "threw" || !(answer.error instanceof ProviderError)) return false;
+  if (UNBILLED_FAILURES.has(answer.error.kind)) return true;
+  return answer.error.kind === "connection" && causesOf(answer.error).some((cause) => NOT_REACHED_CODES.has(errorCode(cause) ?? ""));
 }
 
 /** With `pricing`, makes the call's cost unknown: a request may have been billed for tokens nobody reported. */
