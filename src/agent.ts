@@ -43,6 +43,8 @@ export interface AgentMembers<Values extends object = {}> {
   readonly runtimeContext: Record<string, unknown>;
   /** A child agent of `role` that inherits this agent's options (depth + 1); one per role and contract, whose memory lasts. */
   delegate<ChildValues extends object = {}, Options extends AgentOptions = AgentOptions>(role: string, options?: KnownOptions<Options>): AgentProxy<ChildValues, never, DeclaredMethods<Options>>;
+  /** The same, for options passed on by code that is itself generic (their names are checked at run time). */
+  delegate<ChildValues extends object = {}>(role: string, options?: AgentOptions): AgentProxy<ChildValues>;
   /** Always `undefined`: an agent is never taken for a promise. */
   readonly then: undefined;
   toJSON(): { role: string };
@@ -113,7 +115,10 @@ export class Agent {
    * @example
    * const calc = Agent.for<{ value: number }>("calculator", { log: "logs/calls.jsonl" });
    */
-  static for<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: KnownOptions<Options>): AgentProxy<Values, Methods, DeclaredMethods<Options>> {
+  static for<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: KnownOptions<Options>): AgentProxy<Values, Methods, DeclaredMethods<Options>>;
+  /** The same, for options passed on by code that is itself generic (their names are checked at run time). */
+  static for<Values extends object = {}, Methods extends string = never>(role: string, options?: AgentOptions): AgentProxy<Values, Methods>;
+  static for<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): AgentProxy<Values, Methods, DeclaredMethods<Options>> {
     const resolved = resolveOptions(options);
     if (resolved.store !== undefined && !isSyncStore(resolved.store)) {
       throw new TypeError(`Agent.for() cannot load an agent from ${resolved.store.label} synchronously. Use await Agent.open(role, options) with this store.`);
@@ -130,7 +135,10 @@ export class Agent {
    * @example
    * const calc = await Agent.open("calculator", { store: new SqliteStore("data/improv.db"), id: "calc-1" });
    */
-  static async open<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: KnownOptions<Options>): Promise<AgentProxy<Values, Methods, DeclaredMethods<Options>>> {
+  static async open<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: KnownOptions<Options>): Promise<AgentProxy<Values, Methods, DeclaredMethods<Options>>>;
+  /** The same, for options passed on by code that is itself generic (their names are checked at run time). */
+  static async open<Values extends object = {}, Methods extends string = never>(role: string, options?: AgentOptions): Promise<AgentProxy<Values, Methods>>;
+  static async open<Values extends object = {}, Methods extends string = never, Options extends AgentOptions = AgentOptions>(role: string, options?: Options): Promise<AgentProxy<Values, Methods, DeclaredMethods<Options>>> {
     const state = AgentState.create(validateRole(role), resolveOptions(options, undefined, "Agent.open()"));
     await state.pull();
     return proxyFor(state) as AgentProxy<Values, Methods, DeclaredMethods<Options>>;

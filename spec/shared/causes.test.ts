@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { causesOf, errorCode, innermostError } from "../../src/shared/index.ts";
+import { causeText } from "../../src/tools/mcp-connection.ts";
 
 const coded = (message: string, code: string) => Object.assign(new Error(message), { code });
 
@@ -33,5 +34,15 @@ describe("walking an error's causes", () => {
     expect(causesOf(many)).toHaveLength(1 + 8);
     expect(errorCode(Object.assign(new Error("x"), { code: 42 }))).toBeUndefined();
     expect(errorCode(null)).toBeUndefined();
+  });
+});
+
+describe("an MCP failure's text", () => {
+  test("a cause that cannot be made text (no prototype, a message getter that throws) is left out, and the text still comes", () => {
+    const unreadable = Object.create(null) as object;
+    const throwing = Object.defineProperty(new Error(), "message", { get: () => { throw new Error("no"); } });
+    const failure = new Error("fetch failed", { cause: new AggregateError([unreadable, throwing, new Error("connect ECONNREFUSED")], "") });
+    expect(causeText(failure)).toBe("fetch failed: connect ECONNREFUSED");
+    expect(causeText(unreadable)).toBe("unknown error");
   });
 });

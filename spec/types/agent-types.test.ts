@@ -4,7 +4,7 @@
  */
 import { describe, expectTypeOf, test } from "vitest";
 import { z } from "zod";
-import { Agent, ImprovError, Outcome, type SqliteStore, type AgentProxy, type DynamicMethod, type ErrorType, type FailedOutcome, type OkOutcome } from "../../src/index.ts";
+import { Agent, ImprovError, Outcome, type SqliteStore, type AgentOptions, type AgentProxy, type DynamicMethod, type ErrorType, type FailedOutcome, type OkOutcome } from "../../src/index.ts";
 
 // Never called: only type-checked.
 async function usage(): Promise<void> {
@@ -39,6 +39,11 @@ async function optionNames(store: SqliteStore): Promise<void> {
   boss.delegate("helper", { reuse: false, purpos: "Helps." });
   const options = { reuse: false, log: "calls.jsonl" };
   Agent.for("calculator", options);
+  // A wrapper of the application's that passes its options on, typed by AgentOptions.
+  const make = <O extends AgentOptions>(role: string, given: O) => Agent.for(role, given);
+  const open = <O extends AgentOptions>(role: string, given?: O) => Agent.open(role, given);
+  make("calculator", { reuse: false });
+  await open("calculator", { store });
   await Agent.open("calculator", { store, id: "calc-1" });
 }
 

@@ -366,10 +366,19 @@ function withDetail(error: unknown, detail: string): unknown {
 export function causeText(error: unknown, max = MAX_CAUSE_CHARS): string {
   const parts: string[] = [];
   for (const cause of causesOf(error, 3)) {
-    const message = cause instanceof Error ? cause.message : String(cause);
+    const message = textOf(cause);
     if (message !== "" && !parts.includes(message)) parts.push(message);
   }
   return bounded(parts.join(": ") || "unknown error", max);
+}
+
+/** An error's message, or a value as text; "" for one that cannot be read (a getter that throws, no prototype). */
+function textOf(value: unknown): string {
+  try {
+    return value instanceof Error ? String(value.message) : String(value);
+  } catch {
+    return "";
+  }
 }
 
 /** At most `max` characters, the cut marked with an ellipsis and never inside a surrogate pair. */
