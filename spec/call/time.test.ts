@@ -88,6 +88,23 @@ describe("callTimeoutMs bounds the whole call", () => {
     expect(Agent.history(agent).at(-1)?.outcome_summary).toMatchObject({ status: "error", error_type: "timeout" });
   });
 
+  test("a call whose time ran out before its provider was asked ends timeout, not as a rate limit (its provider was never paused)", async () => {
+    // The provider's settings are read when it is first asked; here that read takes longer than the call has.
+    const provider: Provider = {
+      name: "sluggish",
+      model: "m",
+      get maxConcurrentRequests() {
+        const end = Date.now() + 1_500;
+        while (Date.now() < end);
+        return 4;
+      },
+      generate: async () => ({ code: "return 1", model: "m" }),
+    };
+    const outcome = await Agent.for("late", { provider, callTimeoutMs: 1_000, reuse: false, maxGenerationAttempts: 1 }).work();
+    expect(outcome).toMatchObject({ ok: false, errorType: "timeout" });
+    expect(outcome.errorMessage).toMatch(/^The call took longer than callTimeoutMs \(1000 ms\)/);
+  });
+
   test("a program may lower its delegate's callTimeoutMs, never raise it", async () => {
     const { agent } = scriptedAgent("boss", {
       "boss.run": "const r = await delegate('worker', { callTimeoutMs: 300 }).slow(); return r",

@@ -107,7 +107,7 @@ export async function askProvider(providers: readonly Provider[], request: Gener
       index += 1;
       continue;
     }
-    if (!another && pausedMs >= callTimeLeftMs(draft)) {
+    if (!another && pausedMs > 0 && pausedMs >= callTimeLeftMs(draft)) {
       return failed(draft, "provider", `The provider ${providerName(provider)} is limiting the rate of requests: its server asked to wait ${Math.ceil(pausedMs / 1000)} s more. That is longer than the call has left (${Math.round(callTimeLeftMs(draft))} ms of callTimeoutMs). Call again later.`);
     }
     const answer = await askOnSpan(provider, request, state, draft);
