@@ -20,6 +20,16 @@ describe("delegation from application code", () => {
     expect(calc.delegate("statistician")).toBe(calc.delegate("statistician"));
   });
 
+  test("an agent keeps helpers of at most 1,024 roles: a new role past them is budget_exceeded, for the application as for a program, and the roles kept still answer", async () => {
+    const provider = new ScriptedProvider({ programs: { "boss.more": "const r = await delegate('one-more-role').work(); return r", "boss.again": "const r = await delegate('r7').work(); return r", work: "return 'worked'" } });
+    const boss = Agent.for("boss", { provider, reuse: false });
+    for (let index = 0; index < 1_024; index += 1) boss.delegate(`r${index}`);
+    expect(() => boss.delegate("r1024")).toThrow(expect.objectContaining({ errorType: "budget_exceeded", message: expect.stringMatching(/^Agent "boss" has helpers of 1024 roles, the most an agent keeps: delegate to a role it has, or make another agent\.$/) }));
+    expect(boss.delegate("r7")).toBe(boss.delegate("r7"));
+    expect((await boss.more()).value).toMatchObject({ ok: false, error_type: "budget_exceeded" });
+    expect((await boss.again()).value).toMatchObject({ ok: true, value: "worked" });
+  });
+
   test("beyond maxDelegationDepth, delegate throws a budget_exceeded ImprovError", () => {
     const calc = Agent.for("calculator", { provider: new ScriptedProvider({ programs: {} }), maxDelegationDepth: 1 });
     const child = calc.delegate("one");

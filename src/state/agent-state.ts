@@ -4,7 +4,7 @@ import { findUncloneable, sandboxPool } from "../sandbox/index.ts";
 import { AgentHistory, KeptValues, normalizeHistory } from "../history/index.ts";
 import { resolveOptions, type AgentOptions, type ResolvedOptions } from "./options.ts";
 import { AnthropicProvider, OpenAIProvider, type Provider } from "../providers/index.ts";
-import { Drain, readEnv } from "../shared/index.ts";
+import { Drain, ImprovError, readEnv } from "../shared/index.ts";
 import { childId, DurableLink, forgetOpened, isSyncStore, openedAgent, rememberOpened, RoleMismatchError, StoreError, storeClosed, type Store, type StoredContext, type ValueChange } from "../store/index.ts";
 
 /** Runs tasks one after another, in the order they were queued; one queued when none is waiting starts at once. */
@@ -162,6 +162,10 @@ export class AgentState {
     const key = options === undefined ? role : `${role}\u0000${optionsKey(options)}`;
     let child = this.#children.get(key);
     if (child !== undefined) return child;
+    // A program told roles by hostile data could otherwise add helpers, and their histories, to a long-lived agent without end.
+    if (options === undefined && this.#children.size >= MAX_CHILD_ROLES) {
+      throw new ImprovError("budget_exceeded", `Agent "${this.role}" has helpers of ${MAX_CHILD_ROLES} roles, the most an agent keeps: delegate to a role it has, or make another agent.`);
+    }
     const resolved = resolveOptions(options, this.options);
     // Children under another contract are other agents: in a store, under an id of their own.
     const { fingerprint } = resolved.contract;
@@ -276,6 +280,9 @@ export class AgentState {
 
 /** Children an agent keeps (by role, and by role and options for children with options of their own). */
 const MAX_KEPT_CHILDREN = 256;
+
+/** Roles an agent has helpers of: a new one past them is refused (`budget_exceeded`). */
+export const MAX_CHILD_ROLES = 1_024;
 
 const identities = new WeakMap<object, number>();
 let nextIdentity = 1;

@@ -1,5 +1,5 @@
 import type { AgentOptions, AgentState } from "../../state/index.ts";
-import { MAX_NAME_LENGTH, type Outcome, RESERVED_NAMES } from "../../shared/index.ts";
+import { ImprovError, MAX_NAME_LENGTH, type Outcome, RESERVED_NAMES } from "../../shared/index.ts";
 import { type AgentReference, type AskingRun, type BridgeAnswer, bridgeFailure, type BridgeOutcome, type DelegateRequest, readDelegateInput, readHandedBackOptions } from "../../sandbox/index.ts";
 import type { Call } from "../draft.ts";
 import { kw } from "../arguments.ts";
@@ -37,7 +37,7 @@ export async function answerDelegate(request: DelegateRequest, call: Call, run: 
   try {
     child = state.child(role, options);
   } catch (error) {
-    return bridgeFailure("invalid_input", (error as Error).message);
+    return bridgeFailure(error instanceof ImprovError ? error.errorType : "invalid_input", (error as Error).message);
   }
   // The child's call ends with the calling program's run, and by the end of the calling call at the latest.
   const origin = {
