@@ -289,6 +289,13 @@ describe("annotate(): hints for a tool made with the AI SDK's tool(), whose type
     // The tool given is not changed; hints it had are kept unless overridden.
     expect((weather as { annotations?: unknown }).annotations).toBeUndefined();
     expect(annotate({ ...weather, annotations: { title: "Weather", readOnlyHint: false } }, { readOnlyHint: true }).annotations).toEqual({ title: "Weather", readOnlyHint: true });
+    // Hints read through getters (a class's) are kept as read, not lost to a spread.
+    const hints = new (class {
+      get readOnlyHint() {
+        return true;
+      }
+    })();
+    expect(annotate(weather, hints).annotations).toEqual({ readOnlyHint: true });
     expect(() => annotate(weather, null as never)).toThrow("annotate(tool, annotations): annotations must be an object such as { readOnlyHint: true }.");
     expect(() => annotate(weather, { readonlyHint: true } as never)).toThrow(
       new TypeError('Unknown annotation "readonlyHint" for annotate(tool, annotations). Did you mean "readOnlyHint"? Valid annotations: title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint.'),

@@ -111,7 +111,9 @@ export function annotate<T extends object>(tool: T, annotations: ToolAnnotations
   if (typeof annotations !== "object" || annotations === null) throw new TypeError("annotate(tool, annotations): annotations must be an object such as { readOnlyHint: true }.");
   checkAnnotations(annotations, "annotate(tool, annotations)", (name) => `annotate(tool, annotations): ${name}`);
   const own = (tool as { annotations?: unknown }).annotations;
-  return { ...tool, annotations: { ...(typeof own === "object" && own !== null ? own : {}), ...annotations } };
+  // Read name by name, so hints behind getters (a class's) are kept too.
+  const given = Object.fromEntries(ANNOTATION_NAMES.flatMap((name) => (annotations[name] === undefined ? [] : [[name, annotations[name]]])));
+  return { ...tool, annotations: { ...(typeof own === "object" && own !== null ? own : {}), ...given } };
 }
 
 /** Tools under one name: `tools.set.tool(input)` in programs. */
