@@ -11,6 +11,18 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
 
+/** A server that starts a 5,000-byte reply, sends part of it, and closes the connection. */
+async function cuttingServer(): Promise<{ cutting: ReturnType<typeof createServer>; port: number }> {
+  const cutting = createServer((request, response) => {
+    response.writeHead(200, { "content-type": "application/json", "content-length": "5000" });
+    response.write('{"id":"x","choices":[{"message":{"content":"ret');
+    setTimeout(() => request.socket.destroy(), 50);
+  });
+  cutting.listen(0, "127.0.0.1");
+  await once(cutting, "listening");
+  return { cutting, port: (cutting.address() as AddressInfo).port };
+}
+
 async function openai(replies: ScriptedReply[]): Promise<{ server: OpenAITestServer; provider: OpenAIProvider }> {
   const server = await OpenAITestServer.start(replies);
   servers.push(server);
@@ -55,14 +67,7 @@ describe("a list of providers", () => {
   });
 
   test("a reply cut off as it was read may have been billed: the call's cost is unknown; a server never reached costs nothing", async () => {
-    const cutting = createServer((request, response) => {
-      response.writeHead(200, { "content-type": "application/json", "content-length": "5000" });
-      response.write('{"id":"x","choices":[{"message":{"content":"ret');
-      setTimeout(() => request.socket.destroy(), 50);
-    });
-    cutting.listen(0, "127.0.0.1");
-    await once(cutting, "listening");
-    const { port } = cutting.address() as AddressInfo;
+    const { cutting, port } = await cuttingServer();
     const closed = createServer();
     closed.listen(0, "127.0.0.1");
     await once(closed, "listening");
@@ -86,14 +91,7 @@ describe("a list of providers", () => {
   });
 
   test("a reply cut off in the middle of its body is a connection failure: the next provider is asked", async () => {
-    const cutting = createServer((request, response) => {
-      response.writeHead(200, { "content-type": "application/json", "content-length": "5000" });
-      response.write('{"id":"x","choices":[{"message":{"content":"ret');
-      setTimeout(() => request.socket.destroy(), 50);
-    });
-    cutting.listen(0, "127.0.0.1");
-    await once(cutting, "listening");
-    const { port } = cutting.address() as AddressInfo;
+    const { cutting, port } = await cuttingServer();
     try {
       for (const make of [
         () => new OpenAIProvider({ apiKey: "k", baseURL: `http://127.0.0.1:${port}/v1`, model: "m", maxRetries: 0 }),
