@@ -187,7 +187,8 @@ export async function runDemo(options: DemoOptions): Promise<Record<string, Agen
     await show("shopper.toolsUsed()  [reads history]", shopper.toolsUsed());
     await show("shopper.checkout(['kettle', 'unicorn'])", shopper.checkout(["kettle", "unicorn"]));
     await show("shopper.orders()  [undone? history]", shopper.orders());
-    const cancelled = [...placed].filter((order) => ![...book.values()].includes(order));
+    const standing = new Set(book.values());
+    const cancelled = placed.filter((order) => !standing.has(order));
     write(`  order book after the failed checkout: ${book.size > 0 ? [...book.values()].join(", ") : cancelled.length > 0 ? `empty (cancelled: ${cancelled.join(", ")})` : "empty (no order was placed)"}`);
     agents.shopper = shopper;
   } finally {

@@ -35,24 +35,16 @@ program
   .option("--store <file>", "the SQLite file that keeps the demo's agents (default: demo.db beside the log)")
   .option("--fresh", "forget the agents of earlier runs and start over")
   .action(async (options: { log: string; store?: string; fresh?: boolean }) => {
-    // A fresh log, so the closing summary describes this run only; never a file improv did not write.
-    const notALog = notACallLog(options.log);
-    if (notALog !== undefined) {
-      process.stderr.write(`improv demo: ${notALog}\n`);
+    const location = options.store ?? join(dirname(options.log), "demo.db");
+    // A fresh log, so the closing summary describes this run only; never a file improv did not write, nor a store the demo does not own.
+    const refusal = notACallLog(options.log) ?? (options.fresh ? notTheDemosStore(location) : undefined);
+    if (refusal !== undefined) {
+      process.stderr.write(`improv demo: ${refusal}\n`);
       process.exitCode = 2;
       return;
     }
     rmSync(options.log, { force: true });
-    const location = options.store ?? join(dirname(options.log), "demo.db");
-    if (options.fresh) {
-      const others = otherAgentsIn(location);
-      if (others !== undefined) {
-        process.stderr.write(`improv demo: --fresh would delete ${location}, which ${others}. Give the demo a store of its own with --store.\n`);
-        process.exitCode = 2;
-        return;
-      }
-      for (const suffix of ["", "-wal", "-shm"]) rmSync(`${location}${suffix}`, { force: true });
-    }
+    if (options.fresh) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${location}${suffix}`, { force: true });
     const store = new SqliteStore(location);
     try {
       await runDemo({ log: options.log, store, write: (line) => process.stdout.write(`${line}\n`) });
@@ -178,22 +170,23 @@ program
   });
 
 /**
- * What in the file at `location` is not the demo's: agents of other roles, or other tables (a
- * database of the application's); undefined when it holds the demo's agents only, or does not
- * exist. Read only: opening it as a store would add improv's tables to whatever it is.
+ * Why `--fresh` may not delete the file at `location`: it holds agents of other roles, or other
+ * tables (a database of the application's); undefined when it holds the demo's agents only, or
+ * does not exist. Read only: opening it as a store would add improv's tables to whatever it is.
  */
-function otherAgentsIn(location: string): string | undefined {
+function notTheDemosStore(location: string): string | undefined {
   if (!existsSync(location)) return undefined;
+  const refused = (why: string) => `--fresh would delete ${location}, which ${why}. Give the demo a store of its own with --store.`;
   let db: InstanceType<ReturnType<typeof sqliteDatabase>> | undefined;
   try {
     db = new (sqliteDatabase())(location, { readOnly: true });
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((row) => row.name);
-    if (!tables.includes("improv_agents") || tables.some((name) => !name.startsWith("improv_") && !name.startsWith("sqlite_"))) return "is not a store the demo made";
+    if (!tables.includes("improv_agents") || tables.some((name) => !name.startsWith("improv_") && !name.startsWith("sqlite_"))) return refused("is not a store the demo made");
     const roles = (db.prepare("SELECT DISTINCT role FROM improv_agents").all() as { role: string }[]).map((row) => row.role);
     const others = roles.filter((role) => !DEMO_ROLES.includes(role));
-    return others.length === 0 ? undefined : `holds agents the demo did not make (${terminalText(others.slice(0, 5).join(", "))}${others.length > 5 ? ", …" : ""})`;
+    return others.length === 0 ? undefined : refused(`holds agents the demo did not make (${terminalText(others.slice(0, 5).join(", "))}${others.length > 5 ? ", …" : ""})`);
   } catch {
-    return "is not a store the demo made";
+    return refused("is not a store the demo made");
   } finally {
     db?.close();
   }

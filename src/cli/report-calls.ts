@@ -8,7 +8,7 @@
 import { programHash } from "../history/index.ts";
 import { terminalText } from "../shared/index.ts";
 import { EFFECT_STATES } from "../tools/index.ts";
-import { durationOf } from "./report-samples.ts";
+import { saneDuration } from "./report-samples.ts";
 import { count } from "./report-tools.ts";
 
 /** Calls the explorer keeps: the latest ones read. */
@@ -150,7 +150,7 @@ export class CallCollector {
       time: typeof line.timestamp === "string" && !Number.isNaN(Date.parse(line.timestamp)) ? text(line.timestamp, 40) : null,
       role: text(line.role, MAX_NAME_CHARS) ?? "(unknown)",
       method: text(line.method, MAX_NAME_CHARS) ?? "(unknown)",
-      durationMs: durationOf(line),
+      durationMs: saneDuration(line.duration_ms),
       status: line.outcome_status === "ok" ? "ok" : "error",
       errorType: text(line.error_type, 40),
       errorMessage: text(line.error_message, MAX_MESSAGE_CHARS),

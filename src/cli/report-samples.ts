@@ -28,11 +28,6 @@ export const MAX_MESSAGE_CHARS = 1_000;
 /** The longest a line may claim a call took: a year, past any deadline a call could have. @unit ms */
 const MAX_SANE_DURATION_MS = 365 * 86_400_000;
 
-/** A line's `duration_ms` when a call could have taken it; null otherwise. */
-export function durationOf(line: Record<string, unknown>): number | null {
-  return saneDuration(line.duration_ms);
-}
-
 /** `duration` when it is a time a call could have taken (0 to a year, in ms); null otherwise. */
 export function saneDuration(duration: unknown): number | null {
   return typeof duration === "number" && duration >= 0 && duration <= MAX_SANE_DURATION_MS ? duration : null;

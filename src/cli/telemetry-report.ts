@@ -1,6 +1,6 @@
 import { PATTERN_TAGS, type PatternTag } from "../telemetry/index.ts";
 import { matchesFilter, stateFilter, type ReportFilter, type ReportFilters } from "./report-filter.ts";
-import { durationOf, isAmongSlowest, keepLatest, keepSlowest, MAX_MESSAGE_CHARS, type CallSample } from "./report-samples.ts";
+import { isAmongSlowest, keepLatest, keepSlowest, MAX_MESSAGE_CHARS, saneDuration, type CallSample } from "./report-samples.ts";
 import { addEffectUse, effectFieldsOf, emptyEffectStats, type EffectStats } from "./report-effects.ts";
 import { addKnowledgeUse, emptyKnowledgeStats, finishKnowledge, knowledgeFieldsOf, type KnowledgeStats } from "./report-knowledge.ts";
 import { boundedName, FoldedNames, keyIn, OTHER } from "./report-other.ts";
@@ -225,7 +225,7 @@ export class TelemetryAggregator {
     const knowledge = knowledgeFieldsOf(line);
     const effects = effectFieldsOf(line);
     const failed = line.outcome_status !== "ok";
-    const duration = durationOf(line);
+    const duration = saneDuration(line.duration_ms);
     const sample = failed || (duration !== null && isAmongSlowest(this.#slowest, duration, MAX_SLOWEST)) ? sampleOf(line, time, role, method, duration, tools) : undefined;
     const groups = [groupOf(this.#byRole, role, MAX_ROLES, this.#folded.roles), groupOf(this.#byMethod, `${role}.${method}`, MAX_METHODS, this.#folded.methods)];
     for (const stats of [this.#overall, ...groups]) {

@@ -247,16 +247,16 @@ export function beginStoreCall(store: Store): boolean {
   return store.beginCall?.() !== false;
 }
 
+/** Tells `store` a call that {@link beginStoreCall} let in has ended. */
+export function endStoreCall(store: Store | undefined): void {
+  store?.endCall?.();
+}
+
 /** Whether `store` was closed (or is closing): it lets in no more calls, nor the application's values. */
 export function storeClosed(store: Store): boolean {
   if (!beginStoreCall(store)) return true;
   endStoreCall(store);
   return false;
-}
-
-/** Tells `store` a call that {@link beginStoreCall} let in has ended. */
-export function endStoreCall(store: Store | undefined): void {
-  store?.endCall?.();
 }
 
 /** Opening an id that is stored (or open) with another role. */

@@ -6,7 +6,7 @@
 import { callTool } from "./mcp-call.ts";
 import { bounded, causeText, connectionTo, endpointFor, isMissingSdk, McpConnectionError, type Connection, type McpClient, type McpListedTool, type McpServer, type Session } from "./mcp-connection.ts";
 import { describeType } from "../shared/index.ts";
-import { checkAnnotations, markServerTool, type Tool, type ToolAnnotations, type ToolExecuteOptions, type ToolRevertOptions, type ToolSet } from "./tool.ts";
+import { checkAnnotations, HINT_NAMES, markServerTool, type Tool, type ToolAnnotations, type ToolExecuteOptions, type ToolRevertOptions, type ToolSet } from "./tool.ts";
 
 export { McpConnectionError } from "./mcp-connection.ts";
 export type { McpClient, McpHttpServer, McpListedTool, McpRequestOptions, McpServer, McpStdioServer } from "./mcp-connection.ts";
@@ -225,8 +225,6 @@ function toolFor(listing: McpListedTool, name: string, connection: Connection, o
   return Object.freeze(markServerTool(tool));
 }
 
-const HINT_FIELDS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
-
 /** Title and hints from each source in turn, field by field (the later wins); undefined when none says anything. */
 function annotationsFor(sources: readonly unknown[]): ToolAnnotations | undefined {
   const merged: { -readonly [K in keyof ToolAnnotations]: ToolAnnotations[K] } = {};
@@ -234,7 +232,7 @@ function annotationsFor(sources: readonly unknown[]): ToolAnnotations | undefine
     if (typeof source !== "object" || source === null) continue;
     const fields = source as Record<string, unknown>;
     if (typeof fields.title === "string") merged.title = bounded(fields.title, MAX_TITLE_CHARS);
-    for (const field of HINT_FIELDS) if (typeof fields[field] === "boolean") merged[field] = fields[field];
+    for (const field of HINT_NAMES) if (typeof fields[field] === "boolean") merged[field] = fields[field];
   }
   return Object.keys(merged).length === 0 ? undefined : Object.freeze(merged);
 }

@@ -22,8 +22,11 @@ export interface ToolAnnotations {
   readonly openWorldHint?: boolean;
 }
 
+/** The hints of {@link ToolAnnotations}: true or false each. */
+export const HINT_NAMES = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
+
 /** The names {@link ToolAnnotations} may hold. */
-const ANNOTATION_NAMES = ["title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
+const ANNOTATION_NAMES = ["title", ...HINT_NAMES] as const;
 
 /**
  * The application's own annotations checked (never a server's: `mcpTools` reads those leniently):
